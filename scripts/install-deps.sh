@@ -1,0 +1,29 @@
+#!/bin/sh
+# Install the Debian 12 packages that ib2roce's build, tests, benchmarks and tools need.
+# Idempotent: packages already present are left as they are. Run as root.
+set -eu
+
+PKGS="build-essential pkg-config meson ninja-build python3
+libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
+liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
+libpgm-dev tshark iproute2 nftables
+valgrind clang libclang-rt-14-dev clang-format"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "install-deps: need root to install:$missing" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	# tshark asks whether non-root users may capture: answer no, non-interactively.
+	echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends $missing
+fi
