@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Completion queues: a shared ring per CQ, filled by any process of the fabric (the
+ * senders that deliver into this process's QPs, and the owner's own send completions),
+ * drained by the owner with ibv_poll_cq. Completion events go to the CQ's channel.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "sf.h"
+#include "sf_priv.h"
+
+/* Completion channels keep per-CQ event counts for ibv_ack_cq_events / destroy. */
+struct sf_cq_events {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint32_t got;
+	uint32_t acked;
+};
+
+struct sf_cq_full {
+	struct sf_cq_priv p;
+	struct sf_cq_events ev;
+};
+
+/* Per-process table of our own QPs, for retiring send-queue slots on send completions. */
+extern struct sf_qp_priv *g_own_qps[SF_MAX_QPS];
+
+SF_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+				       struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct sf_context *c = sf_ctx_of(context);
+	struct sf_fabric *fab = c->fab;
+	struct sf_cq_full *f;
+	struct sf_cq *r;
+	uint32_t i, size;
+
+	if (cqe < 1 || cqe > 4194303 || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* mlx5 rounds the ring up to a power of two and reports one less. */
+	size = (uint32_t)sf_roundup_pow2((uint64_t)cqe + 1);
+	sf_lock(fab);
+	for (i = 0; i < SF_MAX_CQS; i++)
+		if (!fab->cqs[i].own.pid)
+			break;
+	if (i == SF_MAX_CQS) {
+		sf_unlock(fab);
+		free(f);
+		errno = ENOMEM;
+		return NULL;
+	}
+	r = &fab->cqs[i];
+	sf_owner_claim(&r->own);
+	sf_unlock(fab);
+
+	f->p.ring = sf_obj_create("cq", r->own.serial, size * sizeof(struct sf_cqe), NULL);
+	if (!f->p.ring) {
+		int e = errno;
+
+		sf_lock(fab);
+		sf_owner_release(&r->own);
+		sf_unlock(fab);
+		free(f);
+		errno = e;
+		return NULL;
+	}
+	r->size = size;
+	r->cqe = size - 1;
+	atomic_store(&r->prod, 0);
+	atomic_store(&r->cons, 0);
+	atomic_store(&r->armed, 0);
+	atomic_store(&r->error, 0);
+	r->ctx = c->ctx_index;
+	r->chan_pid = channel ? getpid() : 0;
+	r->chan_serial = channel ? ((struct sf_comp_channel *)channel)->serial : 0;
+	r->cookie = (uintptr_t)&f->p.cq;
+	sf_map_register_cq(i, f->p.ring);
+
+	f->p.index = i;
+	f->p.mask = size - 1;
+	f->p.cq.context = context;
+	f->p.cq.channel = channel;
+	f->p.cq.cq_context = cq_context;
+	f->p.cq.cqe = (int)(size - 1);
+	f->p.cq.handle = i;
+	pthread_mutex_init(&f->p.cq.mutex, NULL);
+	pthread_cond_init(&f->p.cq.cond, NULL);
+	pthread_mutex_init(&f->ev.lock, NULL);
+	pthread_cond_init(&f->ev.cond, NULL);
+	if (channel) {
+		pthread_mutex_lock(&context->mutex);
+		channel->refcnt++;
+		pthread_mutex_unlock(&context->mutex);
+	}
+	return &f->p.cq;
+}
+
+SF_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	struct sf_cq_full *f = (struct sf_cq_full *)cq;
+	struct sf_fabric *fab = sf_get();
+	struct sf_cq *r = &fab->cqs[f->p.index];
+	char path[256];
+
+	/* Like libibverbs: wait until every completion event was acknowledged. */
+	pthread_mutex_lock(&f->ev.lock);
+	while (f->ev.got != f->ev.acked)
+		pthread_cond_wait(&f->ev.cond, &f->ev.lock);
+	pthread_mutex_unlock(&f->ev.lock);
+
+	sf_lock(fab);
+	for (uint32_t i = 0; i < SF_MAX_QPS; i++) {
+		struct sf_qp *q = &fab->qps[i];
+
+		if (q->own.pid == r->own.pid && (q->recv_cq == f->p.index || q->send_cq == f->p.index)) {
+			sf_unlock(fab);
+			return EBUSY;
+		}
+	}
+	sf_obj_path(path, sizeof(path), "cq", r->own.pid, r->own.serial);
+	sf_owner_release(&r->own);
+	sf_unlock(fab);
+	unlink(path);
+	munmap(f->p.ring, (size_t)(f->p.mask + 1) * sizeof(struct sf_cqe));
+	if (cq->channel) {
+		pthread_mutex_lock(&cq->context->mutex);
+		cq->channel->refcnt--;
+		pthread_mutex_unlock(&cq->context->mutex);
+	}
+	free(f);
+	return 0;
+}
+
+int sf_cq_push(struct sf_fabric *fab, uint32_t cqi, struct sf_cqe *ring, const struct ibv_wc *wc,
+	       uint64_t sq_index, bool solicited)
+{
+	struct sf_cq *r = &fab->cqs[cqi];
+	uint64_t prod = atomic_load_explicit(&r->prod, memory_order_relaxed);
+	struct sf_cqe *e;
+	uint32_t armed;
+
+	do {
+		if (prod - atomic_load_explicit(&r->cons, memory_order_acquire) >= r->cqe) {
+			if (!atomic_exchange(&r->error, 1))
+				sf_async_post_ctx(fab, r->ctx, IBV_EVENT_CQ_ERR, r->cookie, 0);
+			return -EOVERFLOW;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&r->prod, &prod, prod + 1,
+							memory_order_acq_rel, memory_order_relaxed));
+	e = &ring[prod & (r->size - 1)];
+	e->wc = *wc;
+	e->sq_index = sq_index;
+	atomic_store_explicit(&e->seq, prod + 1, memory_order_release);
+
+	/* Pairs with the seq_cst store in sf_req_notify_cq: either we see the arm, or the
+	 * owner's poll after arming sees this completion. */
+	atomic_thread_fence(memory_order_seq_cst);
+	armed = atomic_load_explicit(&r->armed, memory_order_relaxed);
+	if (armed && (armed == 1 || solicited || wc->status != IBV_WC_SUCCESS) &&
+	    atomic_exchange(&r->armed, 0)) {
+		struct sf_msg m = { .kind = SF_MSG_CQ, .cookie = r->cookie };
+
+		sf_endpoint_send(r->chan_pid, r->chan_serial, &m);
+	}
+	return 0;
+}
+
+int sf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct sf_cq_priv *p = (struct sf_cq_priv *)cq;
+	struct sf_fabric *fab = sf_get();
+	struct sf_cq *r = &fab->cqs[p->index];
+	uint64_t cons = atomic_load_explicit(&r->cons, memory_order_relaxed);
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct sf_cqe *e = &p->ring[cons & p->mask];
+
+		if (atomic_load_explicit(&e->seq, memory_order_acquire) != cons + 1)
+			break;
+		wc[i] = e->wc;
+		if (e->sq_index != UINT64_MAX) {
+			uint32_t qi = (uint32_t)(e->sq_index >> 40);
+			struct sf_qp_priv *q = g_own_qps[qi];
+
+			/* UD sends complete in order: everything up to this WR is retired. */
+			if (q)
+				atomic_store_explicit(&q->sq_retired,
+						      (e->sq_index & ((1ull << 40) - 1)) + 1,
+						      memory_order_release);
+		}
+		cons++;
+	}
+	if (i)
+		atomic_store_explicit(&r->cons, cons, memory_order_release);
+	return i;
+}
+
+int sf_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	struct sf_cq_priv *p = (struct sf_cq_priv *)cq;
+	struct sf_fabric *fab = sf_get();
+
+	if (!cq->channel)
+		return EINVAL;
+	atomic_store(&fab->cqs[p->index].armed, solicited_only ? 2 : 1);
+	return 0;
+}
+
+SF_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+			       void **cq_context)
+{
+	struct sf_msg m;
+	struct sf_cq_full *f;
+	ssize_t n;
+
+	do {
+		n = recv(channel->fd, &m, sizeof(m), 0);
+	} while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(m) || m.kind != SF_MSG_CQ) {
+		if (n >= 0)
+			errno = EIO;
+		return -1;
+	}
+	f = (struct sf_cq_full *)(uintptr_t)m.cookie;
+	*cq = &f->p.cq;
+	*cq_context = f->p.cq.cq_context;
+	pthread_mutex_lock(&f->ev.lock);
+	f->ev.got++;
+	pthread_mutex_unlock(&f->ev.lock);
+	return 0;
+}
+
+SF_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	struct sf_cq_full *f = (struct sf_cq_full *)cq;
+
+	pthread_mutex_lock(&f->ev.lock);
+	f->ev.acked += nevents;
+	pthread_cond_broadcast(&f->ev.cond);
+	pthread_mutex_unlock(&f->ev.lock);
+}

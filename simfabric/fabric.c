@@ -1,0 +1,451 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Attaching to the shared-memory fabric, its lock, the process table and the
+ * reclamation of objects left behind by processes that died.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sf.h"
+#include "sf_priv.h"
+
+#define SF_SHM_DIR "/dev/shm"
+#define SF_ATTACH_WAIT_MS 2000
+
+static struct sf_fabric *g_fab;
+static char g_name[SF_NAME_MAX];
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static int g_err;
+static _Atomic uint32_t g_serial;
+static int32_t g_pid;
+
+const char *sf_name(void)
+{
+	return g_name;
+}
+
+uint32_t sf_serial_next(void)
+{
+	return atomic_fetch_add_explicit(&g_serial, 1, memory_order_relaxed) + 1;
+}
+
+static bool sf_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= SF_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static void sf_fabric_path(char *buf, size_t len, const char *name)
+{
+	snprintf(buf, len, SF_SHM_DIR "/simfabric.%s", name);
+}
+
+void sf_obj_path(char *buf, size_t len, const char *kind, int32_t pid, uint32_t serial)
+{
+	snprintf(buf, len, SF_SHM_DIR "/simfabric.%s.%s.%d.%u", g_name, kind, pid, serial);
+}
+
+void *sf_obj_create(const char *kind, uint32_t serial, size_t len, int *fdp)
+{
+	char path[256];
+	void *p;
+	int fd;
+
+	sf_obj_path(path, sizeof(path), kind, getpid(), serial);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0660);
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)len) < 0)
+		goto fail;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	if (fdp)
+		*fdp = fd;
+	else
+		close(fd);
+	return p;
+fail: {
+	int e = errno;
+
+	close(fd);
+	unlink(path);
+	errno = e;
+	return NULL;
+}
+}
+
+void *sf_obj_map(const char *kind, int32_t pid, uint32_t serial, size_t len)
+{
+	char path[256];
+	void *p;
+	int fd;
+
+	sf_obj_path(path, sizeof(path), kind, pid, serial);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot. */
+static uint64_t sf_pid_start_time(int32_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long st = 0;
+	ssize_t n;
+	char *p;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* The command name may contain spaces and parentheses: skip to the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	/* After ")": field 3 (state) ... field 22 (starttime): 20 fields on. */
+	p++;
+	for (int field = 2; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		st = strtoull(p + 1, NULL, 10);
+	return st;
+}
+
+bool sf_pid_alive(int32_t pid, uint64_t start_time)
+{
+	if (pid <= 0)
+		return false;
+	if (kill(pid, 0) < 0 && errno != EPERM)
+		return false;
+	if (start_time && sf_pid_start_time(pid) != start_time)
+		return false;
+	return true;
+}
+
+void sf_owner_claim(struct sf_owner *own)
+{
+	own->pid = getpid();
+	own->serial = sf_serial_next();
+	own->gen++;
+}
+
+void sf_owner_release(struct sf_owner *own)
+{
+	own->pid = 0;
+	own->serial = 0;
+	own->gen++;
+}
+
+static void sf_lock_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+void sf_lock(struct sf_fabric *fab)
+{
+	int r = pthread_mutex_lock(&fab->lock);
+
+	if (r == EOWNERDEAD) {
+		/* The holder died inside a table change: tables are consistent at slot
+		 * granularity (every change is a few stores), so mark the lock usable and
+		 * drop whatever the dead process owned. */
+		pthread_mutex_consistent(&fab->lock);
+		sf_reclaim_locked(fab);
+	}
+}
+
+void sf_unlock(struct sf_fabric *fab)
+{
+	pthread_mutex_unlock(&fab->lock);
+}
+
+/* Remove every object file of `pid` (or of all pids when pid is 0). */
+static void sf_unlink_files(const char *name, int32_t pid)
+{
+	char prefix[128], path[512];
+	size_t plen;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(prefix, sizeof(prefix), "simfabric.%s.", name);
+	plen = strlen(prefix);
+	d = opendir(SF_SHM_DIR);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		const char *rest;
+		int32_t fpid;
+		char kind[16];
+		uint32_t serial;
+
+		if (strncmp(de->d_name, prefix, plen))
+			continue;
+		rest = de->d_name + plen;
+		if (sscanf(rest, "%15[a-z].%d.%u", kind, &fpid, &serial) != 3)
+			continue;
+		if (pid && fpid != pid)
+			continue;
+		snprintf(path, sizeof(path), SF_SHM_DIR "/%s", de->d_name);
+		unlink(path);
+	}
+	closedir(d);
+}
+
+/* Release everything `pid` owns. Caller holds the lock. */
+static void sf_release_pid_locked(struct sf_fabric *fab, int32_t pid)
+{
+	for (uint32_t i = 0; i < SF_MAX_JOINS; i++) {
+		struct sf_join *j = &fab->joins[i];
+
+		if (j->own.pid == pid)
+			sf_join_del_locked(fab, j);
+	}
+	for (uint32_t i = 0; i < SF_MAX_QPS; i++) {
+		struct sf_qp *qp = &fab->qps[i];
+
+		if (qp->own.pid != pid)
+			continue;
+		sf_qp_detach_all_locked(fab, i);
+		sf_qp_lock(qp);
+		atomic_store(&qp->state, IBV_QPS_RESET);
+		sf_owner_release(&qp->own);
+		sf_qp_unlock(qp);
+	}
+	for (uint32_t i = 0; i < SF_MAX_CQS; i++)
+		if (fab->cqs[i].own.pid == pid)
+			sf_owner_release(&fab->cqs[i].own);
+	for (uint32_t i = 0; i < SF_MAX_MRS; i++)
+		if (fab->mrs[i].own.pid == pid)
+			sf_owner_release(&fab->mrs[i].own);
+	for (uint32_t i = 0; i < SF_MAX_CTXS; i++)
+		if (fab->ctxs[i].own.pid == pid)
+			sf_owner_release(&fab->ctxs[i].own);
+	sf_unlink_files(fab->name, pid);
+}
+
+int sf_reclaim_locked(struct sf_fabric *fab)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < SF_MAX_PROCS; i++) {
+		struct sf_proc *p = &fab->procs[i];
+
+		if (!p->pid || sf_pid_alive(p->pid, p->start_time))
+			continue;
+		sf_release_pid_locked(fab, p->pid);
+		p->pid = 0;
+		p->start_time = 0;
+		n++;
+	}
+	return n;
+}
+
+int sf_reset(const char *name)
+{
+	char path[256];
+
+	if (!sf_name_valid(name))
+		return -EINVAL;
+	sf_fabric_path(path, sizeof(path), name);
+	sf_unlink_files(name, 0);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* Enter the calling process in the process table. Caller holds the lock. */
+static int sf_proc_register_locked(struct sf_fabric *fab)
+{
+	int32_t pid = getpid();
+	struct sf_proc *free_slot = NULL;
+
+	sf_reclaim_locked(fab);
+	for (uint32_t i = 0; i < SF_MAX_PROCS; i++) {
+		struct sf_proc *p = &fab->procs[i];
+
+		if (p->pid == pid) {
+			/* A pid reused by a new process: the old owner's objects are gone
+			 * (reclaim above checked the start time). */
+			p->start_time = sf_pid_start_time(pid);
+			return 0;
+		}
+		if (!p->pid && !free_slot)
+			free_slot = p;
+	}
+	if (!free_slot)
+		return -EMFILE;
+	free_slot->pid = pid;
+	free_slot->start_time = sf_pid_start_time(pid);
+	return 0;
+}
+
+static int sf_fabric_init(struct sf_fabric *fab, const char *name)
+{
+	char err[256] = "";
+	const char *topo = getenv("SIMFABRIC_TOPOLOGY");
+	int r;
+
+	memset(fab, 0, sizeof(*fab));
+	fab->version = SF_VERSION;
+	fab->size = sizeof(*fab);
+	snprintf(fab->name, sizeof(fab->name), "%s", name);
+	sf_lock_init(&fab->lock);
+	if (topo && *topo) {
+		r = sf_topology_load(fab, topo, err, sizeof(err));
+		if (r) {
+			fprintf(stderr, "simfabric: %s\n", err);
+			return r;
+		}
+	} else {
+		sf_topology_default(fab);
+	}
+	atomic_thread_fence(memory_order_release);
+	fab->magic = SF_MAGIC;
+	return 0;
+}
+
+static void sf_attach_once(void)
+{
+	const char *name = getenv("SIMFABRIC");
+	char path[256];
+	struct stat st;
+	void *p;
+	int fd, r;
+
+	if (!name || !*name)
+		name = "default";
+	if (!sf_name_valid(name)) {
+		fprintf(stderr, "simfabric: invalid fabric name '%s' (letters, digits, '-', '_')\n",
+			name);
+		g_err = EINVAL;
+		return;
+	}
+	snprintf(g_name, sizeof(g_name), "%s", name);
+	sf_fabric_path(path, sizeof(path), name);
+
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		g_err = errno;
+		fprintf(stderr, "simfabric: cannot open %s: %s\n", path, strerror(errno));
+		return;
+	}
+	/* The first process to take the file lock on an empty file creates the fabric;
+	 * flock is dropped by the kernel if the creator dies half-way. */
+	flock(fd, LOCK_EX);
+	if (fstat(fd, &st) < 0) {
+		g_err = errno;
+		goto out;
+	}
+	if (st.st_size == 0) {
+		if (ftruncate(fd, sizeof(struct sf_fabric)) < 0) {
+			g_err = errno;
+			goto out;
+		}
+	} else if ((size_t)st.st_size != sizeof(struct sf_fabric)) {
+		fprintf(stderr,
+			"simfabric: fabric '%s' has an incompatible layout (another simfabric "
+			"version?); run 'simfab reset' with SIMFABRIC=%s\n",
+			name, name);
+		g_err = EPROTO;
+		goto out;
+	}
+	p = mmap(NULL, sizeof(struct sf_fabric), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		g_err = errno;
+		goto out;
+	}
+	if (((struct sf_fabric *)p)->magic != SF_MAGIC) {
+		r = sf_fabric_init(p, name);
+		if (r) {
+			munmap(p, sizeof(struct sf_fabric));
+			if (ftruncate(fd, 0) < 0)
+				r = -errno;
+			g_err = -r;
+			goto out;
+		}
+	} else if (((struct sf_fabric *)p)->version != SF_VERSION) {
+		fprintf(stderr, "simfabric: fabric '%s' has version %u, expected %u; run 'simfab reset'\n",
+			name, ((struct sf_fabric *)p)->version, SF_VERSION);
+		munmap(p, sizeof(struct sf_fabric));
+		g_err = EPROTO;
+		goto out;
+	}
+	g_pid = getpid();
+	sf_lock(p);
+	r = sf_proc_register_locked(p);
+	sf_unlock(p);
+	if (r) {
+		fprintf(stderr, "simfabric: fabric '%s' has too many processes\n", name);
+		munmap(p, sizeof(struct sf_fabric));
+		g_err = -r;
+		goto out;
+	}
+	g_fab = p;
+out:
+	flock(fd, LOCK_UN);
+	close(fd);
+}
+
+struct sf_fabric *sf_get(void)
+{
+	pthread_once(&g_once, sf_attach_once);
+	if (!g_fab) {
+		errno = g_err ? g_err : ENODEV;
+		return NULL;
+	}
+	return g_fab;
+}
+
+/*
+ * At exit a process gives back what it still owns, as the kernel does when a process
+ * closes its uverbs file. Skipped in a forked child (its parent owns the objects).
+ */
+__attribute__((destructor)) static void sf_process_exit(void)
+{
+	struct sf_fabric *fab = g_fab;
+
+	if (!fab || getpid() != g_pid)
+		return;
+	sf_lock(fab);
+	sf_release_pid_locked(fab, g_pid);
+	for (uint32_t i = 0; i < SF_MAX_PROCS; i++)
+		if (fab->procs[i].pid == g_pid)
+			fab->procs[i].pid = 0;
+	sf_unlock(fab);
+}

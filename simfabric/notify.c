@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Event endpoints: completion channels, context async fds and rdma_cm event channels are
+ * abstract-namespace AF_UNIX datagram sockets, named after the fabric, the owner pid and
+ * a per-process serial. Any process of the fabric can post an event to any endpoint; a
+ * datagram is one event, so poll(2) on the fd behaves like the kernel's event files.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "sf.h"
+#include "sf_priv.h"
+
+static int g_tx_fd = -1;
+static pthread_mutex_t g_tx_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static socklen_t sf_endpoint_addr(struct sockaddr_un *a, int32_t pid, uint32_t serial)
+{
+	int n;
+
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	/* Abstract name: leading NUL, not NUL-terminated. */
+	n = snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "simfabric.%s.ev.%d.%u", sf_name(),
+		     pid, serial);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+int sf_endpoint_open(uint32_t serial)
+{
+	struct sockaddr_un a;
+	socklen_t len = sf_endpoint_addr(&a, getpid(), serial);
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&a, len) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+int sf_endpoint_send(int32_t pid, uint32_t serial, const struct sf_msg *msg)
+{
+	struct sockaddr_un a;
+	socklen_t len;
+	ssize_t n;
+
+	if (pid <= 0)
+		return -EINVAL;
+	len = sf_endpoint_addr(&a, pid, serial);
+	pthread_mutex_lock(&g_tx_lock);
+	if (g_tx_fd < 0)
+		g_tx_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	pthread_mutex_unlock(&g_tx_lock);
+	if (g_tx_fd < 0)
+		return -errno;
+	n = sendto(g_tx_fd, msg, sizeof(*msg), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
+		   len);
+	return n < 0 ? -errno : 0;
+}
+
+void sf_async_post_ctx(struct sf_fabric *fab, uint32_t ctx, enum ibv_event_type type,
+		       uint64_t cookie, uint32_t port)
+{
+	struct sf_ctx *c = &fab->ctxs[ctx];
+	struct sf_msg m = { .kind = SF_MSG_ASYNC, .type = type, .cookie = cookie, .port = port };
+
+	if (c->own.pid)
+		sf_endpoint_send(c->own.pid, c->own.serial, &m);
+}
+
+void sf_async_post_dev(struct sf_fabric *fab, uint32_t dev, enum ibv_event_type type)
+{
+	for (uint32_t i = 0; i < SF_MAX_CTXS; i++) {
+		struct sf_ctx *c = &fab->ctxs[i];
+
+		if (c->own.pid && c->dev == dev)
+			sf_async_post_ctx(fab, i, type, 0, 1);
+	}
+}

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * UD queue pairs: creation, the state machine with the attribute checks of the kernel
+ * (ib_modify_qp_is_ok), query, destruction and posting. Only UD is simulated: creating
+ * any other QP type fails with EOPNOTSUPP, as on a device without that transport.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "sf.h"
+#include "sf_priv.h"
+
+#define SF_MAX_QP_WR  32768
+#define SF_MAX_SGE    30
+#define SF_MAX_INLINE 256
+
+struct sf_qp_priv *g_own_qps[SF_MAX_QPS];
+
+static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *pd,
+				   struct ibv_qp_init_attr_ex *a)
+{
+	struct sf_context *c = sf_ctx_of(context);
+	struct sf_fabric *fab = c->fab;
+	struct sf_qp_priv *q;
+	struct sf_qp *r;
+	uint32_t i, rq_size, stride;
+
+	if (a->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!a->send_cq || !a->recv_cq || a->srq || !pd ||
+	    a->cap.max_send_wr > SF_MAX_QP_WR || a->cap.max_recv_wr > SF_MAX_QP_WR ||
+	    a->cap.max_send_sge > SF_MAX_SGE || a->cap.max_recv_sge > SF_MAX_SGE ||
+	    a->cap.max_inline_data > SF_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	    (a->create_flags & ~(uint32_t)IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rq_size = (uint32_t)sf_roundup_pow2(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1);
+	stride = sf_rwqe_stride(a->cap.max_recv_sge);
+
+	sf_lock(fab);
+	for (i = 0; i < SF_MAX_QPS; i++)
+		if (!fab->qps[i].own.pid)
+			break;
+	if (i == SF_MAX_QPS) {
+		sf_unlock(fab);
+		free(q);
+		errno = ENOMEM;
+		return NULL;
+	}
+	r = &fab->qps[i];
+	sf_owner_claim(&r->own);
+	sf_unlock(fab);
+
+	q->rq = sf_obj_create("rq", r->own.serial, (size_t)rq_size * stride, NULL);
+	if (!q->rq) {
+		int e = errno;
+
+		sf_lock(fab);
+		sf_owner_release(&r->own);
+		sf_unlock(fab);
+		free(q);
+		errno = e;
+		return NULL;
+	}
+	atomic_store(&r->lock, 0);
+	r->dev = c->dev;
+	r->qpn = atomic_fetch_add(&fab->devs[c->dev].next_qpn, 1);
+	atomic_store(&r->state, IBV_QPS_RESET);
+	r->qkey = 0;
+	r->pkey_index = 0;
+	r->block_self_mcast = (a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+			      (a->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB);
+	r->recv_cq = ((struct sf_cq_priv *)a->recv_cq)->index;
+	r->send_cq = ((struct sf_cq_priv *)a->send_cq)->index;
+	r->rq_size = rq_size;
+	r->max_recv_sge = a->cap.max_recv_sge ? a->cap.max_recv_sge : 1;
+	r->ctx = c->ctx_index;
+	atomic_store(&r->rq_head, 0);
+	atomic_store(&r->rq_tail, 0);
+	r->cookie = (uintptr_t)&q->qp;
+	sf_map_register_rq(i, q->rq);
+
+	q->index = i;
+	q->dev = c->dev;
+	q->max_send_wr = a->cap.max_send_wr;
+	q->max_send_sge = a->cap.max_send_sge;
+	q->max_inline = a->cap.max_inline_data;
+	q->max_recv_wr = a->cap.max_recv_wr;
+	q->sq_sig_all = (uint32_t)a->sq_sig_all;
+	q->rwqe_stride = stride;
+	q->create_flags = r->block_self_mcast ? IBV_QP_CREATE_BLOCK_SELF_MCAST_LB : 0;
+	q->qp.context = context;
+	q->qp.qp_context = a->qp_context;
+	q->qp.pd = pd;
+	q->qp.send_cq = a->send_cq;
+	q->qp.recv_cq = a->recv_cq;
+	q->qp.handle = i;
+	q->qp.qp_num = r->qpn;
+	q->qp.state = IBV_QPS_RESET;
+	q->qp.qp_type = IBV_QPT_UD;
+	pthread_mutex_init(&q->qp.mutex, NULL);
+	pthread_cond_init(&q->qp.cond, NULL);
+	g_own_qps[i] = q;
+	return &q->qp;
+}
+
+SF_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex a;
+	struct ibv_qp *qp;
+
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, attr, sizeof(*attr));
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = pd;
+	qp = sf_qp_create(pd->context, pd, &a);
+	if (qp)
+		attr->cap = a.cap;
+	return qp;
+}
+
+struct ibv_qp *sf_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return sf_qp_create(context, attr->pd, attr);
+}
+
+SF_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	struct sf_qp_priv *q = (struct sf_qp_priv *)qp;
+	struct sf_fabric *fab = sf_get();
+	struct sf_qp *r = &fab->qps[q->index];
+	char path[256];
+
+	sf_lock(fab);
+	sf_qp_detach_all_locked(fab, q->index);
+	sf_qp_lock(r);
+	atomic_store(&r->state, IBV_QPS_RESET);
+	sf_obj_path(path, sizeof(path), "rq", r->own.pid, r->own.serial);
+	sf_owner_release(&r->own);
+	sf_qp_unlock(r);
+	sf_unlock(fab);
+	g_own_qps[q->index] = NULL;
+	unlink(path);
+	munmap(q->rq, (size_t)r->rq_size * q->rwqe_stride);
+	free(q);
+	return 0;
+}
+
+/* Required and optional attributes of each UD transition (IBTA 11.2.4.2, kernel qp_state_table). */
+struct sf_trans {
+	enum ibv_qp_state from, to;
+	int req, opt;
+};
+
+static const struct sf_trans sf_ud_trans[] = {
+	{ IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0 },
+	{ IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY },
+	{ IBV_QPS_INIT, IBV_QPS_RTR, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY },
+	{ IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY },
+	{ IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY },
+};
+
+static int sf_modify_ok(enum ibv_qp_state cur, enum ibv_qp_state next, int mask)
+{
+	mask &= ~IBV_QP_STATE;
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		return mask & ~IBV_QP_CUR_STATE ? 0 : 1;
+	for (size_t i = 0; i < sizeof(sf_ud_trans) / sizeof(sf_ud_trans[0]); i++) {
+		const struct sf_trans *t = &sf_ud_trans[i];
+
+		if (t->from != cur || t->to != next)
+			continue;
+		return (mask & t->req) == t->req && !(mask & ~(t->req | t->opt));
+	}
+	return 0;
+}
+
+/* Drain the receive ring of a QP that went to the error state: flushed completions. */
+static void sf_qp_flush_rq(struct sf_fabric *fab, struct sf_qp_priv *q)
+{
+	struct sf_qp *r = &fab->qps[q->index];
+	struct sf_cq_priv *cq = (struct sf_cq_priv *)q->qp.recv_cq;
+
+	sf_qp_lock(r);
+	for (uint64_t h = atomic_load(&r->rq_head); h != atomic_load(&r->rq_tail); h++) {
+		struct sf_rwqe *w = sf_rwqe_at(q->rq, q->rwqe_stride, h, r->rq_size);
+		struct ibv_wc wc = { .wr_id = w->wr_id,
+				     .status = IBV_WC_WR_FLUSH_ERR,
+				     .opcode = IBV_WC_RECV,
+				     .qp_num = r->qpn };
+
+		if (sf_cq_push(fab, cq->index, cq->ring, &wc, UINT64_MAX, false))
+			break;
+		atomic_store(&r->rq_head, h + 1);
+	}
+	sf_qp_unlock(r);
+}
+
+SF_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	struct sf_qp_priv *q = (struct sf_qp_priv *)qp;
+	struct sf_fabric *fab = sf_get();
+	struct sf_qp *r = &fab->qps[q->index];
+	enum ibv_qp_state cur = atomic_load(&r->state), next;
+
+	if (mask & IBV_QP_CUR_STATE && attr->cur_qp_state != cur)
+		return EINVAL;
+	next = mask & IBV_QP_STATE ? attr->qp_state : cur;
+	if (!sf_modify_ok(cur, next, mask))
+		return EINVAL;
+	if (mask & IBV_QP_PORT && attr->port_num != 1)
+		return EINVAL;
+	if (mask & IBV_QP_PKEY_INDEX &&
+	    attr->pkey_index >= (fab->devs[q->dev].link == SF_LINK_IB ? 128 : 1))
+		return EINVAL;
+
+	sf_qp_lock(r);
+	if (mask & IBV_QP_QKEY)
+		r->qkey = attr->qkey;
+	if (mask & IBV_QP_PKEY_INDEX)
+		r->pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PORT)
+		q->port_num = attr->port_num;
+	if (next == IBV_QPS_RESET) {
+		atomic_store(&r->rq_head, 0);
+		atomic_store(&r->rq_tail, 0);
+		q->sq_posted = 0;
+		atomic_store(&q->sq_retired, 0);
+	}
+	atomic_store(&r->state, next);
+	sf_qp_unlock(r);
+
+	if (mask & IBV_QP_QKEY)
+		q->attr.qkey = attr->qkey;
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->attr.pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PORT)
+		q->attr.port_num = attr->port_num;
+	if (mask & IBV_QP_SQ_PSN)
+		q->attr.sq_psn = attr->sq_psn;
+	qp->state = next;
+	if (next == IBV_QPS_ERR)
+		sf_qp_flush_rq(fab, q);
+	return 0;
+}
+
+SF_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+			   struct ibv_qp_init_attr *init)
+{
+	struct sf_qp_priv *q = (struct sf_qp_priv *)qp;
+	struct sf_fabric *fab = sf_get();
+	struct sf_qp *r = &fab->qps[q->index];
+
+	(void)mask;
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = atomic_load(&r->state);
+	attr->cur_qp_state = attr->qp_state;
+	attr->path_mtu = fab->devs[q->dev].active_mtu;
+	attr->qkey = r->qkey;
+	attr->pkey_index = (uint16_t)r->pkey_index;
+	attr->port_num = (uint8_t)q->port_num;
+	attr->sq_psn = q->attr.sq_psn;
+	attr->cap.max_send_wr = q->max_send_wr;
+	attr->cap.max_recv_wr = q->max_recv_wr;
+	attr->cap.max_send_sge = q->max_send_sge;
+	attr->cap.max_recv_sge = r->max_recv_sge;
+	attr->cap.max_inline_data = q->max_inline;
+	if (init) {
+		memset(init, 0, sizeof(*init));
+		init->qp_context = qp->qp_context;
+		init->send_cq = qp->send_cq;
+		init->recv_cq = qp->recv_cq;
+		init->cap = attr->cap;
+		init->qp_type = IBV_QPT_UD;
+		init->sq_sig_all = (int)q->sq_sig_all;
+	}
+	return 0;
+}
+
+int sf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct sf_qp_priv *q = (struct sf_qp_priv *)qp;
+	struct sf_fabric *fab = sf_get();
+	struct sf_qp *r = &fab->qps[q->index];
+	uint64_t tail = atomic_load_explicit(&r->rq_tail, memory_order_relaxed);
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		struct sf_rwqe *w;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > r->max_recv_sge) {
+			ret = EINVAL;
+			break;
+		}
+		if (tail - atomic_load_explicit(&r->rq_head, memory_order_acquire) >= q->max_recv_wr) {
+			ret = ENOMEM;
+			break;
+		}
+		w = sf_rwqe_at(q->rq, q->rwqe_stride, tail, r->rq_size);
+		w->wr_id = wr->wr_id;
+		w->num_sge = (uint32_t)wr->num_sge;
+		memcpy(w->sge, wr->sg_list, sizeof(struct ibv_sge) * (size_t)wr->num_sge);
+		tail++;
+	}
+	/* Pairs with the acquire load of rq_tail in the delivering process. */
+	atomic_store_explicit(&r->rq_tail, tail, memory_order_release);
+	if (ret && bad)
+		*bad = wr;
+	if (atomic_load(&r->state) == IBV_QPS_ERR)
+		sf_qp_flush_rq(fab, q);
+	return ret;
+}
+
+/* Complete a send WR with an error; the QP goes to the error state. */
+static void sf_send_error(struct sf_fabric *fab, struct sf_qp_priv *q, struct ibv_send_wr *wr,
+			  enum ibv_wc_status status)
+{
+	struct sf_cq_priv *cq = (struct sf_cq_priv *)q->qp.send_cq;
+	struct ibv_wc wc = { .wr_id = wr->wr_id, .status = status, .qp_num = q->qp.qp_num };
+
+	sf_cq_push(fab, cq->index, cq->ring, &wc, ((uint64_t)q->index << 40) | q->sq_posted, false);
+	q->sq_posted++;
+	atomic_store(&fab->qps[q->index].state, IBV_QPS_ERR);
+	q->qp.state = IBV_QPS_ERR;
+}
+
+int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct sf_qp_priv *q = (struct sf_qp_priv *)qp;
+	struct sf_fabric *fab = sf_get();
+	struct sf_qp *r = &fab->qps[q->index];
+	struct sf_dev *d = &fab->devs[q->dev];
+	uint32_t mtu = sf_mtu_bytes(d->active_mtu);
+	uint8_t inl[SF_MAX_INLINE];
+	struct sf_tx tx;
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		enum ibv_qp_state st = atomic_load_explicit(&r->state, memory_order_relaxed);
+		struct sf_cq_priv *cq = (struct sf_cq_priv *)qp->send_cq;
+		uint64_t len = 0;
+		bool signaled;
+
+		if (st != IBV_QPS_RTS && st != IBV_QPS_ERR) {
+			ret = EINVAL;
+			break;
+		}
+		if ((wr->opcode != IBV_WR_SEND && wr->opcode != IBV_WR_SEND_WITH_IMM) ||
+		    wr->num_sge < 0 || (uint32_t)wr->num_sge > q->max_send_sge || !wr->wr.ud.ah) {
+			ret = EINVAL;
+			break;
+		}
+		if (q->sq_posted - atomic_load_explicit(&q->sq_retired, memory_order_acquire) >=
+		    q->max_send_wr) {
+			ret = ENOMEM;
+			break;
+		}
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		/* A UD message is one packet: larger than the path MTU is rejected. */
+		if (len > mtu || ((wr->send_flags & IBV_SEND_INLINE) && len > q->max_inline)) {
+			ret = EINVAL;
+			break;
+		}
+		if (st == IBV_QPS_ERR) {
+			sf_send_error(fab, q, wr, IBV_WC_WR_FLUSH_ERR);
+			continue;
+		}
+		memset(&tx, 0, offsetof(struct sf_tx, hdr));
+		tx.inline_data = NULL;
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			uint32_t off = 0;
+
+			for (int i = 0; i < wr->num_sge; i++) {
+				memcpy(inl + off, (void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				off += wr->sg_list[i].length;
+			}
+			tx.inline_data = inl;
+		} else {
+			int i;
+
+			for (i = 0; i < wr->num_sge; i++)
+				if (!sf_mr_check(fab, wr->sg_list[i].lkey, wr->sg_list[i].addr,
+						 wr->sg_list[i].length, r->own.pid))
+					break;
+			if (i < wr->num_sge) {
+				sf_send_error(fab, q, wr, IBV_WC_LOC_PROT_ERR);
+				continue;
+			}
+		}
+		tx.qp = q;
+		tx.sqp = r;
+		tx.sdev = d;
+		tx.wr = wr;
+		tx.len = (uint32_t)len;
+		tx.qkey = wr->wr.ud.remote_qkey & SF_QKEY_USE_QP ? r->qkey : wr->wr.ud.remote_qkey;
+		tx.with_imm = wr->opcode == IBV_WR_SEND_WITH_IMM;
+		tx.solicited = wr->send_flags & IBV_SEND_SOLICITED;
+		sf_wire_send(fab, &tx, (struct sf_ah_priv *)wr->wr.ud.ah);
+
+		signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+		if (signaled) {
+			struct ibv_wc wc = { .wr_id = wr->wr_id,
+					     .status = IBV_WC_SUCCESS,
+					     .opcode = IBV_WC_SEND,
+					     .qp_num = qp->qp_num };
+
+			sf_cq_push(fab, cq->index, cq->ring, &wc,
+				   ((uint64_t)q->index << 40) | q->sq_posted, false);
+		}
+		q->sq_posted++;
+	}
+	if (ret && bad)
+		*bad = wr;
+	return ret;
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Internal to the simulated libibverbs: the process-local halves of the verbs objects
+ * (what the application's pointers point to) and the delivery engine.
+ */
+#ifndef SIMFABRIC_SF_PRIV_H
+#define SIMFABRIC_SF_PRIV_H
+
+#include <sched.h>
+#include <infiniband/verbs.h>
+
+#include "sf.h"
+
+#pragma GCC visibility push(hidden)
+
+struct sf_device {
+	struct ibv_device dev;
+	uint32_t index;
+};
+
+struct sf_context {
+	uint32_t dev;
+	uint32_t ctx_index; /* fab->ctxs */
+	struct sf_fabric *fab;
+	struct verbs_context vctx; /* ibv_context is its last member */
+};
+
+static inline struct sf_context *sf_ctx_of(struct ibv_context *c)
+{
+	return (struct sf_context *)((char *)c - offsetof(struct sf_context, vctx.context));
+}
+
+struct sf_comp_channel {
+	struct ibv_comp_channel ch;
+	uint32_t serial;
+};
+
+struct sf_cq_priv {
+	struct ibv_cq cq;
+	uint32_t index; /* fab->cqs */
+	uint32_t mask;
+	struct sf_cqe *ring;
+	int32_t chan_pid;
+};
+
+struct sf_qp_priv {
+	struct ibv_qp qp;
+	uint32_t index; /* fab->qps */
+	uint32_t dev;
+	uint32_t max_send_wr;
+	uint32_t max_send_sge;
+	uint32_t max_inline;
+	uint32_t max_recv_wr;
+	uint32_t sq_sig_all;
+	uint32_t rwqe_stride; /* bytes per receive WQE */
+	uint8_t *rq;           /* the shared receive ring */
+	uint64_t sq_posted;    /* WRs posted (owner thread) */
+	_Atomic uint64_t sq_retired; /* WRs retired by polled send completions */
+	struct ibv_qp_attr attr; /* last modify, for query */
+	uint32_t create_flags;
+	uint32_t port_num;
+};
+
+struct sf_mr_priv {
+	struct ibv_mr mr;
+	uint32_t index; /* fab->mrs */
+};
+
+struct sf_ah_priv {
+	struct ibv_ah ah;
+	struct ibv_ah_attr attr;
+	uint32_t dev;
+	bool mcast;
+	uint32_t group;          /* cached group index, UINT32_MAX: none */
+	uint64_t group_gen;      /* that group's gen when cached */
+	uint64_t groups_gen;     /* fab->groups_gen when the cache was filled */
+	union ibv_gid sgid;
+	/* unicast: the destination QP found for uc_qpn */
+	uint32_t uc_qpn;
+	uint32_t uc_qpi;
+	uint64_t uc_gen;
+};
+
+/* Receive WQE stride for a QP with `max_sge` scatter entries. */
+static inline uint32_t sf_rwqe_stride(uint32_t max_sge)
+{
+	return (uint32_t)(16 + 16 * (max_sge ? max_sge : 1));
+}
+
+static inline struct sf_rwqe *sf_rwqe_at(uint8_t *rq, uint32_t stride, uint64_t i, uint32_t size)
+{
+	return (struct sf_rwqe *)(rq + (size_t)stride * (i & (size - 1)));
+}
+
+/* ---- QP delivery lock (wire.c) ---- */
+
+void sf_qp_lock(struct sf_qp *qp);
+void sf_qp_unlock(struct sf_qp *qp);
+
+/* Detach QP `qp_index` from every group. Lock held. */
+void sf_qp_detach_all_locked(struct sf_fabric *fab, uint32_t qp_index);
+
+/* ---- peer mappings (wire.c): shared rings and receive memory of other processes ---- */
+
+void sf_map_register_cq(uint32_t index, struct sf_cqe *ring);
+void sf_map_register_rq(uint32_t index, uint8_t *rq);
+
+/* ---- completions (cq.c) ---- */
+
+/*
+ * Publish a completion into CQ `cqi` (any process). Returns 0, or -EOVERFLOW when the CQ
+ * is full (the CQ goes to error and its owner gets IBV_EVENT_CQ_ERR).
+ */
+int sf_cq_push(struct sf_fabric *fab, uint32_t cqi, struct sf_cqe *ring, const struct ibv_wc *wc,
+	       uint64_t sq_index, bool solicited);
+
+/* ---- sending (wire.c) ---- */
+
+struct sf_tx {
+	struct sf_qp_priv *qp;
+	struct sf_qp *sqp;
+	struct sf_dev *sdev;
+	const struct ibv_send_wr *wr;
+	uint32_t len; /* payload bytes */
+	uint32_t qkey;
+	bool with_imm;
+	bool solicited;
+	const uint8_t *inline_data; /* gathered inline payload, else NULL */
+	uint8_t hdr[SF_GRH_LEN];    /* the 40 bytes each receiver gets in front */
+	bool has_grh;
+};
+
+/* Deliver one send work request to its destination(s). */
+void sf_wire_send(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_priv *ah);
+
+/* Random loss decision for a copy on segment `seg`. */
+bool sf_wire_lose(struct sf_fabric *fab, uint32_t seg);
+
+/* ---- memory (mem.c) ---- */
+
+/* Pointer in this process to [addr, addr+len) of MR `mri` owned by another process. */
+uint8_t *sf_mr_peer_ptr(struct sf_fabric *fab, uint32_t mri, uint64_t addr, uint64_t len);
+
+/* Lookup an lkey of this process: the MR record if it covers [addr, addr+len). */
+struct sf_mr *sf_mr_check(struct sf_fabric *fab, uint32_t lkey, uint64_t addr, uint64_t len,
+			  int32_t pid);
+
+/* ---- async events ---- */
+
+void sf_async_post_ctx(struct sf_fabric *fab, uint32_t ctx, enum ibv_event_type type,
+		       uint64_t cookie, uint32_t port);
+
+static inline void sf_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	sched_yield();
+#endif
+}
+
+#pragma GCC visibility pop
+
+#endif /* SIMFABRIC_SF_PRIV_H */
