@@ -28,6 +28,7 @@ static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_err;
 static _Atomic uint32_t g_serial;
 static int32_t g_pid;
+static int g_attach_reclaimed;
 
 const char *sf_name(void)
 {
@@ -110,11 +111,13 @@ void *sf_obj_map(const char *kind, int32_t pid, uint32_t serial, size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot. */
-static uint64_t sf_pid_start_time(int32_t pid)
+/*
+ * From /proc/<pid>/stat: the state (field 3) and the start time in clock ticks since boot
+ * (field 22). Returns false if the process does not exist.
+ */
+static bool sf_pid_stat(int32_t pid, char *state, uint64_t *start)
 {
 	char path[64], buf[1024];
-	unsigned long long st = 0;
 	ssize_t n;
 	char *p;
 	int fd;
@@ -122,34 +125,45 @@ static uint64_t sf_pid_start_time(int32_t pid)
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
-		return 0;
+		return false;
 	buf[n] = 0;
 	/* The command name may contain spaces and parentheses: skip to the last ')'. */
 	p = strrchr(buf, ')');
-	if (!p)
-		return 0;
-	/* After ")": field 3 (state) ... field 22 (starttime): 20 fields on. */
-	p++;
-	for (int field = 2; field < 22 && p; field++)
+	if (!p || p[1] != ' ')
+		return false;
+	p += 2; /* field 3 */
+	*state = *p;
+	for (int field = 3; field < 22 && p; field++)
 		p = strchr(p + 1, ' ');
-	if (p)
-		st = strtoull(p + 1, NULL, 10);
-	return st;
+	*start = p ? strtoull(p + 1, NULL, 10) : 0;
+	return true;
+}
+
+static uint64_t sf_pid_start_time(int32_t pid)
+{
+	uint64_t start = 0;
+	char state;
+
+	return sf_pid_stat(pid, &state, &start) ? start : 0;
 }
 
 bool sf_pid_alive(int32_t pid, uint64_t start_time)
 {
+	uint64_t start;
+	char state;
+
 	if (pid <= 0)
 		return false;
-	if (kill(pid, 0) < 0 && errno != EPERM)
+	if (!sf_pid_stat(pid, &state, &start))
+		return kill(pid, 0) == 0 || errno == EPERM; /* /proc not mounted: best effort */
+	/* A zombie has released its memory and will never touch the fabric again. */
+	if (state == 'Z' || state == 'X')
 		return false;
-	if (start_time && sf_pid_start_time(pid) != start_time)
-		return false;
-	return true;
+	return !start_time || start == start_time;
 }
 
 void sf_owner_claim(struct sf_owner *own)
@@ -295,7 +309,7 @@ static int sf_proc_register_locked(struct sf_fabric *fab)
 	int32_t pid = getpid();
 	struct sf_proc *free_slot = NULL;
 
-	sf_reclaim_locked(fab);
+	g_attach_reclaimed = sf_reclaim_locked(fab);
 	for (uint32_t i = 0; i < SF_MAX_PROCS; i++) {
 		struct sf_proc *p = &fab->procs[i];
 
@@ -420,6 +434,11 @@ static void sf_attach_once(void)
 out:
 	flock(fd, LOCK_UN);
 	close(fd);
+}
+
+int sf_attach_reclaimed(void)
+{
+	return g_attach_reclaimed;
 }
 
 struct sf_fabric *sf_get(void)

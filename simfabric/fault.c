@@ -18,7 +18,7 @@ int sf_port_set(struct sf_fabric *fab, uint32_t dev, bool up)
 {
 	struct sf_dev *d;
 
-	if (dev >= fab->ndevs)
+	if (dev >= fab->ndevs || fab->devs[dev].removed)
 		return -ENODEV;
 	d = &fab->devs[dev];
 	sf_lock(fab);
@@ -39,7 +39,7 @@ int sf_port_set(struct sf_fabric *fab, uint32_t dev, bool up)
 /* SM asked the port to re-register: IBV_EVENT_CLIENT_REREGISTER, joins fail -ENETRESET. */
 int sf_client_reregister(struct sf_fabric *fab, uint32_t dev)
 {
-	if (dev >= fab->ndevs)
+	if (dev >= fab->ndevs || fab->devs[dev].removed)
 		return -ENODEV;
 	if (fab->devs[dev].link != SF_LINK_IB)
 		return -EOPNOTSUPP;

@@ -28,6 +28,7 @@
 struct sf_extent {
 	uintptr_t start, end;
 	uint32_t serial;
+	uint32_t refs; /* registered regions using it */
 	bool live;
 };
 
@@ -68,6 +69,18 @@ static bool sf_range_mapped(uintptr_t s, uintptr_t e)
 }
 
 /*
+ * Copy whole pages that may hold memory the application never allocated (allocator
+ * headers, sanitizer redzones): word by word, outside the address sanitizer, and not
+ * turned into a memcpy call (which the sanitizer would intercept).
+ */
+__attribute__((no_sanitize_address, optimize("no-tree-loop-distribute-patterns"))) static void
+sf_copy_pages(uint64_t *dst, const uint64_t *src, size_t len)
+{
+	for (size_t i = 0; i < len / sizeof(uint64_t); i++)
+		dst[i] = ((const volatile uint64_t *)src)[i];
+}
+
+/*
  * Re-back [s, e) (page aligned) with a shared file; returns the extent. Called with
  * g_ext_lock held.
  */
@@ -81,8 +94,10 @@ static struct sf_extent *sf_extent_get(struct sf_fabric *fab, uintptr_t s, uintp
 
 	for (size_t i = 0; i < g_next; i++) {
 		x = &g_ext[i];
-		if (x->live && x->start <= s && e <= x->end)
+		if (x->live && x->start <= s && e <= x->end) {
+			x->refs++;
 			return x;
+		}
 	}
 	for (size_t i = 0; i < g_next; i++) {
 		x = &g_ext[i];
@@ -110,7 +125,7 @@ static struct sf_extent *sf_extent_get(struct sf_fabric *fab, uintptr_t s, uintp
 	tmp = sf_obj_create("mem", serial, ne - ns, &fd);
 	if (!tmp)
 		return NULL;
-	memcpy(tmp, (void *)ns, ne - ns);
+	sf_copy_pages(tmp, (const uint64_t *)ns, ne - ns);
 	p = mmap((void *)ns, ne - ns, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
 	munmap(tmp, ne - ns);
 	close(fd);
@@ -118,6 +133,8 @@ static struct sf_extent *sf_extent_get(struct sf_fabric *fab, uintptr_t s, uintp
 		return NULL;
 
 	/* Extents merged into the new one: move their regions over. */
+	uint32_t refs = 1;
+
 	for (size_t i = 0; i < g_next; i++) {
 		char path[256];
 
@@ -125,6 +142,7 @@ static struct sf_extent *sf_extent_get(struct sf_fabric *fab, uintptr_t s, uintp
 		if (!x->live || !(x->start >= ns && x->end <= ne))
 			continue;
 		x->live = false;
+		refs += x->refs;
 		sf_lock(fab);
 		for (uint32_t m = 0; m < SF_MAX_MRS; m++) {
 			struct sf_mr *r = &fab->mrs[m];
@@ -143,8 +161,34 @@ static struct sf_extent *sf_extent_get(struct sf_fabric *fab, uintptr_t s, uintp
 	x->start = ns;
 	x->end = ne;
 	x->serial = serial;
+	x->refs = refs;
 	x->live = true;
 	return x;
+}
+
+/*
+ * A region using extent `serial` was deregistered. The last one retires the extent: its
+ * pages stay mapped to the (unlinked) file, which is harmless to the application, and a
+ * later registration of the same addresses (the memory may have been freed and reused)
+ * re-backs them afresh.
+ */
+static void sf_extent_put(uint32_t serial)
+{
+	pthread_mutex_lock(&g_ext_lock);
+	for (size_t i = 0; i < g_next; i++) {
+		struct sf_extent *x = &g_ext[i];
+		char path[256];
+
+		if (!x->live || x->serial != serial || --x->refs)
+			continue;
+		x->live = false;
+		sf_obj_path(path, sizeof(path), "mem", getpid(), serial);
+		unlink(path);
+		/* Compact: retired extents are never looked at again. */
+		g_ext[i] = g_ext[--g_next];
+		break;
+	}
+	pthread_mutex_unlock(&g_ext_lock);
 }
 
 static struct ibv_mr *sf_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
@@ -244,9 +288,14 @@ SF_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	struct sf_context *c = sf_ctx_of(mr->context);
 	struct sf_fabric *fab = c->fab;
 
+	uint32_t backing;
+
 	sf_lock(fab);
+	backing = fab->mrs[m->index].backing;
 	sf_owner_release(&fab->mrs[m->index].own);
 	sf_unlock(fab);
+	if (backing)
+		sf_extent_put(backing);
 	free(m);
 	return 0;
 }

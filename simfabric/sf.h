@@ -313,6 +313,9 @@ struct sf_fabric {
  */
 struct sf_fabric *sf_get(void);
 
+/* How many dead processes this process reclaimed when it attached. */
+int sf_attach_reclaimed(void);
+
 /* The fabric name in use (after sf_get). */
 const char *sf_name(void);
 

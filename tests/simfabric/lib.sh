@@ -1,0 +1,197 @@
+# Helpers for the simfabric shell tests; sourced by each test (bash, set -eu).
+#
+# Environment (set by tests/simfabric/meson.build):
+#   SIMLIB       directory of the simulated libibverbs.so.1 / librdmacm.so.1
+#   SIMFAB       path of the simfab tool
+#   SIM_PRELOAD  optional: the ASan runtime, preloaded into the uninstrumented Debian
+#                tools (ibv_devices, ibv_devinfo, mckey) when the simulated libraries
+#                are built with -fsanitize=address (see meson.build)
+#
+# Every test runs on its own fabric (sf_init NAME), so tests can run in parallel; the
+# exit trap kills what the test started and resets the fabric.
+
+: "${SIMLIB:?SIMLIB must name the directory of the simulated libraries}"
+: "${SIMFAB:?SIMFAB must name the simfab tool}"
+export LD_LIBRARY_PATH="$SIMLIB"
+# The tests rely on the default topology.
+unset SIMFABRIC_TOPOLOGY
+
+SF_PIDS=""
+SF_TMP=""
+SF_FABRICS=""
+
+# The command line a Debian tool runs under: the ASan runtime first in LD_PRELOAD when
+# the libraries are instrumented (stdbuf's own preload, if any, follows it). Leak
+# checking is off for these processes: the tools are not ours and leak at exit by
+# design; the simulated libraries' own leaks are checked by the instrumented programs.
+# shellcheck disable=SC2016
+SF_EXEC='if [ -n "${SIM_PRELOAD:-}" ]; then
+	LD_PRELOAD="$SIM_PRELOAD${LD_PRELOAD:+:$LD_PRELOAD}"
+	ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+	export LD_PRELOAD ASAN_OPTIONS
+fi
+exec "$@"'
+
+sf_log() {
+	printf '%s: %s\n' "$SF_TEST" "$*" >&2
+}
+
+# Print the files given (tool outputs) and fail the test.
+sf_fail() {
+	local msg=$1 f
+
+	shift
+	sf_log "FAIL: $msg"
+	for f in "$@"; do
+		if [ -f "$f" ]; then
+			printf -- '--- %s\n' "${f##*/}" >&2
+			cat "$f" >&2
+		fi
+	done
+	exit 1
+}
+
+sf_cleanup() {
+	local rc=$? p i f
+
+	trap - EXIT INT TERM
+	for p in $SF_PIDS; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		f=0
+		for p in $SF_PIDS; do
+			if kill -0 "$p" 2>/dev/null; then
+				f=1
+			fi
+		done
+		[ "$f" = 1 ] || break
+		sleep 0.1
+	done
+	for p in $SF_PIDS; do
+		kill -KILL "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	for f in $SF_FABRICS; do
+		SIMFABRIC=$f "$SIMFAB" reset >/dev/null 2>&1 || rm -f "/dev/shm/simfabric.$f" \
+			"/dev/shm/simfabric.$f".*
+	done
+	if [ -n "$SF_TMP" ]; then
+		rm -rf "$SF_TMP"
+	fi
+	exit "$rc"
+}
+
+# sf_init NAME: name the test, choose its fabric (unique per test run), make a scratch
+# directory and install the cleanup trap.
+sf_init() {
+	SF_TEST=$1
+	SF_TMP=$(mktemp -d "${TMPDIR:-/tmp}/sftest-$1.XXXXXX")
+	trap sf_cleanup EXIT
+	trap 'exit 130' INT TERM
+	sf_new_fabric SIMFABRIC "$1"
+	export SIMFABRIC
+	# A stale fabric of the same name (pid reuse after a crash) would not be fresh.
+	"$SIMFAB" reset >/dev/null
+}
+
+# sf_new_fabric VAR TAG: set VAR to a fabric name unique to this test process (at most
+# 31 characters), registered for the reset at exit.
+sf_new_fabric() {
+	local name
+
+	name="t-$2-$$"
+	printf -v "$1" '%.31s' "$name"
+	SF_FABRICS="$SF_FABRICS ${!1}"
+}
+
+# sf_need PROGRAM...: skip the test (exit 77) when a program is missing.
+sf_need() {
+	local p
+
+	for p in "$@"; do
+		if ! command -v "$p" >/dev/null 2>&1; then
+			sf_log "SKIP: $p not installed (apt-get install rdmacm-utils ibverbs-utils)"
+			exit 77
+		fi
+	done
+}
+
+# sf_tool SECS CMD...: run a Debian tool on the simulation in the foreground, bounded.
+sf_tool() {
+	local secs=$1
+
+	shift
+	timeout -k 5 "$secs" sh -c "$SF_EXEC" sf_tool "$@"
+}
+
+# sf_start OUT SECS CMD...: start a Debian tool in the background, its stdout line-
+# buffered into OUT (mckey prints progress with printf), bounded by timeout. Sets
+# SF_PID to the timeout process (its exit status is the tool's, 124 on timeout).
+sf_start() {
+	local out=$1 secs=$2
+
+	shift 2
+	timeout -k 5 "$secs" stdbuf -oL -eL sh -c "$SF_EXEC" sf_tool "$@" >"$out" 2>&1 &
+	SF_PID=$!
+	SF_PIDS="$SF_PIDS $SF_PID"
+}
+
+# sf_child PID: the process the timeout process PID runs (stdbuf and sh exec into it).
+sf_child() {
+	local c="" i
+
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+		c=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
+		c=${c%% *}
+		[ -z "$c" ] || break
+		sleep 0.1
+	done
+	[ -n "$c" ] || sf_fail "no child process of $1"
+	printf '%s\n' "$c"
+}
+
+# sf_wait_line FILE PATTERN PID SECS: wait until FILE has a line matching the extended
+# regular expression PATTERN; fail if PID exits first or SECS pass.
+sf_wait_line() {
+	local file=$1 pattern=$2 pid=$3 secs=$4 n=0
+
+	while ! grep -Eq -- "$pattern" "$file"; do
+		if ! kill -0 "$pid" 2>/dev/null; then
+			grep -Eq -- "$pattern" "$file" ||
+				sf_fail "exited before printing '$pattern'" "$file"
+			return 0
+		fi
+		n=$((n + 1))
+		[ "$n" -le $((secs * 10)) ] ||
+			sf_fail "no '$pattern' within $secs s" "$file"
+		sleep 0.1
+	done
+}
+
+# sf_wait_exit PID: wait for a background process started by sf_start; its exit status
+# in SF_RC.
+sf_wait_exit() {
+	SF_RC=0
+	wait "$1" 2>/dev/null || SF_RC=$?
+}
+
+# sf_counter DEV NAME: one port counter of DEV from `simfab counters DEV --json`.
+sf_counter() {
+	local v
+
+	v=$("$SIMFAB" counters "$1" --json | sed -n "s/.*\"$2\": \([0-9][0-9]*\).*/\1/p")
+	[ -n "$v" ] || sf_fail "simfab counters $1 --json has no counter $2"
+	printf '%s\n' "$v"
+}
+
+# sf_expect_counter DEV NAME VALUE: fail unless the counter has that value.
+sf_expect_counter() {
+	local v
+
+	v=$(sf_counter "$1" "$2")
+	if [ "$v" != "$3" ]; then
+		"$SIMFAB" counters >"$SF_TMP/counters.txt" 2>&1 || true
+		sf_fail "$1 $2 is $v, expected $3" "$SF_TMP/counters.txt"
+	fi
+}
