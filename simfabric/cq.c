@@ -124,7 +124,8 @@ SF_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	for (uint32_t i = 0; i < SF_MAX_QPS; i++) {
 		struct sf_qp *q = &fab->qps[i];
 
-		if (q->own.pid == r->own.pid && (q->recv_cq == f->p.index || q->send_cq == f->p.index)) {
+		if (q->own.pid == r->own.pid &&
+		    (q->recv_cq == f->p.index || q->send_cq == f->p.index)) {
 			sf_unlock(fab);
 			return EBUSY;
 		}
@@ -157,8 +158,8 @@ int sf_cq_push(struct sf_fabric *fab, uint32_t cqi, struct sf_cqe *ring, const s
 				sf_async_post_ctx(fab, r->ctx, IBV_EVENT_CQ_ERR, r->cookie, 0);
 			return -EOVERFLOW;
 		}
-	} while (!atomic_compare_exchange_weak_explicit(&r->prod, &prod, prod + 1,
-							memory_order_acq_rel, memory_order_relaxed));
+	} while (!atomic_compare_exchange_weak_explicit(
+		&r->prod, &prod, prod + 1, memory_order_acq_rel, memory_order_relaxed));
 	e = &ring[prod & (r->size - 1)];
 	e->wc = *wc;
 	e->sq_index = sq_index;
@@ -170,7 +171,7 @@ int sf_cq_push(struct sf_fabric *fab, uint32_t cqi, struct sf_cqe *ring, const s
 	armed = atomic_load_explicit(&r->armed, memory_order_relaxed);
 	if (armed && (armed == 1 || solicited || wc->status != IBV_WC_SUCCESS) &&
 	    atomic_exchange(&r->armed, 0)) {
-		struct sf_msg m = { .kind = SF_MSG_CQ, .cookie = r->cookie };
+		struct sf_msg m = {.kind = SF_MSG_CQ, .cookie = r->cookie};
 
 		sf_endpoint_send(r->chan_pid, r->chan_serial, &m);
 	}

@@ -16,16 +16,16 @@
 #include "sf_priv.h"
 
 /* Attributes of a ConnectX-6 (MT4123) as reported by mlx5, capped at the fabric's tables. */
-#define SF_VENDOR_ID      0x02c9
+#define SF_VENDOR_ID	  0x02c9
 #define SF_VENDOR_PART_ID 4123
-#define SF_FW_VER         "20.31.1014"
-#define SF_MAX_QP_WR      32768
-#define SF_MAX_SGE        30
-#define SF_MAX_CQE        4194303
-#define SF_MAX_INLINE     256
-#define SF_PKEY_TBL_IB    128
-#define SF_GID_TBL_IB     128
-#define SF_GID_TBL_ETH    255
+#define SF_FW_VER	  "20.31.1014"
+#define SF_MAX_QP_WR	  32768
+#define SF_MAX_SGE	  30
+#define SF_MAX_CQE	  4194303
+#define SF_MAX_INLINE	  256
+#define SF_PKEY_TBL_IB	  128
+#define SF_GID_TBL_IB	  128
+#define SF_GID_TBL_ETH	  255
 
 static struct sf_device g_devs[SF_MAX_DEVS];
 static pthread_once_t g_devs_once = PTHREAD_ONCE_INIT;
@@ -215,8 +215,8 @@ static void sf_fill_device_attr(struct sf_fabric *fab, uint32_t dev, struct ibv_
 	a->device_cap_flags = IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
 			      IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN |
-			      IBV_DEVICE_UD_IP_CSUM | IBV_DEVICE_XRC | IBV_DEVICE_MEM_MGT_EXTENSIONS |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_UD_IP_CSUM | IBV_DEVICE_XRC |
+			      IBV_DEVICE_MEM_MGT_EXTENSIONS | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = SF_MAX_SGE;
 	a->max_sge_rd = SF_MAX_SGE;
 	a->max_cq = SF_MAX_CQS;
@@ -289,7 +289,7 @@ static void sf_fill_port_attr(struct sf_fabric *fab, uint32_t dev, struct ibv_po
 	a->max_vl_num = ib ? 4 : 0;
 	a->sm_sl = 0;
 	a->subnet_timeout = ib ? 18 : 0;
-	a->active_width = 2; /* 4x */
+	a->active_width = 2;		/* 4x */
 	a->active_speed = ib ? 64 : 32; /* HDR on IB, 25G lanes (100GbE) on Ethernet */
 	a->phys_state = state == IBV_PORT_ACTIVE ? 5 /* LinkUp */ : 3 /* Disabled */;
 	a->link_layer = ib ? IBV_LINK_LAYER_INFINIBAND : IBV_LINK_LAYER_ETHERNET;
@@ -353,7 +353,7 @@ SF_EXPORT int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, 
 		return -1;
 	}
 	*type = d->gids[index].type == IBV_GID_TYPE_ROCE_V2 ? SF_GID_TYPE_SYSFS_ROCE_V2
-							     : SF_GID_TYPE_SYSFS_IB_ROCE_V1;
+							    : SF_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 
@@ -392,16 +392,15 @@ SF_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_g
 			continue;
 		if (n == max_entries)
 			return -EINVAL;
-		_ibv_query_gid_ex(context, 1, i, (struct ibv_gid_entry *)((char *)entries +
-									  n * entry_size),
-				  0, entry_size);
+		_ibv_query_gid_ex(context, 1, i,
+				  (struct ibv_gid_entry *)((char *)entries + n * entry_size), 0,
+				  entry_size);
 		n++;
 	}
 	return (ssize_t)n;
 }
 
-SF_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
-			     __be16 *pkey)
+SF_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
 {
 	struct sf_context *c = sf_ctx_of(context);
 	struct sf_dev *d = &c->fab->devs[c->dev];
@@ -484,8 +483,9 @@ SF_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *at
 	ah->group = UINT32_MAX;
 	ah->sgid = d->gids[attr->is_global ? attr->grh.sgid_index : 0].gid;
 	if (attr->is_global)
-		ah->mcast = attr->grh.dgid.raw[0] == 0xff ||
-			    (sf_gid_is_ipv4(&attr->grh.dgid) && (attr->grh.dgid.raw[12] & 0xf0) == 0xe0);
+		ah->mcast =
+			attr->grh.dgid.raw[0] == 0xff || (sf_gid_is_ipv4(&attr->grh.dgid) &&
+							  (attr->grh.dgid.raw[12] & 0xf0) == 0xe0);
 	else
 		ah->mcast = attr->dlid >= SF_IB_MLID_BASE && attr->dlid < 0xffff;
 	return &ah->ah;

@@ -19,7 +19,7 @@
 #include "sf.h"
 #include "sf_priv.h"
 
-#define SF_SHM_DIR "/dev/shm"
+#define SF_SHM_DIR	  "/dev/shm"
 #define SF_ATTACH_WAIT_MS 2000
 
 static struct sf_fabric *g_fab;
@@ -86,7 +86,7 @@ void *sf_obj_create(const char *kind, uint32_t serial, size_t len, int *fdp)
 	else
 		close(fd);
 	return p;
-fail: {
+fail : {
 	int e = errno;
 
 	close(fd);
@@ -414,7 +414,8 @@ static void sf_attach_once(void)
 			goto out;
 		}
 	} else if (((struct sf_fabric *)p)->version != SF_VERSION) {
-		fprintf(stderr, "simfabric: fabric '%s' has version %u, expected %u; run 'simfab reset'\n",
+		fprintf(stderr,
+			"simfabric: fabric '%s' has version %u, expected %u; run 'simfab reset'\n",
 			name, ((struct sf_fabric *)p)->version, SF_VERSION);
 		munmap(p, sizeof(struct sf_fabric));
 		g_err = EPROTO;

@@ -67,7 +67,7 @@ int sf_device_remove(struct sf_fabric *fab, uint32_t dev)
 	atomic_store(&d->port_state, IBV_PORT_DOWN);
 	for (uint32_t i = 0; i < SF_MAX_JOINS; i++) {
 		struct sf_join *j = &fab->joins[i];
-		struct sf_msg m = { .kind = SF_MSG_CM_DEVRM };
+		struct sf_msg m = {.kind = SF_MSG_CM_DEVRM};
 
 		if (!j->own.pid || j->dev != dev)
 			continue;

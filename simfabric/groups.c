@@ -34,8 +34,8 @@ struct sf_group *sf_group_find_mlid(struct sf_fabric *fab, uint32_t seg, uint32_
 	return NULL;
 }
 
-struct sf_group *sf_group_get_locked(struct sf_fabric *fab, uint32_t seg,
-				     const union ibv_gid *mgid, uint32_t mlid)
+struct sf_group *sf_group_get_locked(struct sf_fabric *fab, uint32_t seg, const union ibv_gid *mgid,
+				     uint32_t mlid)
 {
 	struct sf_group *g = sf_group_find(fab, seg, mgid);
 
@@ -225,7 +225,7 @@ void sf_joins_error_dev_locked(struct sf_fabric *fab, uint32_t dev, int status)
 {
 	for (uint32_t i = 0; i < SF_MAX_JOINS; i++) {
 		struct sf_join *j = &fab->joins[i];
-		struct sf_msg m = { .kind = SF_MSG_CM_MCERR, .status = status };
+		struct sf_msg m = {.kind = SF_MSG_CM_MCERR, .status = status};
 
 		if (!j->own.pid || j->dev != dev || atomic_load(&j->state) != SF_JOIN_ACTIVE)
 			continue;

@@ -72,7 +72,7 @@ void sf_async_post_ctx(struct sf_fabric *fab, uint32_t ctx, enum ibv_event_type 
 		       uint64_t cookie, uint32_t port)
 {
 	struct sf_ctx *c = &fab->ctxs[ctx];
-	struct sf_msg m = { .kind = SF_MSG_ASYNC, .type = type, .cookie = cookie, .port = port };
+	struct sf_msg m = {.kind = SF_MSG_ASYNC, .type = type, .cookie = cookie, .port = port};
 
 	if (c->own.pid)
 		sf_endpoint_send(c->own.pid, c->own.serial, &m);

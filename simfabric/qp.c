@@ -32,10 +32,9 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (!a->send_cq || !a->recv_cq || a->srq || !pd ||
-	    a->cap.max_send_wr > SF_MAX_QP_WR || a->cap.max_recv_wr > SF_MAX_QP_WR ||
-	    a->cap.max_send_sge > SF_MAX_SGE || a->cap.max_recv_sge > SF_MAX_SGE ||
-	    a->cap.max_inline_data > SF_MAX_INLINE) {
+	if (!a->send_cq || !a->recv_cq || a->srq || !pd || a->cap.max_send_wr > SF_MAX_QP_WR ||
+	    a->cap.max_recv_wr > SF_MAX_QP_WR || a->cap.max_send_sge > SF_MAX_SGE ||
+	    a->cap.max_recv_sge > SF_MAX_SGE || a->cap.max_inline_data > SF_MAX_INLINE) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -176,11 +175,11 @@ struct sf_trans {
 };
 
 static const struct sf_trans sf_ud_trans[] = {
-	{ IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0 },
-	{ IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY },
-	{ IBV_QPS_INIT, IBV_QPS_RTR, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY },
-	{ IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY },
-	{ IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY },
+	{IBV_QPS_RESET, IBV_QPS_INIT, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY, 0},
+	{IBV_QPS_INIT, IBV_QPS_INIT, 0, IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY},
+	{IBV_QPS_INIT, IBV_QPS_RTR, 0, IBV_QP_PKEY_INDEX | IBV_QP_QKEY},
+	{IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_SQ_PSN, IBV_QP_CUR_STATE | IBV_QP_QKEY},
+	{IBV_QPS_RTS, IBV_QPS_RTS, 0, IBV_QP_CUR_STATE | IBV_QP_QKEY},
 };
 
 static int sf_modify_ok(enum ibv_qp_state cur, enum ibv_qp_state next, int mask)
@@ -207,10 +206,10 @@ static void sf_qp_flush_rq(struct sf_fabric *fab, struct sf_qp_priv *q)
 	sf_qp_lock(r);
 	for (uint64_t h = atomic_load(&r->rq_head); h != atomic_load(&r->rq_tail); h++) {
 		struct sf_rwqe *w = sf_rwqe_at(q->rq, q->rwqe_stride, h, r->rq_size);
-		struct ibv_wc wc = { .wr_id = w->wr_id,
-				     .status = IBV_WC_WR_FLUSH_ERR,
-				     .opcode = IBV_WC_RECV,
-				     .qp_num = r->qpn };
+		struct ibv_wc wc = {.wr_id = w->wr_id,
+				    .status = IBV_WC_WR_FLUSH_ERR,
+				    .opcode = IBV_WC_RECV,
+				    .qp_num = r->qpn};
 
 		if (sf_cq_push(fab, cq->index, cq->ring, &wc, UINT64_MAX, false))
 			break;
@@ -315,7 +314,8 @@ int sf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 			ret = EINVAL;
 			break;
 		}
-		if (tail - atomic_load_explicit(&r->rq_head, memory_order_acquire) >= q->max_recv_wr) {
+		if (tail - atomic_load_explicit(&r->rq_head, memory_order_acquire) >=
+		    q->max_recv_wr) {
 			ret = ENOMEM;
 			break;
 		}
@@ -339,7 +339,7 @@ static void sf_send_error(struct sf_fabric *fab, struct sf_qp_priv *q, struct ib
 			  enum ibv_wc_status status)
 {
 	struct sf_cq_priv *cq = (struct sf_cq_priv *)q->qp.send_cq;
-	struct ibv_wc wc = { .wr_id = wr->wr_id, .status = status, .qp_num = q->qp.qp_num };
+	struct ibv_wc wc = {.wr_id = wr->wr_id, .status = status, .qp_num = q->qp.qp_num};
 
 	sf_cq_push(fab, cq->index, cq->ring, &wc, ((uint64_t)q->index << 40) | q->sq_posted, false);
 	q->sq_posted++;
@@ -424,10 +424,10 @@ int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 
 		signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
 		if (signaled) {
-			struct ibv_wc wc = { .wr_id = wr->wr_id,
-					     .status = IBV_WC_SUCCESS,
-					     .opcode = IBV_WC_SEND,
-					     .qp_num = qp->qp_num };
+			struct ibv_wc wc = {.wr_id = wr->wr_id,
+					    .status = IBV_WC_SUCCESS,
+					    .opcode = IBV_WC_SEND,
+					    .qp_num = qp->qp_num};
 
 			sf_cq_push(fab, cq->index, cq->ring, &wc,
 				   ((uint64_t)q->index << 40) | q->sq_posted, false);

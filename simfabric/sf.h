@@ -67,21 +67,21 @@
 #define SF_IPV4_OFF 20
 
 /* Packet header sizes used for lengths in the GRH/IPv4 header and counters. */
-#define SF_BTH_LEN   12
-#define SF_DETH_LEN  8
-#define SF_IMM_LEN   4
-#define SF_ICRC_LEN  4
-#define SF_UDP_LEN   8
-#define SF_IPV4_LEN  20
-#define SF_IB_LRH_LEN 8
-#define SF_IB_VCRC_LEN 2
+#define SF_BTH_LEN	 12
+#define SF_DETH_LEN	 8
+#define SF_IMM_LEN	 4
+#define SF_ICRC_LEN	 4
+#define SF_UDP_LEN	 8
+#define SF_IPV4_LEN	 20
+#define SF_IB_LRH_LEN	 8
+#define SF_IB_VCRC_LEN	 2
 #define SF_ROCE_UDP_PORT 4791
 
-#define SF_MCAST_QPN     0xffffffu
-#define SF_RDMA_UDP_QKEY 0x01234567u
+#define SF_MCAST_QPN	   0xffffffu
+#define SF_RDMA_UDP_QKEY   0x01234567u
 #define SF_IB_DEFAULT_PKEY 0xffffu
-#define SF_IB_MLID_BASE  0xc000u
-#define SF_QKEY_USE_QP   0x80000000u /* remote_qkey with the high bit: use the QP's Q_Key */
+#define SF_IB_MLID_BASE	   0xc000u
+#define SF_QKEY_USE_QP	   0x80000000u /* remote_qkey with the high bit: use the QP's Q_Key */
 
 enum sf_link {
 	SF_LINK_IB = 1,
@@ -95,20 +95,20 @@ struct sf_counters {
 	_Atomic uint64_t rcv_pkts;
 	_Atomic uint64_t rcv_bytes;
 	_Atomic uint64_t out_of_buffer; /* no receive posted: dropped */
-	_Atomic uint64_t qkey_viol;     /* Q_Key mismatch: dropped */
-	_Atomic uint64_t sim_loss;      /* dropped by injected random loss */
-	_Atomic uint64_t port_down;     /* dropped because a port on the path was down */
-	_Atomic uint64_t no_member;     /* IB: dropped by the switch, port not a member */
-	_Atomic uint64_t cq_overrun;    /* receive completion did not fit in the CQ */
-	_Atomic uint64_t len_err;       /* receive buffer too small */
-	_Atomic uint64_t prot_err;      /* bad lkey in a posted receive */
+	_Atomic uint64_t qkey_viol;	/* Q_Key mismatch: dropped */
+	_Atomic uint64_t sim_loss;	/* dropped by injected random loss */
+	_Atomic uint64_t port_down;	/* dropped because a port on the path was down */
+	_Atomic uint64_t no_member;	/* IB: dropped by the switch, port not a member */
+	_Atomic uint64_t cq_overrun;	/* receive completion did not fit in the CQ */
+	_Atomic uint64_t len_err;	/* receive buffer too small */
+	_Atomic uint64_t prot_err;	/* bad lkey in a posted receive */
 };
 
 struct sf_segment {
 	char name[SF_NAME_MAX];
-	uint32_t link;      /* enum sf_link */
+	uint32_t link;		   /* enum sf_link */
 	_Atomic uint32_t loss_ppm; /* random loss per delivered copy, parts per million */
-	uint32_t next_mlid; /* IB: next multicast LID the "SA" hands out */
+	uint32_t next_mlid;	   /* IB: next multicast LID the "SA" hands out */
 	uint32_t pad;
 	uint64_t subnet_prefix; /* IB: GID prefix (network order), fe80::/64 by default */
 };
@@ -124,7 +124,7 @@ struct sf_dev {
 	uint32_t seg;  /* index into segments */
 	uint32_t link; /* enum sf_link, copy of the segment's */
 	uint32_t numa_node;
-	uint32_t removed; /* device removal injected */
+	uint32_t removed;   /* device removal injected */
 	uint64_t node_guid; /* network order */
 	uint64_t sys_image_guid;
 	/* The port (one per device). */
@@ -133,7 +133,7 @@ struct sf_dev {
 	uint32_t sm_lid;
 	uint32_t active_mtu; /* enum ibv_mtu */
 	uint32_t pkey;
-	uint32_t ipv4;        /* network order: IPoIB address (IB) or interface address (Eth) */
+	uint32_t ipv4;	      /* network order: IPoIB address (IB) or interface address (Eth) */
 	uint32_t ipv4_prefix; /* prefix length */
 	uint8_t mac[6];
 	uint8_t pad[2];
@@ -178,7 +178,7 @@ struct sf_cq {
 	_Atomic uint64_t cons;
 	_Atomic uint32_t armed; /* 0 no, 1 any completion, 2 solicited only */
 	_Atomic uint32_t error; /* overrun happened: CQ in error */
-	int32_t chan_pid;       /* 0: no completion channel */
+	int32_t chan_pid;	/* 0: no completion channel */
 	uint32_t chan_serial;
 	uint32_t ctx; /* owning context (async events) */
 	uint32_t pad;
@@ -188,7 +188,7 @@ struct sf_cq {
 /* A completion as stored in a CQ ring: the ibv_wc the owner will copy out. */
 struct sf_cqe {
 	struct ibv_wc wc;
-	uint64_t sq_index; /* send completions: index of the WR in its send queue */
+	uint64_t sq_index;    /* send completions: index of the WR in its send queue */
 	_Atomic uint64_t seq; /* ring index + 1 once published */
 };
 
@@ -216,14 +216,14 @@ struct sf_qp {
 	uint32_t qkey;
 	uint32_t pkey_index;
 	uint32_t block_self_mcast; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
-	uint32_t recv_cq;          /* index into cqs */
+	uint32_t recv_cq;	   /* index into cqs */
 	uint32_t send_cq;
 	uint32_t rq_size; /* ring entries, power of two; 0: no receive queue */
 	uint32_t max_recv_sge;
 	uint32_t ctx;
 	_Atomic uint64_t rq_head; /* consumed by deliveries */
 	_Atomic uint64_t rq_tail; /* posted by the owner */
-	uint64_t cookie; /* the owner's struct ibv_qp pointer */
+	uint64_t cookie;	  /* the owner's struct ibv_qp pointer */
 };
 
 /*
@@ -377,8 +377,8 @@ struct sf_group *sf_group_find(struct sf_fabric *fab, uint32_t seg, const union 
 struct sf_group *sf_group_find_mlid(struct sf_fabric *fab, uint32_t seg, uint32_t mlid);
 
 /* Find or create the group; a new IB group gets an MLID (or `mlid` if non-zero). */
-struct sf_group *sf_group_get_locked(struct sf_fabric *fab, uint32_t seg,
-				     const union ibv_gid *mgid, uint32_t mlid);
+struct sf_group *sf_group_get_locked(struct sf_fabric *fab, uint32_t seg, const union ibv_gid *mgid,
+				     uint32_t mlid);
 
 /* Attach / detach a QP (index) to a group. 0 or -errno. */
 int sf_group_attach_locked(struct sf_fabric *fab, struct sf_group *g, uint32_t qp_index);
@@ -401,9 +401,9 @@ void sf_join_del_locked(struct sf_fabric *fab, struct sf_join *j);
 /* ---- notify.c: event datagrams between processes ---- */
 
 enum sf_msg_kind {
-	SF_MSG_CQ = 1,    /* completion event: cookie = struct ibv_cq * */
-	SF_MSG_ASYNC = 2, /* async event: type, cookie (cq/qp pointer) or port */
-	SF_MSG_CM = 3,    /* rdma_cm: wake up for a local event */
+	SF_MSG_CQ = 1,	     /* completion event: cookie = struct ibv_cq * */
+	SF_MSG_ASYNC = 2,    /* async event: type, cookie (cq/qp pointer) or port */
+	SF_MSG_CM = 3,	     /* rdma_cm: wake up for a local event */
 	SF_MSG_CM_MCERR = 4, /* rdma_cm: multicast error on a join, status */
 	SF_MSG_CM_DEVRM = 5, /* rdma_cm: device removal */
 };

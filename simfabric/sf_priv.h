@@ -52,11 +52,11 @@ struct sf_qp_priv {
 	uint32_t max_inline;
 	uint32_t max_recv_wr;
 	uint32_t sq_sig_all;
-	uint32_t rwqe_stride; /* bytes per receive WQE */
-	uint8_t *rq;           /* the shared receive ring */
-	uint64_t sq_posted;    /* WRs posted (owner thread) */
+	uint32_t rwqe_stride;	     /* bytes per receive WQE */
+	uint8_t *rq;		     /* the shared receive ring */
+	uint64_t sq_posted;	     /* WRs posted (owner thread) */
 	_Atomic uint64_t sq_retired; /* WRs retired by polled send completions */
-	struct ibv_qp_attr attr; /* last modify, for query */
+	struct ibv_qp_attr attr;     /* last modify, for query */
 	uint32_t create_flags;
 	uint32_t port_num;
 };
@@ -71,9 +71,9 @@ struct sf_ah_priv {
 	struct ibv_ah_attr attr;
 	uint32_t dev;
 	bool mcast;
-	uint32_t group;          /* cached group index, UINT32_MAX: none */
-	uint64_t group_gen;      /* that group's gen when cached */
-	uint64_t groups_gen;     /* fab->groups_gen when the cache was filled */
+	uint32_t group;	     /* cached group index, UINT32_MAX: none */
+	uint64_t group_gen;  /* that group's gen when cached */
+	uint64_t groups_gen; /* fab->groups_gen when the cache was filled */
 	union ibv_gid sgid;
 	/* unicast: the destination QP found for uc_qpn */
 	uint32_t uc_qpn;

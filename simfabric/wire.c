@@ -22,8 +22,8 @@
 #include "sf_priv.h"
 
 #define SF_GRH_NEXT_HDR_BTH 0x1b
-#define SF_IPPROTO_UDP      17
-#define SF_IP_DF            0x4000
+#define SF_IPPROTO_UDP	    17
+#define SF_IP_DF	    0x4000
 #define SF_LOCK_SPINS_CHECK (1u << 20)
 
 static int32_t g_self_pid;
@@ -75,8 +75,7 @@ void sf_map_register_cq(uint32_t index, struct sf_cqe *ring)
 
 	pthread_mutex_lock(&g_map_lock);
 	g_cq_maps[index].ring = ring;
-	atomic_store_explicit(&g_cq_maps[index].gen, fab->cqs[index].own.gen,
-			      memory_order_release);
+	atomic_store_explicit(&g_cq_maps[index].gen, fab->cqs[index].own.gen, memory_order_release);
 	pthread_mutex_unlock(&g_map_lock);
 }
 
@@ -86,8 +85,7 @@ void sf_map_register_rq(uint32_t index, uint8_t *rq)
 
 	pthread_mutex_lock(&g_map_lock);
 	g_rq_maps[index].ring = rq;
-	atomic_store_explicit(&g_rq_maps[index].gen, fab->qps[index].own.gen,
-			      memory_order_release);
+	atomic_store_explicit(&g_rq_maps[index].gen, fab->qps[index].own.gen, memory_order_release);
 	pthread_mutex_unlock(&g_map_lock);
 }
 
@@ -276,7 +274,8 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 	cq = &fab->cqs[r->recv_cq];
 	rq = sf_ring_get(&g_rq_maps[qpi], &own, "rq",
 			 (size_t)r->rq_size * sf_rwqe_stride(r->max_recv_sge));
-	ring = sf_ring_get(&g_cq_maps[r->recv_cq], &cq->own, "cq", cq->size * sizeof(struct sf_cqe));
+	ring = sf_ring_get(&g_cq_maps[r->recv_cq], &cq->own, "cq",
+			   cq->size * sizeof(struct sf_cqe));
 	if (!rq || !ring)
 		return;
 
@@ -359,7 +358,8 @@ static struct sf_group *sf_ah_group(struct sf_fabric *fab, struct sf_ah_priv *ah
 
 	if (ah->group != UINT32_MAX) {
 		g = &fab->groups[ah->group];
-		if (atomic_load_explicit(&g->in_use, memory_order_acquire) && g->gen == ah->group_gen)
+		if (atomic_load_explicit(&g->in_use, memory_order_acquire) &&
+		    g->gen == ah->group_gen)
 			return g;
 	} else if (ah->groups_gen == gg) {
 		return NULL;

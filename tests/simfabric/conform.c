@@ -29,10 +29,10 @@
 
 #include "../../simfabric/sf.h"
 
-#define GROUP "239.1.2.3"
+#define GROUP	"239.1.2.3"
 #define MSG_LEN 100
 #define BUF_LEN (40 + 4096)
-#define NBUF 64
+#define NBUF	64
 #define WAIT_MS 3000
 
 static int n_checks, n_failed;
@@ -69,7 +69,7 @@ static struct sf_fabric *fab(void)
 	if (!p_sf_get) {
 		p_sf_get = (struct sf_fabric * (*)(void)) dlsym(RTLD_DEFAULT, "sf_get");
 		p_sf_port_set = (int (*)(struct sf_fabric *, uint32_t, bool))dlsym(RTLD_DEFAULT,
-										  "sf_port_set");
+										   "sf_port_set");
 		p_sf_dev_by_name = (int (*)(struct sf_fabric *, const char *))dlsym(
 			RTLD_DEFAULT, "sf_dev_by_name");
 		if (!p_sf_get || !p_sf_port_set || !p_sf_dev_by_name) {
@@ -112,7 +112,7 @@ struct ep {
 
 static struct rdma_cm_event *get_event(struct rdma_event_channel *ch, int ms)
 {
-	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
 	struct rdma_cm_event *ev;
 
 	if (poll(&p, 1, ms) != 1)
@@ -130,8 +130,8 @@ static uint8_t *rbuf(struct ep *e, int i)
 static void post_recvs(struct ep *e, int n)
 {
 	for (int i = 0; i < n; i++) {
-		struct ibv_sge sge = { (uintptr_t)rbuf(e, i), BUF_LEN, e->mr->lkey };
-		struct ibv_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1 }, *bad;
+		struct ibv_sge sge = {(uintptr_t)rbuf(e, i), BUF_LEN, e->mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1}, *bad;
 
 		if (ibv_post_recv(e->id->qp, &wr, &bad))
 			die("ibv_post_recv");
@@ -145,7 +145,7 @@ static void post_recvs(struct ep *e, int n)
 static void ep_open(struct ep *e, const char *ip, enum rdma_port_space ps, bool block_self,
 		    bool with_channel, int cqe)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct sockaddr_in a = {.sin_family = AF_INET};
 	struct ibv_qp_init_attr_ex qa;
 
 	memset(e, 0, sizeof(*e));
@@ -235,8 +235,8 @@ static int ep_send(struct ep *e, uint32_t len, bool imm, uint32_t imm_data, int 
 		   uint64_t wr_id, uint32_t qkey)
 {
 	uint8_t *s = rbuf(e, NBUF);
-	struct ibv_sge sge = { (uintptr_t)s, len, e->mr->lkey };
-	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_sge sge = {(uintptr_t)s, len, e->mr->lkey};
+	struct ibv_send_wr wr = {0}, *bad;
 
 	for (uint32_t i = 0; i < len; i++)
 		s[i] = (uint8_t)(i * 7 + 3);
@@ -392,7 +392,8 @@ static void test_data(bool roce)
 	      "%s recv wc: success, IBV_WC_RECV, wr_id of the first posted receive", name);
 	check(wc[0].byte_len == 40 + MSG_LEN, "%s byte_len includes the 40-byte header (%u)", name,
 	      wc[0].byte_len);
-	check(wc[0].wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM) && ntohl(wc[0].imm_data) == 0x11223344,
+	check(wc[0].wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM) &&
+		      ntohl(wc[0].imm_data) == 0x11223344,
 	      "%s wc_flags GRH|WITH_IMM, imm_data in network order", name);
 	check(wc[0].src_qp == tx.id->qp->qp_num && wc[0].qp_num == rx.id->qp->qp_num,
 	      "%s src_qp is the sender QPN, qp_num the receiver's", name);
@@ -403,11 +404,12 @@ static void test_data(bool roce)
 	ibv_query_gid(tx.id->verbs, 1, roce ? 3 : 0, &sgid);
 	if (roce) {
 		const uint8_t *ip = h + 20;
-		uint8_t zero[20] = { 0 };
+		uint8_t zero[20] = {0};
 		uint32_t tot = 20 + 8 + 12 + 8 + 4 + MSG_LEN + 4;
 
 		check(!memcmp(h, zero, 20), "RoCE bytes 0-19 zero");
-		check(ip[0] == 0x45 && ip[1] == 0x28, "RoCE IPv4 version/IHL 0x45, TOS = traffic_class");
+		check(ip[0] == 0x45 && ip[1] == 0x28,
+		      "RoCE IPv4 version/IHL 0x45, TOS = traffic_class");
 		check((ip[2] << 8 | ip[3]) == (int)tot, "RoCE IPv4 tot_len %u", tot);
 		check((ip[6] << 8 | ip[7]) == 0x4000 && ip[8] == 33 && ip[9] == 17,
 		      "RoCE IPv4 DF, TTL = hop_limit, protocol UDP");
@@ -478,7 +480,8 @@ static void test_drops(void)
 	ep_join(&tx, in4(&g, "239.1.2.10"), true);
 	oob = atomic_load(&ctr("sim_ib0")->out_of_buffer);
 	ep_send(&tx, 64, false, 0, 0, 1, tx.remote_qkey);
-	check(poll_n(rx.cq, wc, 1, 200) == 0 && atomic_load(&ctr("sim_ib0")->out_of_buffer) == oob + 1,
+	check(poll_n(rx.cq, wc, 1, 200) == 0 &&
+		      atomic_load(&ctr("sim_ib0")->out_of_buffer) == oob + 1,
 	      "no posted receive: dropped and counted in out_of_buffer");
 
 	post_recvs(&rx, 2);
@@ -558,7 +561,7 @@ static bool wait_async(struct ibv_context *ctx, enum ibv_event_type type)
 	uint64_t end = now_ms() + WAIT_MS;
 
 	while (now_ms() < end) {
-		struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+		struct pollfd p = {.fd = ctx->async_fd, .events = POLLIN};
 		struct ibv_async_event ae;
 		bool ok;
 
@@ -603,7 +606,8 @@ static void test_port_events(void)
 	check(wait_async(ro.id->verbs, IBV_EVENT_PORT_ERR), "RoCE port down: IBV_EVENT_PORT_ERR");
 	check(get_event(ro.ch, 300) == NULL, "RoCE port down: no multicast error");
 	p_sf_port_set(fab(), (uint32_t)dev, true);
-	check(wait_async(ro.id->verbs, IBV_EVENT_PORT_ACTIVE), "RoCE port up: IBV_EVENT_PORT_ACTIVE");
+	check(wait_async(ro.id->verbs, IBV_EVENT_PORT_ACTIVE),
+	      "RoCE port up: IBV_EVENT_PORT_ACTIVE");
 
 	/* After the IB error the application leaves and joins again. */
 	rdma_leave_multicast(ib.id, (struct sockaddr *)&g);
@@ -657,7 +661,7 @@ static void test_cross_process(const char *self)
 		_exit(127);
 	}
 	while (got < 32) {
-		struct pollfd p = { .fd = rx.cc->fd, .events = POLLIN };
+		struct pollfd p = {.fd = rx.cc->fd, .events = POLLIN};
 		int n;
 
 		if (poll(&p, 1, WAIT_MS) != 1)
@@ -688,7 +692,7 @@ static void test_cross_process(const char *self)
 static void test_unicast(void)
 {
 	struct ep a, b;
-	struct ibv_ah_attr aa = { 0 };
+	struct ibv_ah_attr aa = {0};
 	struct ibv_wc wc[2];
 	union ibv_gid dgid;
 
