@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * checksum.c - the PGM checksum: RFC 1071 ones' complement sum over the whole packet,
+ * checksum field taken as zero, no pseudo-header (RFC 3208 section 8).
+ *
+ * The sum is accumulated over native 64-bit words with end-around carry and folded at
+ * the end; a ones' complement sum is byte-order independent up to a final byte swap
+ * (RFC 1071 section 2(B)), so one swap turns the native result into the big-endian one.
+ */
+#include <string.h>
+
+#include "pgm.h"
+#include "pgm_pvt.h"
+
+#define CSUM_WORD     8u      /* bytes summed per step */
+#define CSUM_ALL_ONES 0xffffu /* ones' complement "negative zero": a valid packet sums to it */
+#define CSUM_LOW16    0xffffu
+#define CSUM_SHIFT16  16u
+
+static inline uint64_t csum_add(uint64_t sum, uint64_t v)
+{
+	sum += v;
+	return sum + (sum < v); /* end-around carry */
+}
+
+static inline uint16_t csum_fold(uint64_t sum)
+{
+	while (sum >> CSUM_SHIFT16)
+		sum = (sum & CSUM_LOW16) + (sum >> CSUM_SHIFT16);
+	return (uint16_t)sum;
+}
+
+uint16_t pgm_csum_sum(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	uint64_t sum = 0;
+	uint64_t w;
+	uint16_t r;
+
+	while (len >= CSUM_WORD) {
+		memcpy(&w, p, CSUM_WORD);
+		sum = csum_add(sum, w);
+		p += CSUM_WORD;
+		len -= CSUM_WORD;
+	}
+	if (len) {
+		w = 0;
+		memcpy(&w, p, len); /* keeps each byte at its position within the word */
+		sum = csum_add(sum, w);
+	}
+	r = csum_fold(sum);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	r = __builtin_bswap16(r);
+#endif
+	return r;
+}
+
+/* Ones' complement sum of the packet with the checksum field taken as zero. */
+static uint16_t csum_sum_zeroed(const uint8_t *p, size_t len)
+{
+	uint16_t field = pgm_get16(p + PGM_OFF_CHECKSUM);
+	uint32_t s = pgm_csum_sum(p, len);
+
+	/* Removing a word from a ones' complement sum is adding its complement. */
+	s += (uint16_t)~field;
+	return csum_fold(s);
+}
+
+uint16_t pgm_checksum(const void *buf, size_t len)
+{
+	uint16_t c = (uint16_t)~csum_sum_zeroed(buf, len);
+
+	return c ? c : CSUM_ALL_ONES;
+}
+
+bool pgm_checksum_verify(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	if (pgm_get16(p + PGM_OFF_CHECKSUM) == 0)
+		return true;
+	return pgm_csum_sum(p, len) == CSUM_ALL_ONES;
+}
+
+void pgm_checksum_fill(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	pgm_put16(p + PGM_OFF_CHECKSUM, 0);
+	pgm_put16(p + PGM_OFF_CHECKSUM, pgm_checksum(p, len));
+}

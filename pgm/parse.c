@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * parse.c - strict RFC 3208 parser.
+ *
+ * Every read is preceded by a check against the bytes left; every loop advances by at
+ * least one option header (4 bytes), so a packet of n bytes costs O(n) and no input can
+ * make the parser loop or read out of bounds.
+ */
+#include <string.h>
+
+#include "pgm.h"
+#include "pgm_pvt.h"
+
+/* An 8-bit option length holds at most PGM_NAK_LIST_MAX list entries. */
+_Static_assert((UINT8_MAX - PGM_OPT_HDR_LEN) / PGM_NAK_LIST_ENTRY == PGM_NAK_LIST_MAX,
+	       "OPT_NAK_LIST capacity");
+
+static const char *const pgm_result_names[PGM_RESULT_COUNT] = {
+	[PGM_OK] = "ok",
+	[PGM_BAD_CHECKSUM] = "bad_checksum",
+	[PGM_ERR_TRUNCATED_HEADER] = "truncated_header",
+	[PGM_ERR_TOO_LONG] = "too_long",
+	[PGM_ERR_BAD_TYPE] = "bad_type",
+	[PGM_ERR_TRUNCATED_TYPE] = "truncated_type_fields",
+	[PGM_ERR_BAD_AFI] = "bad_afi",
+	[PGM_ERR_OPT_TRUNCATED] = "opt_length_truncated",
+	[PGM_ERR_OPT_FIRST_NOT_LENGTH] = "opt_first_not_length",
+	[PGM_ERR_OPT_LENGTH_BAD] = "opt_length_bad",
+	[PGM_ERR_OPT_TOTAL_PAST_PACKET] = "opt_total_past_packet",
+	[PGM_ERR_OPT_LEN_ZERO] = "opt_len_zero",
+	[PGM_ERR_OPT_LEN_SHORT] = "opt_len_short",
+	[PGM_ERR_OPT_PAST_TOTAL] = "opt_past_total",
+	[PGM_ERR_OPT_MISSING_END] = "opt_missing_end",
+	[PGM_ERR_OPT_END_BEFORE_TOTAL] = "opt_end_before_total",
+	[PGM_ERR_OPT_BAD_SIZE] = "opt_bad_size",
+	[PGM_ERR_OPT_DUP_LENGTH] = "opt_dup_length",
+	[PGM_ERR_TSDU_PAST_PACKET] = "tsdu_past_packet",
+	[PGM_ERR_TRAILING_BYTES] = "trailing_bytes",
+};
+
+const char *pgm_result_name(enum pgm_result r)
+{
+	if ((unsigned)r >= PGM_RESULT_COUNT)
+		return "unknown";
+	return pgm_result_names[r];
+}
+
+const char *pgm_type_name(uint8_t type)
+{
+	switch (type) {
+	case PGM_TYPE_SPM:
+		return "SPM";
+	case PGM_TYPE_POLL:
+		return "POLL";
+	case PGM_TYPE_POLR:
+		return "POLR";
+	case PGM_TYPE_ODATA:
+		return "ODATA";
+	case PGM_TYPE_RDATA:
+		return "RDATA";
+	case PGM_TYPE_NAK:
+		return "NAK";
+	case PGM_TYPE_NNAK:
+		return "NNAK";
+	case PGM_TYPE_NCF:
+		return "NCF";
+	case PGM_TYPE_SPMR:
+		return "SPMR";
+	case PGM_TYPE_ACK:
+		return "ACK";
+	default:
+		return "unknown";
+	}
+}
+
+/* A bounded read position over the packet. */
+struct cursor {
+	const uint8_t *p;
+	size_t len;
+	size_t off;
+};
+
+static inline size_t cur_left(const struct cursor *c)
+{
+	return c->len - c->off;
+}
+
+/* Decode an NLA block (AFI, reserved, address) at the cursor. */
+static enum pgm_result cur_nla(struct cursor *c, struct pgm_nla *nla)
+{
+	unsigned alen;
+
+	if (cur_left(c) < PGM_NLA_HDR_LEN)
+		return PGM_ERR_TRUNCATED_TYPE;
+	nla->afi = pgm_get16(c->p + c->off + PGM_NLA_OFF_AFI);
+	alen = pgm_afi_len(nla->afi);
+	if (!alen)
+		return PGM_ERR_BAD_AFI;
+	c->off += PGM_NLA_HDR_LEN;
+	if (cur_left(c) < alen)
+		return PGM_ERR_TRUNCATED_TYPE;
+	memcpy(nla->addr, c->p + c->off, alen);
+	nla->len = (uint8_t)alen;
+	c->off += alen;
+	return PGM_OK;
+}
+
+static enum pgm_result parse_type_fields(struct cursor *c, struct pgm_packet *pkt)
+{
+	const uint8_t *f = c->p + c->off; /* first byte of the type-specific fields */
+	enum pgm_result r;
+
+	switch (pkt->type) {
+	case PGM_TYPE_SPM:
+		if (cur_left(c) < PGM_SPM_FIXED_LEN)
+			return PGM_ERR_TRUNCATED_TYPE;
+		pkt->u.spm.sqn = pgm_get32(f + PGM_SPM_OFF_SQN);
+		pkt->u.spm.trail = pgm_get32(f + PGM_SPM_OFF_TRAIL);
+		pkt->u.spm.lead = pgm_get32(f + PGM_SPM_OFF_LEAD);
+		c->off += PGM_SPM_FIXED_LEN;
+		return cur_nla(c, &pkt->u.spm.nla);
+	case PGM_TYPE_POLL:
+		if (cur_left(c) < PGM_POLL_FIXED_LEN)
+			return PGM_ERR_TRUNCATED_TYPE;
+		pkt->u.poll.sqn = pgm_get32(f + PGM_POLL_OFF_SQN);
+		pkt->u.poll.round = pgm_get16(f + PGM_POLL_OFF_ROUND);
+		pkt->u.poll.s_type = pgm_get16(f + PGM_POLL_OFF_STYPE);
+		c->off += PGM_POLL_FIXED_LEN;
+		r = cur_nla(c, &pkt->u.poll.nla);
+		if (r != PGM_OK)
+			return r;
+		if (cur_left(c) < PGM_POLL_TAIL_LEN)
+			return PGM_ERR_TRUNCATED_TYPE;
+		f = c->p + c->off;
+		pkt->u.poll.bo_ivl = pgm_get32(f + PGM_POLL_OFF_BO_IVL);
+		memcpy(pkt->u.poll.rand, f + PGM_POLL_OFF_RAND, PGM_POLL_RAND_LEN);
+		pkt->u.poll.mask = pgm_get32(f + PGM_POLL_OFF_MASK);
+		c->off += PGM_POLL_TAIL_LEN;
+		return PGM_OK;
+	case PGM_TYPE_POLR:
+		if (cur_left(c) < PGM_POLR_LEN)
+			return PGM_ERR_TRUNCATED_TYPE;
+		pkt->u.polr.sqn = pgm_get32(f + PGM_POLR_OFF_SQN);
+		pkt->u.polr.round = pgm_get16(f + PGM_POLR_OFF_ROUND);
+		c->off += PGM_POLR_LEN;
+		return PGM_OK;
+	case PGM_TYPE_ODATA:
+	case PGM_TYPE_RDATA:
+		if (cur_left(c) < PGM_DATA_LEN)
+			return PGM_ERR_TRUNCATED_TYPE;
+		pkt->u.data.sqn = pgm_get32(f + PGM_DATA_OFF_SQN);
+		pkt->u.data.trail = pgm_get32(f + PGM_DATA_OFF_TRAIL);
+		c->off += PGM_DATA_LEN;
+		return PGM_OK;
+	case PGM_TYPE_NAK:
+	case PGM_TYPE_NNAK:
+	case PGM_TYPE_NCF:
+		if (cur_left(c) < PGM_NAK_FIXED_LEN)
+			return PGM_ERR_TRUNCATED_TYPE;
+		pkt->u.nak.sqn = pgm_get32(f + PGM_NAK_OFF_SQN);
+		c->off += PGM_NAK_FIXED_LEN;
+		r = cur_nla(c, &pkt->u.nak.src);
+		if (r != PGM_OK)
+			return r;
+		return cur_nla(c, &pkt->u.nak.grp);
+	case PGM_TYPE_SPMR:
+		return PGM_OK;
+	case PGM_TYPE_ACK:
+		if (cur_left(c) < PGM_ACK_LEN)
+			return PGM_ERR_TRUNCATED_TYPE;
+		pkt->u.ack.rx_max = pgm_get32(f + PGM_ACK_OFF_RX_MAX);
+		pkt->u.ack.bitmap = pgm_get32(f + PGM_ACK_OFF_BITMAP);
+		c->off += PGM_ACK_LEN;
+		return PGM_OK;
+	default:
+		return PGM_ERR_BAD_TYPE;
+	}
+}
+
+/*
+ * Decode an NLA inside an option: AFI at o[afi_at], address at o[addr_at]; the option
+ * must end exactly after the address.
+ */
+static enum pgm_result opt_nla(const uint8_t *o, unsigned olen, unsigned afi_at, unsigned addr_at,
+			       struct pgm_nla *nla)
+{
+	unsigned alen;
+
+	if (olen < addr_at)
+		return PGM_ERR_OPT_BAD_SIZE;
+	nla->afi = pgm_get16(o + afi_at);
+	alen = pgm_afi_len(nla->afi);
+	if (!alen)
+		return PGM_ERR_BAD_AFI;
+	if (olen != addr_at + alen)
+		return PGM_ERR_OPT_BAD_SIZE;
+	memcpy(nla->addr, o + addr_at, alen);
+	nla->len = (uint8_t)alen;
+	return PGM_OK;
+}
+
+/* An option type outside RFC 3208/PGMCC: record what its OPX bits ask for. */
+static void note_unknown_opt(struct pgm_packet *pkt, uint8_t opx)
+{
+	pkt->flags |= PGM_PKT_UNKNOWN_OPT;
+	if (opx == PGM_OPX_INVALIDATE)
+		pkt->flags |= PGM_PKT_OPX_INVALIDATE;
+	else if (opx == PGM_OPX_DISCARD)
+		pkt->flags |= PGM_PKT_OPX_DISCARD;
+}
+
+/*
+ * Check and decode one option; o points at its type byte, PGM_OPT_HDR_LEN <= olen and the
+ * whole option lies inside the packet. The first occurrence of a known type is decoded
+ * into pkt->opt; later ones are checked and recorded only.
+ */
+static enum pgm_result parse_opt(struct pgm_packet *pkt, const uint8_t *o, uint8_t type,
+				 unsigned olen, uint8_t opx)
+{
+	bool first = type <= PGM_OPT_KNOWN_MAX && !(pkt->opt_seen & PGM_OPT_BIT(type));
+	struct pgm_nla nla = {0};
+	enum pgm_result r = PGM_OK;
+
+	switch (type) {
+	case PGM_OPT_LENGTH:
+		return PGM_ERR_OPT_DUP_LENGTH;
+	case PGM_OPT_FRAGMENT:
+		if (olen != PGM_OPT_FRAGMENT_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first) {
+			pkt->opt.fragment.first_sqn = pgm_get32(o + PGM_OPT_FRAG_OFF_FIRST_SQN);
+			pkt->opt.fragment.offset = pgm_get32(o + PGM_OPT_FRAG_OFF_OFFSET);
+			pkt->opt.fragment.apdu_len = pgm_get32(o + PGM_OPT_FRAG_OFF_APDU_LEN);
+		}
+		break;
+	case PGM_OPT_NAK_LIST: {
+		unsigned bytes = olen - PGM_OPT_HDR_LEN;
+		unsigned n = bytes / PGM_NAK_LIST_ENTRY;
+
+		if (bytes % PGM_NAK_LIST_ENTRY || n == 0)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first) {
+			pkt->opt.nak_list.offset = (uint16_t)(o + PGM_OPT_HDR_LEN - pkt->raw);
+			pkt->opt.nak_list.count = (uint8_t)n;
+		}
+		break;
+	}
+	case PGM_OPT_JOIN:
+		if (olen != PGM_OPT_JOIN_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first)
+			pkt->opt.join_min = pgm_get32(o + PGM_OPT_OFF_VALUE);
+		break;
+	case PGM_OPT_NAK_BO_IVL:
+		if (olen != PGM_OPT_NAK_BO_IVL_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first) {
+			pkt->opt.nak_bo_ivl.ivl = pgm_get32(o + PGM_OPT_BO_IVL_OFF_IVL);
+			pkt->opt.nak_bo_ivl.ivl_sqn = pgm_get32(o + PGM_OPT_BO_IVL_OFF_SQN);
+		}
+		break;
+	case PGM_OPT_NAK_BO_RNG:
+		if (olen != PGM_OPT_NAK_BO_RNG_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first) {
+			pkt->opt.nak_bo_rng.max_ivl = pgm_get32(o + PGM_OPT_BO_RNG_OFF_MAX);
+			pkt->opt.nak_bo_rng.min_ivl = pgm_get32(o + PGM_OPT_BO_RNG_OFF_MIN);
+		}
+		break;
+	case PGM_OPT_REDIRECT:
+		r = opt_nla(o, olen, PGM_OPT_REDIRECT_OFF_AFI, PGM_OPT_REDIRECT_FIXED, &nla);
+		if (r == PGM_OK && first)
+			pkt->opt.redirect = nla;
+		break;
+	case PGM_OPT_PARITY_PRM:
+		if (olen != PGM_OPT_PARITY_PRM_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first) {
+			pkt->opt.parity_prm.flags = o[PGM_OPT_OFF_SPEC];
+			pkt->opt.parity_prm.tgs = pgm_get32(o + PGM_OPT_OFF_VALUE);
+		}
+		break;
+	case PGM_OPT_PARITY_GRP:
+		if (olen != PGM_OPT_PARITY_GRP_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first)
+			pkt->opt.parity_grp = pgm_get32(o + PGM_OPT_OFF_VALUE);
+		break;
+	case PGM_OPT_CURR_TGSIZE:
+		if (olen != PGM_OPT_CURR_TGSIZE_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first)
+			pkt->opt.curr_tgsize = pgm_get32(o + PGM_OPT_OFF_VALUE);
+		break;
+	case PGM_OPT_PATH_NLA: {
+		/* A bare address: its family follows from the option length. */
+		unsigned alen = olen - PGM_OPT_PATH_NLA_FIXED;
+
+		if (alen != PGM_NLA_IPV4_LEN && alen != PGM_NLA_IPV6_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first) {
+			pkt->opt.path_nla.afi =
+				alen == PGM_NLA_IPV4_LEN ? PGM_AFI_IPV4 : PGM_AFI_IPV6;
+			pkt->opt.path_nla.len = (uint8_t)alen;
+			memcpy(pkt->opt.path_nla.addr, o + PGM_OPT_PATH_NLA_FIXED, alen);
+		}
+		break;
+	}
+	case PGM_OPT_NBR_UNREACH:
+	case PGM_OPT_SYN:
+	case PGM_OPT_FIN:
+		if (olen != PGM_OPT_FLAG_ONLY_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		break;
+	case PGM_OPT_RST:
+		if (olen != PGM_OPT_FLAG_ONLY_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first)
+			pkt->opt.rst_spec = o[PGM_OPT_OFF_SPEC];
+		break;
+	case PGM_OPT_CR:
+		r = opt_nla(o, olen, PGM_OPT_CR_OFF_AFI, PGM_OPT_CR_FIXED, &nla);
+		if (r == PGM_OK && first) {
+			pkt->opt.cr.flags = o[PGM_OPT_OFF_SPEC];
+			pkt->opt.cr.lead = pgm_get32(o + PGM_OPT_CR_OFF_LEAD);
+			pkt->opt.cr.ne_wl = pgm_get16(o + PGM_OPT_CR_OFF_NE_WL);
+			pkt->opt.cr.ne_wp = pgm_get16(o + PGM_OPT_CR_OFF_NE_WP);
+			pkt->opt.cr.rx_wp = pgm_get16(o + PGM_OPT_CR_OFF_RX_WP);
+			pkt->opt.cr.rcvr = nla;
+		}
+		break;
+	case PGM_OPT_CRQST:
+		if (olen != PGM_OPT_FLAG_ONLY_LEN)
+			return PGM_ERR_OPT_BAD_SIZE;
+		if (first)
+			pkt->opt.crqst_flags = o[PGM_OPT_OFF_SPEC];
+		break;
+	case PGM_OPT_PGMCC_DATA:
+		r = opt_nla(o, olen, PGM_OPT_PGMCC_OFF_AFI, PGM_OPT_PGMCC_FIXED, &nla);
+		if (r == PGM_OK && first) {
+			pkt->opt.pgmcc_data.tstamp = pgm_get32(o + PGM_OPT_PGMCC_OFF_TSTAMP);
+			pkt->opt.pgmcc_data.acker = nla;
+		}
+		break;
+	case PGM_OPT_PGMCC_FEEDBACK:
+		r = opt_nla(o, olen, PGM_OPT_PGMCC_OFF_AFI, PGM_OPT_PGMCC_FIXED, &nla);
+		if (r == PGM_OK && first) {
+			pkt->opt.pgmcc_feedback.tstamp = pgm_get32(o + PGM_OPT_PGMCC_OFF_TSTAMP);
+			pkt->opt.pgmcc_feedback.loss_rate =
+				pgm_get16(o + PGM_OPT_PGMCC_OFF_LOSS_RATE);
+			pkt->opt.pgmcc_feedback.acker = nla;
+		}
+		break;
+	case PGM_OPT_INVALID:
+		pkt->flags |= PGM_PKT_OPT_INVALID;
+		return PGM_OK;
+	default:
+		note_unknown_opt(pkt, opx);
+		return PGM_OK;
+	}
+	if (r == PGM_OK)
+		pkt->opt_seen |= PGM_OPT_BIT(type);
+	return r;
+}
+
+/* Walk the options; c->off is at OPT_LENGTH. */
+static enum pgm_result parse_options(struct cursor *c, struct pgm_packet *pkt)
+{
+	const uint8_t *p = c->p;
+	size_t off, end;
+	uint16_t total;
+
+	pkt->opts_offset = (uint16_t)c->off;
+	if (cur_left(c) < PGM_OPT_LENGTH_LEN)
+		return PGM_ERR_OPT_TRUNCATED;
+	if ((p[c->off + PGM_OPT_OFF_TYPE] & PGM_OPT_TYPE_MASK) != PGM_OPT_LENGTH)
+		return PGM_ERR_OPT_FIRST_NOT_LENGTH;
+	total = pgm_get16(p + c->off + PGM_OPT_OFF_TOTAL);
+	if (p[c->off + PGM_OPT_OFF_LEN] != PGM_OPT_LENGTH_LEN || total < PGM_OPT_LENGTH_LEN)
+		return PGM_ERR_OPT_LENGTH_BAD;
+	if (total > cur_left(c))
+		return PGM_ERR_OPT_TOTAL_PAST_PACKET;
+	pkt->opts_len = total;
+
+	end = c->off + total;
+	off = c->off + PGM_OPT_LENGTH_LEN;
+	while (off < end) {
+		const uint8_t *o = p + off;
+		struct pgm_opt_rec rec;
+		enum pgm_result r;
+
+		c->off = off; /* err_offset points at the option at fault */
+		if (end - off < PGM_OPT_HDR_LEN)
+			return PGM_ERR_OPT_PAST_TOTAL;
+		rec.offset = (uint16_t)off;
+		rec.type = o[PGM_OPT_OFF_TYPE] & PGM_OPT_TYPE_MASK;
+		rec.len = o[PGM_OPT_OFF_LEN];
+		rec.bits = o[PGM_OPT_OFF_BITS];
+		rec.spec = o[PGM_OPT_OFF_SPEC];
+		rec.opx = rec.bits & PGM_OPT_OPX_MASK;
+		rec.end = (o[PGM_OPT_OFF_TYPE] & PGM_OPT_END) != 0;
+		if (rec.len == 0)
+			return PGM_ERR_OPT_LEN_ZERO;
+		if (rec.len < PGM_OPT_HDR_LEN)
+			return PGM_ERR_OPT_LEN_SHORT;
+		if (rec.len > end - off)
+			return PGM_ERR_OPT_PAST_TOTAL;
+
+		r = parse_opt(pkt, o, rec.type, rec.len, rec.opx);
+		if (r != PGM_OK)
+			return r;
+		if (pkt->n_recs < PGM_PACKET_OPT_RECS)
+			pkt->opts[pkt->n_recs++] = rec;
+		else
+			pkt->flags |= PGM_PKT_OPTS_OVERFLOW;
+		pkt->n_opts++;
+
+		off += rec.len;
+		if (rec.end) {
+			c->off = off;
+			return off == end ? PGM_OK : PGM_ERR_OPT_END_BEFORE_TOTAL;
+		}
+	}
+	c->off = end;
+	return PGM_ERR_OPT_MISSING_END;
+}
+
+static enum pgm_result parse_fail(struct pgm_packet *pkt, enum pgm_result r, size_t at)
+{
+	pkt->result = r;
+	pkt->err_offset = (uint32_t)at;
+	return r;
+}
+
+enum pgm_result pgm_parse(const void *buf, size_t len, unsigned flags, struct pgm_packet *pkt)
+{
+	const uint8_t *p = buf;
+	struct cursor c = {.p = p, .len = len, .off = PGM_HDR_LEN};
+	enum pgm_result r;
+	size_t left;
+
+	memset(pkt, 0, sizeof(*pkt));
+	pkt->raw = p;
+	pkt->len = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+	if (len < PGM_HDR_LEN)
+		return parse_fail(pkt, PGM_ERR_TRUNCATED_HEADER, 0);
+
+	pkt->flags = PGM_PKT_HAVE_HEADER;
+	pkt->sport = pgm_get16(p + PGM_OFF_SPORT);
+	pkt->dport = pgm_get16(p + PGM_OFF_DPORT);
+	pkt->type = p[PGM_OFF_TYPE];
+	pkt->hdr_opts = p[PGM_OFF_OPTIONS];
+	pkt->checksum = pgm_get16(p + PGM_OFF_CHECKSUM);
+	memcpy(pkt->gsi, p + PGM_OFF_GSI, PGM_GSI_LEN);
+	pkt->tsdu_len = pgm_get16(p + PGM_OFF_TSDU_LEN);
+
+	if (len > PGM_MAX_TPDU)
+		return parse_fail(pkt, PGM_ERR_TOO_LONG, PGM_MAX_TPDU);
+
+	/* Checksum first: it tells corruption apart from a sender's malformed packet. */
+	if (flags & PGM_PARSE_NO_CSUM)
+		pkt->csum = PGM_CSUM_UNCHECKED;
+	else if (pkt->checksum == 0)
+		pkt->csum = PGM_CSUM_ABSENT;
+	else
+		pkt->csum = pgm_checksum_verify(p, len) ? PGM_CSUM_GOOD : PGM_CSUM_BAD;
+
+	if (pkt->type & PGM_TYPE_VERSION_MASK)
+		return parse_fail(pkt, PGM_ERR_BAD_TYPE, PGM_OFF_TYPE);
+	r = parse_type_fields(&c, pkt);
+	if (r != PGM_OK)
+		return parse_fail(pkt, r, r == PGM_ERR_BAD_TYPE ? PGM_OFF_TYPE : c.off);
+
+	if (pkt->hdr_opts & PGM_HDR_OPT_PRESENT) {
+		r = parse_options(&c, pkt);
+		if (r != PGM_OK)
+			return parse_fail(pkt, r, c.off);
+	}
+
+	pkt->data_offset = (uint16_t)c.off;
+	left = cur_left(&c);
+	if (pkt->tsdu_len > left)
+		return parse_fail(pkt, PGM_ERR_TSDU_PAST_PACKET, c.off);
+	if (pkt->tsdu_len < left)
+		return parse_fail(pkt, PGM_ERR_TRAILING_BYTES, c.off + pkt->tsdu_len);
+
+	pkt->result = pkt->csum == PGM_CSUM_BAD ? PGM_BAD_CHECKSUM : PGM_OK;
+	return pkt->result;
+}
+
+uint32_t pgm_packet_nak_list_sqn(const struct pgm_packet *pkt, unsigned i)
+{
+	return pgm_get32(pkt->raw + pkt->opt.nak_list.offset + (size_t)i * PGM_NAK_LIST_ENTRY);
+}
+
+const struct pgm_opt_rec *pgm_packet_opt_find(const struct pgm_packet *pkt, uint8_t type)
+{
+	for (unsigned i = 0; i < pkt->n_recs; i++)
+		if (pkt->opts[i].type == type)
+			return &pkt->opts[i];
+	return NULL;
+}

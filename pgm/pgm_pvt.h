@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * pgm_pvt.h - helpers shared by the pgm/ sources; not part of the public API.
+ */
+#ifndef PGM_PGM_PVT_H
+#define PGM_PGM_PVT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pgm.h"
+
+/* Offsets inside the common header. */
+#define PGM_OFF_SPORT	 0u
+#define PGM_OFF_DPORT	 2u
+#define PGM_OFF_TYPE	 4u
+#define PGM_OFF_OPTIONS	 5u
+#define PGM_OFF_CHECKSUM 6u
+#define PGM_OFF_GSI	 8u
+#define PGM_OFF_TSDU_LEN 14u
+
+/* Offsets inside an option. */
+#define PGM_OPT_OFF_TYPE  0u
+#define PGM_OPT_OFF_LEN	  1u
+#define PGM_OPT_OFF_BITS  2u
+#define PGM_OPT_OFF_SPEC  3u
+#define PGM_OPT_OFF_TOTAL 2u /* OPT_LENGTH: 16-bit total length */
+
+/* An NLA block on the wire: AFI (16), reserved (16), address. */
+#define PGM_NLA_HDR_LEN	     4u
+#define PGM_NLA_OFF_AFI	     0u
+#define PGM_NLA_OFF_RESERVED 2u
+
+/* Fixed-size parts of the type-specific fields. */
+#define PGM_SPM_FIXED_LEN  12u /* SQN, TRAIL, LEAD; then an NLA block */
+#define PGM_POLL_FIXED_LEN 8u  /* SQN, ROUND, S_TYPE; then an NLA block */
+#define PGM_POLL_TAIL_LEN  12u /* BO_IVL, RAND, MASK after the NLA */
+#define PGM_POLR_LEN	   8u  /* SQN, ROUND, reserved */
+#define PGM_DATA_LEN	   8u  /* DATA_SQN, DATA_TRAIL */
+#define PGM_NAK_FIXED_LEN  4u  /* NAK_SQN; then two NLA blocks */
+#define PGM_ACK_LEN	   8u  /* RX_MAX, bitmap */
+
+/* Field offsets inside the type-specific part (from its first byte). */
+#define PGM_SPM_OFF_SQN	    0u
+#define PGM_SPM_OFF_TRAIL   4u
+#define PGM_SPM_OFF_LEAD    8u
+#define PGM_POLL_OFF_SQN    0u
+#define PGM_POLL_OFF_ROUND  4u
+#define PGM_POLL_OFF_STYPE  6u
+#define PGM_POLL_OFF_BO_IVL 0u /* in the tail after the NLA */
+#define PGM_POLL_OFF_RAND   4u
+#define PGM_POLL_OFF_MASK   8u
+#define PGM_POLL_RAND_LEN   4u
+#define PGM_POLR_OFF_SQN    0u
+#define PGM_POLR_OFF_ROUND  4u
+#define PGM_DATA_OFF_SQN    0u
+#define PGM_DATA_OFF_TRAIL  4u
+#define PGM_NAK_OFF_SQN	    0u
+#define PGM_ACK_OFF_RX_MAX  0u
+#define PGM_ACK_OFF_BITMAP  4u
+
+/* Field offsets inside options (from the option's type byte). */
+#define PGM_OPT_OFF_VALUE	    4u /* first value word of most options */
+#define PGM_OPT_FRAG_OFF_FIRST_SQN  4u
+#define PGM_OPT_FRAG_OFF_OFFSET	    8u
+#define PGM_OPT_FRAG_OFF_APDU_LEN   12u
+#define PGM_OPT_BO_IVL_OFF_IVL	    4u
+#define PGM_OPT_BO_IVL_OFF_SQN	    8u
+#define PGM_OPT_BO_RNG_OFF_MAX	    4u
+#define PGM_OPT_BO_RNG_OFF_MIN	    8u
+#define PGM_OPT_REDIRECT_OFF_AFI    4u
+#define PGM_OPT_CR_OFF_LEAD	    4u
+#define PGM_OPT_CR_OFF_NE_WL	    8u
+#define PGM_OPT_CR_OFF_NE_WP	    10u
+#define PGM_OPT_CR_OFF_RX_WP	    12u
+#define PGM_OPT_CR_OFF_AFI	    16u
+#define PGM_OPT_PGMCC_OFF_TSTAMP    4u
+#define PGM_OPT_PGMCC_OFF_AFI	    8u
+#define PGM_OPT_PGMCC_OFF_LOSS_RATE 10u
+
+/* Option sizes (whole option, header included). */
+#define PGM_OPT_FRAGMENT_LEN	16u
+#define PGM_OPT_JOIN_LEN	8u
+#define PGM_OPT_NAK_BO_IVL_LEN	12u
+#define PGM_OPT_NAK_BO_RNG_LEN	12u
+#define PGM_OPT_REDIRECT_FIXED	8u /* header, AFI, reserved; then the NLA */
+#define PGM_OPT_PARITY_PRM_LEN	8u
+#define PGM_OPT_PARITY_GRP_LEN	8u
+#define PGM_OPT_CURR_TGSIZE_LEN 8u
+#define PGM_OPT_FLAG_ONLY_LEN	4u  /* NBR_UNREACH, SYN, FIN, RST, CRQST */
+#define PGM_OPT_PATH_NLA_FIXED	4u  /* header; then a bare NLA (family from the length) */
+#define PGM_OPT_CR_FIXED	20u /* header, LEAD, NE_WL, NE_WP, RX_WP, reserved, AFI, res */
+#define PGM_OPT_PGMCC_FIXED	12u /* header, TSTAMP, AFI, reserved/loss rate */
+#define PGM_NAK_LIST_ENTRY	4u
+
+static inline uint16_t pgm_get16(const uint8_t *p)
+{
+	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+
+static inline uint32_t pgm_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void pgm_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+static inline void pgm_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/* Option type 0x06 is unassigned in RFC 3208. */
+#define PGM_OPT_UNASSIGNED 0x06u
+
+/* True for the option types RFC 3208 and PGMCC define (OPT_INVALID excluded). */
+static inline bool pgm_opt_known(uint8_t type)
+{
+	return type <= PGM_OPT_KNOWN_MAX && type != PGM_OPT_UNASSIGNED;
+}
+
+/* Address length for an AFI, 0 when the AFI is not IPv4 or IPv6. */
+static inline unsigned pgm_afi_len(uint16_t afi)
+{
+	if (afi == PGM_AFI_IPV4)
+		return PGM_NLA_IPV4_LEN;
+	if (afi == PGM_AFI_IPV6)
+		return PGM_NLA_IPV6_LEN;
+	return 0u;
+}
+
+#endif /* PGM_PGM_PVT_H */

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * stream.h - per-stream PGM state: a lock-free table of streams keyed by TSI and group.
+ *
+ * Threading contract (liburcu QSBR flavour, cds_lfht):
+ * - Workers call pgm_stream_update() for every PGM packet they receive, as registered
+ *   QSBR threads, online. A new stream is inserted lock-free (cds_lfht_add_unique).
+ * - A record has one writer per fabric side: the worker that receives the stream's group
+ *   on that side. Downstream state (SQN window, gaps, duplicates, stream state, label) is
+ *   written only by the worker of the stream's origin side. Counters are plain stores;
+ *   readers load them with CMM_LOAD_SHARED: each value is whole, a snapshot of several is
+ *   not one instant. No atomics on the hot path (the origin side is claimed once per
+ *   stream with a compare-and-swap).
+ * - Readers (console, JSON, tests) call pgm_stream_table_for_each(), pgm_stream_lookup()
+ *   and pgm_stream_snapshot() as registered QSBR threads, online, and keep no pointer to
+ *   a record across a quiescent state.
+ * - The control thread calls pgm_stream_table_age() (registered, online) to remove idle
+ *   streams; removed records are freed with call_rcu after a grace period.
+ * - pgm_stream_table_new()/_free() run on the control thread before workers start and
+ *   after they stop.
+ */
+#ifndef PGM_STREAM_H
+#define PGM_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pgm.h"
+
+/* A bridge has two fabric sides; the caller decides which is which (e.g. 0 IB, 1 RoCE). */
+#define PGM_STREAM_SIDES 2u
+#define PGM_SIDE_NONE	 0xffu /* origin not known yet: no downstream packet seen */
+
+/* Stream label bytes kept (an option carries at most 255 - 4). */
+#define PGM_STREAM_LABEL_MAX 251u
+
+/* SQNs of recent data remembered for duplicate detection (power of two). */
+#define PGM_STREAM_WINDOW 1024u
+
+/* Consecutive data packets older than the window after which the window re-syncs. */
+#define PGM_STREAM_RESYNC_RUN 8u
+
+struct pgm_stream_table;
+struct pgm_stream;
+
+/* Identity of a stream: TSI (GSI + source port) and the caller's opaque group key. */
+struct pgm_stream_key {
+	uint8_t gsi[PGM_GSI_LEN];
+	uint16_t sport; /* TSI source port, host order */
+	uint64_t group;
+};
+
+/*
+ * pgm_stream_key_from_packet - fill key from a parsed packet (PGM_PKT_HAVE_HEADER) and the
+ * group it arrived on: GSI and TSI port (the destination port for upstream types).
+ * Any thread. O(1).
+ */
+void pgm_stream_key_from_packet(struct pgm_stream_key *key, const struct pgm_packet *pkt,
+				uint64_t group);
+
+enum pgm_stream_state {
+	PGM_STREAM_NEW = 0, /* known, no data yet */
+	PGM_STREAM_ACTIVE,  /* data flowing */
+	PGM_STREAM_FIN,	    /* source sent OPT_FIN */
+	PGM_STREAM_RST,	    /* source sent OPT_RST */
+	PGM_STREAM_STATE_COUNT
+};
+
+/* pgm_stream_state_name - "new", "active", "fin", "rst"; "unknown" otherwise. */
+const char *pgm_stream_state_name(enum pgm_stream_state s);
+
+/* Per-type packet counters. */
+enum pgm_stream_count {
+	PGM_COUNT_SPM = 0,
+	PGM_COUNT_POLL,
+	PGM_COUNT_POLR,
+	PGM_COUNT_ODATA,
+	PGM_COUNT_RDATA,
+	PGM_COUNT_NAK,
+	PGM_COUNT_NNAK,
+	PGM_COUNT_NCF,
+	PGM_COUNT_SPMR,
+	PGM_COUNT_ACK,
+	PGM_COUNT_TYPES
+};
+
+/* pgm_stream_count_name - "spm", "odata", ...; "unknown" otherwise. */
+const char *pgm_stream_count_name(enum pgm_stream_count c);
+
+/* What pgm_stream_update() concluded about one packet. */
+enum pgm_verdict {
+	PGM_VERDICT_PASS = 0,	 /* forward */
+	PGM_VERDICT_DUPLICATE,	 /* ODATA whose SQN this stream already carried */
+	PGM_VERDICT_LOOP,	 /* downstream packet on the side opposite the stream's origin */
+	PGM_VERDICT_OPX_DISCARD, /* an unknown option's OPX bits ask to discard the packet */
+};
+
+/* The runtime feature pgm_dups (see docs/pgm.md). */
+enum pgm_dup_policy {
+	PGM_DUPS_FORWARD = 0, /* default: count duplicates, forward them */
+	PGM_DUPS_DROP,	      /* count and drop duplicates */
+};
+
+/*
+ * pgm_verdict_drop - whether the caller drops a packet with this verdict: loops and OPX
+ * discards always, duplicates when the policy says so. Any thread. O(1).
+ */
+static inline bool pgm_verdict_drop(enum pgm_verdict v, enum pgm_dup_policy dups)
+{
+	if (v == PGM_VERDICT_DUPLICATE)
+		return dups == PGM_DUPS_DROP;
+	return v == PGM_VERDICT_LOOP || v == PGM_VERDICT_OPX_DISCARD;
+}
+
+/* Table parameters; pgm_stream_table_new(NULL) uses the defaults shown. */
+struct pgm_stream_params {
+	int label_opt;		 /* option type read as a stream label, -1 for none (0x22) */
+	unsigned long init_size; /* initial hash buckets, a power of two (64) */
+};
+
+/*
+ * pgm_stream_table_new - create an empty stream table. params may be NULL.
+ * Control thread, before workers use it; need not be an RCU thread.
+ * Returns the table, or NULL with errno (EINVAL bad params, ENOMEM).
+ */
+struct pgm_stream_table *pgm_stream_table_new(const struct pgm_stream_params *params);
+
+/*
+ * pgm_stream_table_free - remove and free every stream, wait for pending frees, destroy
+ * the table. t may be NULL. Caller: a registered QSBR thread (online or offline) once no
+ * other thread uses the table. Blocks for a grace period.
+ */
+void pgm_stream_table_free(struct pgm_stream_table *t);
+
+/*
+ * pgm_stream_update - account one received packet to its stream.
+ * @key: the stream (pgm_stream_key_from_packet()).
+ * @side: fabric side the packet arrived on (< PGM_STREAM_SIDES).
+ * @pkt: the packet as pgm_parse() left it; needs PGM_PKT_HAVE_HEADER.
+ * @now_ns: the caller's monotonic clock, non-zero.
+ * @verdict: output, PGM_VERDICT_PASS unless the packet is a duplicate, a loop or an
+ *            OPX discard.
+ *
+ * Creates the stream on first sight (lock-free insert). The first downstream packet
+ * (SPM, POLL, ODATA, RDATA, NCF) makes its side the stream's origin; a later downstream
+ * packet of the same stream on the other side is a loop: counted, not accounted.
+ * Upstream packets (NAK, NNAK, SPMR, POLR, ACK) are counted on the side they arrive on.
+ * A packet with an unknown option whose OPX bits say discard is counted by type and in
+ * opx_discard and changes no SQN state. Malformed packets and bad checksums are counted
+ * and change no other state.
+ * Caller: the worker owning (group, side), a registered QSBR thread, online.
+ * Cost: one hash lookup, a few stores; one allocation when the stream is new.
+ * Returns 0, -EINVAL (no header, bad side, a packet pgm_parse() did not accept marked
+ * PGM_OK), -ENOMEM (new stream not tracked; the packet gets PGM_VERDICT_PASS).
+ */
+int pgm_stream_update(struct pgm_stream_table *t, const struct pgm_stream_key *key, unsigned side,
+		      const struct pgm_packet *pkt, uint64_t now_ns, enum pgm_verdict *verdict);
+
+/* Counters of one side of a stream. first_ns/last_ns are 0 until a packet arrives. */
+struct pgm_stream_side_stats {
+	uint64_t types[PGM_COUNT_TYPES];
+	uint64_t malformed;
+	uint64_t bad_checksum;
+	uint64_t loops;	      /* downstream packets refused as loops */
+	uint64_t opx_discard; /* packets with an unknown option asking for discard */
+	uint64_t first_ns, last_ns;
+};
+
+/* A reader's copy of one stream. */
+struct pgm_stream_stats {
+	struct pgm_stream_key key;
+	uint16_t dport; /* data destination port */
+	uint8_t origin; /* side, or PGM_SIDE_NONE */
+	enum pgm_stream_state state;
+	bool have_spm;		/* spm_sqn valid */
+	bool have_data;		/* odata_last / rx_lead valid */
+	bool have_window;	/* trail / lead valid */
+	uint32_t spm_sqn;	/* last SPM sequence number */
+	uint32_t trail, lead;	/* transmit window from SPMs and data */
+	uint32_t odata_last;	/* SQN of the last ODATA */
+	uint32_t rx_lead;	/* highest data SQN seen */
+	uint64_t gaps;		/* times the data SQN jumped ahead by more than one */
+	uint64_t missed;	/* SQNs skipped by those jumps */
+	uint64_t late;		/* ODATA filling an earlier gap (reordered) */
+	uint64_t repairs;	/* RDATA filling a gap */
+	uint64_t dups;		/* ODATA for an SQN already seen */
+	uint64_t rdata_dups;	/* RDATA for an SQN already seen */
+	uint64_t stale;		/* data older than the duplicate window */
+	uint64_t resyncs;	/* window restarts (OPT_SYN mid-stream, runs of stale data) */
+	uint64_t parity;	/* parity (FEC) data packets, not sequence-tracked */
+	uint64_t syn, fin, rst; /* OPT_SYN / OPT_FIN / OPT_RST seen */
+	uint64_t label_changes; /* label option with a value other than the first */
+	uint8_t label_len;	/* 0: no label seen */
+	uint8_t label[PGM_STREAM_LABEL_MAX];
+	uint64_t first_ns, last_ns; /* over both sides */
+	struct pgm_stream_side_stats side[PGM_STREAM_SIDES];
+};
+
+/*
+ * pgm_stream_snapshot - copy a stream's state into out. Reader under QSBR (online).
+ * Cost: a few hundred bytes of loads.
+ */
+void pgm_stream_snapshot(const struct pgm_stream *s, struct pgm_stream_stats *out);
+
+/*
+ * pgm_stream_lookup - find a stream, NULL if absent. Reader under QSBR (online); the
+ * pointer is valid until the caller's next quiescent state. One hash lookup.
+ */
+const struct pgm_stream *pgm_stream_lookup(struct pgm_stream_table *t,
+					   const struct pgm_stream_key *key);
+
+/*
+ * pgm_stream_table_for_each - call fn for every stream until fn returns non-zero.
+ * Reader under QSBR (online); streams inserted or removed meanwhile may or may not be
+ * visited. Returns fn's non-zero value, or 0. O(streams).
+ */
+int pgm_stream_table_for_each(struct pgm_stream_table *t,
+			      int (*fn)(const struct pgm_stream *s, void *arg), void *arg);
+
+/*
+ * pgm_stream_table_age - remove streams with no packet on any side for more than
+ * idle_ns before now_ns and free them with call_rcu. Control thread, registered QSBR,
+ * online. A packet racing with the removal is accounted to the record being removed.
+ * Returns the number of streams removed. O(streams).
+ */
+size_t pgm_stream_table_age(struct pgm_stream_table *t, uint64_t now_ns, uint64_t idle_ns);
+
+/* Table-wide counters. */
+struct pgm_stream_table_info {
+	uint64_t streams;  /* in the table now */
+	uint64_t inserted; /* ever inserted */
+	uint64_t removed;  /* removed by aging or free */
+	uint64_t freed;	   /* records whose memory was released */
+	uint64_t enomem;   /* new streams not tracked for lack of memory */
+};
+
+/* pgm_stream_table_info - read the table counters. Any thread. O(1). */
+void pgm_stream_table_info(struct pgm_stream_table *t, struct pgm_stream_table_info *out);
+
+#endif /* PGM_STREAM_H */
