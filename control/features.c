@@ -1,0 +1,337 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * features.c - the runtime feature registry (see options.h): a growing array of
+ * definitions; values live in the registering modules' atomics.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "options.h"
+
+struct feat_entry {
+	struct feat_def def; /* name and help owned by the registry */
+};
+
+static struct {
+	struct feat_entry *feats;
+	size_t n, cap;
+	bool running;
+} freg;
+
+static bool valid_name(const char *s)
+{
+	if (!s || !*s)
+		return false;
+	for (; *s; s++)
+		if (!islower((unsigned char)*s) && !isdigit((unsigned char)*s) && *s != '_')
+			return false;
+	return true;
+}
+
+static struct feat_entry *find_exact(const char *name, size_t len)
+{
+	for (size_t i = 0; i < freg.n; i++)
+		if (strlen(freg.feats[i].def.name) == len &&
+		    !strncasecmp(freg.feats[i].def.name, name, len))
+			return &freg.feats[i];
+	return NULL;
+}
+
+static bool in_range(const struct feat_def *d, int64_t v)
+{
+	return v >= d->min && v <= d->max;
+}
+
+int feat_register(const struct feat_def *def)
+{
+	struct feat_entry *e;
+	struct feat_def d;
+
+	if (!def || !valid_name(def->name) || !def->help || !def->value)
+		return -EINVAL;
+	d = *def;
+	switch (d.type) {
+	case FEAT_BOOL:
+		d.min = d.off = 0;
+		d.max = d.on = 1;
+		d.has_on = d.has_off = true;
+		break;
+	case FEAT_INT:
+		if (d.min > d.max || (d.has_on && !in_range(&d, d.on)) ||
+		    (d.has_off && !in_range(&d, d.off)))
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (!in_range(&d, d.def))
+		return -EINVAL;
+	if (find_exact(d.name, strlen(d.name)))
+		return -EEXIST;
+	if (freg.n == freg.cap) {
+		size_t cap = freg.cap ? 2 * freg.cap : 16;
+		struct feat_entry *f = realloc(freg.feats, cap * sizeof(*f));
+
+		if (!f)
+			return -ENOMEM;
+		freg.feats = f;
+		freg.cap = cap;
+	}
+	d.name = strdup(def->name);
+	d.help = strdup(def->help);
+	if (!d.name || !d.help) {
+		free((char *)d.name);
+		free((char *)d.help);
+		return -ENOMEM;
+	}
+	e = &freg.feats[freg.n++];
+	e->def = d;
+	/* Relaxed: registration happens before any reader thread exists. */
+	atomic_store_explicit(d.value, d.def, memory_order_relaxed);
+	return 0;
+}
+
+/* Exact name (any case) first, else the one feature the name is a prefix of. */
+static int lookup(const char *name, size_t len, struct feat_entry **out, char *err, size_t errlen)
+{
+	struct feat_entry *e = find_exact(name, len);
+	size_t matches = 0;
+
+	if (e) {
+		*out = e;
+		return 0;
+	}
+	for (size_t i = 0; i < freg.n; i++)
+		if (!strncasecmp(freg.feats[i].def.name, name, len)) {
+			e = &freg.feats[i];
+			matches++;
+		}
+	if (matches == 1) {
+		*out = e;
+		return 0;
+	}
+	if (!matches)
+		return opt_errf(err, errlen, -EINVAL,
+				"unknown feature '%.*s' (see --enable without argument)", (int)len,
+				name);
+	opt_errf(err, errlen, -EINVAL, "ambiguous feature '%.*s' (", (int)len, name);
+	matches = 0;
+	for (size_t i = 0; i < freg.n; i++)
+		if (!strncasecmp(freg.feats[i].def.name, name, len) && err && errlen) {
+			size_t used = strnlen(err, errlen);
+
+			snprintf(err + used, errlen - used, "%s%s", matches++ ? ", " : "",
+				 freg.feats[i].def.name);
+		}
+	if (err && errlen) {
+		size_t used = strnlen(err, errlen);
+
+		snprintf(err + used, errlen - used, ")");
+	}
+	return -EINVAL;
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* The value feat_set() would store, range-checked; -EINVAL with a message. */
+static int new_value(const struct feat_def *d, const char *value, bool enable, int64_t *v,
+		     char *err, size_t errlen)
+{
+	char msg[OPT_ERR_LEN];
+	bool b;
+
+	if (!enable) {
+		if (value)
+			return opt_errf(err, errlen, -EINVAL,
+					"feature '%s': disable takes no value", d->name);
+		if (!d->has_off)
+			return opt_errf(err, errlen, -EINVAL, "feature '%s' cannot be disabled",
+					d->name);
+		*v = d->off;
+		return 0;
+	}
+	if (!value) {
+		if (!d->has_on)
+			return opt_errf(err, errlen, -EINVAL,
+					"feature '%s' needs a value (%s=VALUE)", d->name, d->name);
+		*v = d->on;
+		return 0;
+	}
+	if (d->type == FEAT_BOOL) {
+		if (opt_parse_bool(value, &b, msg, sizeof(msg)))
+			return opt_errf(err, errlen, -EINVAL, "feature '%s': %s", d->name, msg);
+		*v = b;
+		return 0;
+	}
+	if (opt_parse_int(value, d->min, d->max, v, msg, sizeof(msg)))
+		return opt_errf(err, errlen, -EINVAL, "feature '%s': %s", d->name, msg);
+	return 0;
+}
+
+int feat_set(const char *spec, bool enable, bool running, char *err, size_t errlen)
+{
+	char msg[OPT_ERR_LEN], *value = NULL, *copy, *p;
+	struct feat_entry *e;
+	size_t len;
+	int64_t v;
+	int ret;
+
+	if (!spec)
+		return opt_errf(err, errlen, -EINVAL, "missing feature name");
+	copy = strdup(spec);
+	if (!copy)
+		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+	/* "name", "name=value", "name value", with blanks around. */
+	for (p = copy; is_blank(*p); p++)
+		;
+	spec = p;
+	len = strcspn(p, "= \t");
+	p += len;
+	if (*p) {
+		bool eq = false;
+
+		for (; is_blank(*p) || (*p == '=' && !eq); p++)
+			eq |= *p == '=';
+		value = p;
+		for (p += strlen(p); p > value && is_blank(p[-1]); p--)
+			;
+		*p = '\0';
+		if (!*value && !eq)
+			value = NULL;
+	}
+	if (!len) {
+		ret = opt_errf(err, errlen, -EINVAL, "missing feature name");
+		goto out;
+	}
+	ret = lookup(spec, len, &e, err, errlen);
+	if (ret)
+		goto out;
+	if (value && !*value) {
+		ret = opt_errf(err, errlen, -EINVAL, "feature '%s': missing value after '='",
+			       e->def.name);
+		goto out;
+	}
+	ret = new_value(&e->def, value, enable, &v, err, errlen);
+	if (ret)
+		goto out;
+	if (running && !e->def.runtime) {
+		if (v != feat_load(e->def.value))
+			ret = opt_errf(err, errlen, -EBUSY,
+				       "feature '%s' cannot change while running (needs a restart)",
+				       e->def.name);
+		goto out;
+	}
+	if (e->def.apply) {
+		msg[0] = '\0';
+		ret = e->def.apply(e->def.ctx, v, msg, sizeof(msg));
+		if (ret < 0) {
+			opt_errf(err, errlen, ret, "feature '%s': %s", e->def.name,
+				 msg[0] ? msg : "rejected");
+			goto out;
+		}
+		ret = 0;
+	}
+	/* Relaxed: pairs with feat_load() in any thread; orders nothing else. */
+	atomic_store_explicit(e->def.value, v, memory_order_relaxed);
+out:
+	free(copy);
+	return ret;
+}
+
+int feat_get(const char *name, int64_t *value)
+{
+	struct feat_entry *e = name ? find_exact(name, strlen(name)) : NULL;
+
+	if (!e)
+		return -ENOENT;
+	*value = feat_load(e->def.value);
+	return 0;
+}
+
+size_t feat_count(void)
+{
+	return freg.n;
+}
+
+static void format_value(const struct feat_def *d, int64_t v, char *buf, size_t len)
+{
+	if (d->type == FEAT_BOOL)
+		snprintf(buf, len, "%s", v ? "on" : "off");
+	else
+		snprintf(buf, len, "%" PRId64, v);
+}
+
+static void format_range(const struct feat_def *d, char *buf, size_t len)
+{
+	if (d->type == FEAT_BOOL)
+		snprintf(buf, len, "on/off");
+	else
+		snprintf(buf, len, "%" PRId64 "..%" PRId64, d->min, d->max);
+}
+
+/* Column widths: at least the header's, at most what the widest entry needs. */
+enum { COL_NAME, COL_VALUE, COL_DEFAULT, COL_RANGE, COL_CHANGE, COLS };
+
+void feat_list(FILE *out)
+{
+	static const char *const head[COLS] = {"NAME", "VALUE", "DEFAULT", "RANGE", "CHANGE"};
+	char cell[COLS][48];
+	int w[COLS];
+
+	for (int c = 0; c < COLS; c++)
+		w[c] = (int)strlen(head[c]);
+	w[COL_CHANGE] = (int)strlen("runtime"); /* or "restart" */
+	for (size_t i = 0; i < freg.n; i++) {
+		const struct feat_def *d = &freg.feats[i].def;
+
+		format_value(d, feat_load(d->value), cell[COL_VALUE], sizeof(cell[0]));
+		format_value(d, d->def, cell[COL_DEFAULT], sizeof(cell[0]));
+		format_range(d, cell[COL_RANGE], sizeof(cell[0]));
+		w[COL_NAME] =
+			(int)strlen(d->name) > w[COL_NAME] ? (int)strlen(d->name) : w[COL_NAME];
+		for (int c = COL_VALUE; c <= COL_RANGE; c++)
+			if ((int)strlen(cell[c]) > w[c])
+				w[c] = (int)strlen(cell[c]);
+	}
+	fprintf(out, "  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", w[COL_NAME], head[COL_NAME],
+		w[COL_VALUE], head[COL_VALUE], w[COL_DEFAULT], head[COL_DEFAULT], w[COL_RANGE],
+		head[COL_RANGE], w[COL_CHANGE], head[COL_CHANGE], "DESCRIPTION");
+	for (size_t i = 0; i < freg.n; i++) {
+		const struct feat_def *d = &freg.feats[i].def;
+
+		format_value(d, feat_load(d->value), cell[COL_VALUE], sizeof(cell[0]));
+		format_value(d, d->def, cell[COL_DEFAULT], sizeof(cell[0]));
+		format_range(d, cell[COL_RANGE], sizeof(cell[0]));
+		fprintf(out, "  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", w[COL_NAME], d->name,
+			w[COL_VALUE], cell[COL_VALUE], w[COL_DEFAULT], cell[COL_DEFAULT],
+			w[COL_RANGE], cell[COL_RANGE], w[COL_CHANGE],
+			d->runtime ? "runtime" : "restart", d->help);
+	}
+}
+
+void feat_running_set(bool running)
+{
+	freg.running = running;
+}
+
+bool feat_running_get(void)
+{
+	return freg.running;
+}
+
+void feat_registry_clear(void)
+{
+	for (size_t i = 0; i < freg.n; i++) {
+		free((char *)freg.feats[i].def.name);
+		free((char *)freg.feats[i].def.help);
+	}
+	free(freg.feats);
+	memset(&freg, 0, sizeof(freg));
+}
