@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The forwarding engine: two sides (the InfiniBand port and the RoCEv2 port), the
+ * multicast groups bridged between them, channels (a UD QP + CQ on one side) grouped in
+ * pairs (IB channel k and RoCE channel k hold the same groups and belong to one worker),
+ * and the workers that poll them.
+ *
+ * Ownership (what makes it lock-free):
+ * - The control thread creates and destroys everything, joins groups, and publishes a
+ *   group to the workers by inserting it in the RCU tables and setting its ready bits.
+ * - A channel (its QP, CQ, rings, counters) belongs to one worker; only that thread posts
+ *   to it or polls it. With --workers 0 the control thread is that worker.
+ * - Groups and senders are read by workers under QSBR (quiescent state once per pass);
+ *   the control thread retires them with call_rcu.
+ */
+#ifndef ENGINE_BRIDGE_H
+#define ENGINE_BRIDGE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <urcu/urcu-qsbr.h>
+#include <urcu/rculfhash.h>
+
+#include "stats.h"
+
+struct pool;
+struct pool_cache;
+
+/* The fixed header space of a UD receive (GRH, or IPv4 at offset 20 on RoCEv2). */
+#define BR_GRH_LEN    40
+#define BR_IPV4_OFF   20
+#define BR_MCAST_QPN  0xffffffu
+#define BR_UDP_QKEY   0x01234567u /* RDMA_UDP_QKEY of rdma_cm's UDP port space */
+#define BR_BURST      32          /* completions polled / WRs chained at a time */
+#define BR_IB_MARKER_HOP_LIMIT 1  /* hop limit the bridge sets on IB: "already bridged" */
+
+enum side {
+	SIDE_IB = 0,
+	SIDE_ROCE = 1,
+	NSIDES = 2,
+};
+
+extern const char *const side_name[NSIDES];
+
+/* How a group's IB MGID is built (the reference's -l formats). */
+enum mgid_fmt {
+	MGID_RDMA, /* rdma_cm's mapping: ff12:4001:<pkey>::<28 bits> (the default) */
+	MGID_IPV4, /* ff15:401b:<pkey>::<28 bits> */
+	MGID_IPV6, /* ff15:601b:<pkey>::<28 bits> */
+	MGID_PORT, /* ff15:a01b:<pkey>::<port>:<32 bits> */
+	MGID_IB,   /* ff15:4001:<pkey>::<28 bits> */
+	MGID_NFMT,
+};
+
+extern const char *const mgid_fmt_name[MGID_NFMT];
+
+enum group_dir {
+	DIR_BOTH, /* -m: both ways */
+	DIR_IN,   /* -i: IB -> RoCE only; RoCE side joins send-only */
+	DIR_OUT,  /* -o: RoCE -> IB only; IB side joins send-only */
+};
+
+/* Does a group of direction `dir` receive on side s (full member there)? */
+static inline bool group_dir_rx(enum group_dir dir, enum side s)
+{
+	return dir == DIR_BOTH || (dir == DIR_IN && s == SIDE_IB) || (dir == DIR_OUT && s == SIDE_ROCE);
+}
+
+enum join_state {
+	JOIN_IDLE,    /* not joined, waiting for the next try */
+	JOIN_PENDING, /* rdma_join_multicast issued */
+	JOIN_DONE,    /* joined, AH created, attached if full member */
+	JOIN_LEAVING,
+};
+
+struct group_side {
+	enum join_state state;
+	uint32_t tries;
+	uint64_t next_try_ms;
+	uint32_t mlid;
+	bool attached;
+	struct ibv_ah *ah; /* sends to the group on this side */
+	uint32_t qkey;
+	int last_error;
+};
+
+struct group {
+	struct cds_lfht_node node[NSIDES]; /* side->groups, keyed by mgid[side] */
+	struct cds_lfht_node addr_node;    /* bridge->groups_by_addr, keyed by addr */
+	char spec[80];
+	uint32_t addr; /* IPv4 group address, network order */
+	uint16_t port;
+	uint8_t fmt; /* enum mgid_fmt */
+	uint8_t tos;
+	bool tos_set;
+	enum group_dir dir;
+	union ibv_gid mgid[NSIDES];
+	uint32_t pair; /* channel pair */
+	struct group_side js[NSIDES]; /* join state: control thread only */
+	/* Published to the pair's worker. */
+	struct ibv_ah *_Atomic ah_out[NSIDES];
+	uint32_t qkey_out[NSIDES];
+	_Atomic uint32_t ready; /* bit s: forwarding from side s is on */
+	/* Written by the pair's worker only: packets forwarded from side s. */
+	uint64_t fwd_pkts[NSIDES];
+	uint64_t fwd_bytes[NSIDES];
+	bool retired;
+	struct rcu_head rcu;
+};
+
+/* A packet waiting for send-queue space. */
+struct backlog_ent {
+	uint32_t buf;
+	uint32_t len;
+	uint32_t imm; /* network order */
+	bool has_imm;
+	struct ibv_ah *ah;
+	uint32_t qkey;
+};
+
+struct channel {
+	enum side side;
+	uint32_t index;
+	struct bridge *br;
+	struct side_ctx *sd;
+	struct worker *w;
+	struct channel *peer; /* same pair, other side */
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_comp_channel *cc; /* event-driven mode */
+	uint32_t qpn;
+	uint32_t lkey;
+	uint32_t ngroups; /* groups attached */
+	/* Receive queue. */
+	uint32_t rq_depth;
+	uint32_t rq_posted;
+	/* Send queue: buffers of posted sends in order, retired by signaled completions. */
+	uint32_t sq_depth;
+	uint32_t *tx_buf;
+	uint32_t tx_mask;
+	uint64_t tx_head, tx_tail;
+	uint32_t sig_every;
+	uint32_t unsignaled;
+	/* Sends chained during a pass, posted at its end. */
+	struct ibv_send_wr wr[BR_BURST];
+	struct ibv_sge sge[BR_BURST];
+	uint32_t nwr;
+	/* Bounded backlog when the send queue is full. */
+	struct backlog_ent *bl;
+	uint32_t bl_mask;
+	uint64_t bl_head, bl_tail;
+	bool broken; /* QP went to the error state */
+	struct sender *last_sender; /* one-entry cache of the sender table */
+	uint64_t last_epoch;
+	struct chan_stats st;
+} __attribute__((aligned(64)));
+
+/* A worker-to-worker single-producer single-consumer ring of packets. */
+struct handoff_ent {
+	uint32_t buf;
+	uint32_t len;
+	uint32_t imm;
+	bool has_imm;
+	struct channel *out;
+	struct ibv_ah *ah;
+	uint32_t qkey;
+};
+
+struct handoff_ring {
+	_Atomic uint64_t head; /* written by the consumer */
+	char pad1[56];
+	_Atomic uint64_t tail; /* written by the producer */
+	char pad2[56];
+	uint32_t mask;
+	struct handoff_ent *ent;
+};
+
+enum idle_policy {
+	IDLE_SPIN,    /* busy-poll forever */
+	IDLE_BACKOFF, /* spin, then yield and sleep increasingly (up to idle_max_us) */
+};
+
+struct worker {
+	uint32_t id;
+	int cpu; /* -1: not pinned */
+	pthread_t thread;
+	struct bridge *br;
+	struct channel **chan; /* owned channels, IB and RoCE of each pair */
+	uint32_t nchan;
+	struct pool_cache *pc;
+	struct handoff_ring **in; /* in[from]: rings from other workers */
+	_Atomic uint64_t heartbeat; /* passes, read by the control thread */
+	_Atomic bool stop;
+	uint64_t passes;
+	uint64_t drop_nth; /* fault injection counter */
+	struct hist lat; /* poll -> post, ns */
+	uint64_t idle_sleeps;
+} __attribute__((aligned(64)));
+
+/* One side of the bridge: a device port. */
+struct side_ctx {
+	enum side side;
+	char dev[64];
+	uint8_t port;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_device_attr dattr;
+	struct ibv_port_attr pattr;
+	union ibv_gid gid;
+	int gid_index;
+	uint32_t ipv4;    /* RoCE: our address (network order); IB: 0 */
+	uint32_t netmask; /* RoCE: interface netmask (network order), 0 = unknown: no check */
+	uint16_t pkey;
+	uint32_t mtu;
+	uint32_t lkey; /* pool's MR on this side */
+	bool block_lb; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB works here */
+	struct rdma_event_channel *cm_ch;
+	struct rdma_cm_id *cm_id;
+	struct cds_lfht *groups; /* MGID -> group */
+	struct channel **chan;
+	uint32_t nchan;
+	uint32_t *own_qpn; /* QPNs of our channels (own packet filter) */
+};
+
+/* Options and runtime features the engine reads (set by control/). */
+struct bridge_cfg {
+	char ib_dev[64];
+	char roce_dev[64];
+	uint8_t ib_port, roce_port;
+	uint32_t nworkers;       /* 0: event-driven on the control thread */
+	int cpus[256];           /* --cpus list, -1 terminated; empty: automatic */
+	uint32_t ncpus;
+	enum idle_policy idle;
+	uint32_t idle_max_us;
+	uint32_t mcqp;           /* groups per channel, 0: device max_mcast_qp_attach */
+	uint32_t nbufs;
+	bool huge;
+	uint32_t rq_depth;
+	uint32_t sq_depth;
+	uint32_t backlog;        /* per channel */
+	uint32_t sig_every;
+	uint32_t peers[64];      /* RoCE addresses of other bridges (network order) */
+	uint32_t npeers;
+	bool allow_foreign;      /* accept RoCE sources outside the interface subnet */
+	uint32_t max_senders;
+};
+
+struct sender;
+
+struct bridge {
+	struct bridge_cfg cfg;
+	struct side_ctx sd[NSIDES];
+	struct pool *pool;
+	struct worker *workers;
+	uint32_t nworkers; /* at least 1: worker 0 is the control thread with cfg.nworkers 0 */
+	uint32_t npairs;
+	struct cds_lfht *groups_by_addr;
+	struct group **groups; /* all groups, control thread */
+	uint32_t ngroups, groups_cap;
+	struct sender_table *senders;
+	/* Runtime features, read by workers with relaxed loads. */
+	_Atomic int64_t bridging;
+	_Atomic int64_t drop_every;
+	_Atomic int64_t loopback_prev;
+};
+
+/* ---- mgid.c: group specs and MGIDs ---- */
+
+/*
+ * Parse "addr[:port][/fmt][#tos]" (the reference's group syntax) into g (addr, port,
+ * fmt, tos). Defaults from the arguments. Returns 0 or -EINVAL with a message.
+ */
+int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, uint16_t def_port,
+		     int def_tos, char *err, size_t errlen);
+
+/* The IB MGID of a group in its format with P_Key pkey (host order). */
+void group_mgid_ib(const struct group *g, uint16_t pkey, union ibv_gid *mgid);
+
+/* The RoCEv2 MGID ::ffff:a.b.c.d. */
+void group_mgid_roce(const struct group *g, union ibv_gid *mgid);
+
+/* Format name lookup; -1 if unknown. */
+int mgid_fmt_parse(const char *name);
+
+/* ---- tables.c: RCU group tables ---- */
+
+/* Hash of an MGID (also used as the table's key compare). */
+unsigned long mgid_hash(const union ibv_gid *gid);
+
+/*
+ * Find the group with MGID `gid` on side s. Caller is a registered QSBR reader (worker or
+ * control thread); the pointer is valid until the caller's next quiescent state.
+ */
+struct group *group_lookup(struct side_ctx *sd, const union ibv_gid *gid);
+
+/* Find by IPv4 group address (any side): for the "MGID format mismatch" verdict. */
+struct group *group_lookup_addr(struct bridge *br, uint32_t addr);
+
+/* Insert / remove a group in the tables (control thread). */
+int group_publish(struct bridge *br, struct group *g);
+void group_unpublish(struct bridge *br, struct group *g);
+
+#endif /* ENGINE_BRIDGE_H */

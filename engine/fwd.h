@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The data path (fwd.c) and the worker threads (worker.c).
+ */
+#ifndef ENGINE_FWD_H
+#define ENGINE_FWD_H
+
+#include "bridge.h"
+
+/* Buffers freed during a pass, returned to the pool in one burst. */
+struct freelist {
+	uint32_t n;
+	uint32_t idx[4 * BR_BURST];
+};
+
+/* Is qpn one of our QPs on this side (the own-packet filter without hardware blocking)? */
+static inline bool fwd_own_qpn(const struct side_ctx *sd, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < sd->nchan; i++)
+		if (sd->own_qpn[i] == qpn)
+			return true;
+	return false;
+}
+
+/*
+ * Poll one burst of the channel's CQ and forward what it received. Returns the number of
+ * completions handled. Owner thread, QSBR reader.
+ */
+unsigned chan_poll(struct worker *w, struct channel *ch);
+
+/* Post receives until the receive queue is full (or the pool is empty: counted). */
+void chan_refill(struct worker *w, struct channel *ch);
+
+/* Post the sends chained on a channel. */
+void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl);
+
+/* Hand a packet to the worker that owns `out` (single-producer ring per worker pair). */
+void fwd_handoff(struct worker *w, struct channel *out, uint32_t buf, uint32_t len, bool has_imm,
+		 uint32_t imm, struct ibv_ah *ah, uint32_t qkey, struct freelist *fl);
+
+/* Send what other workers handed to this one. Returns the number of packets. */
+unsigned fwd_handoff_drain(struct worker *w);
+
+/*
+ * One pass of a worker over its channels: poll, hand-offs, refills. Returns the work
+ * done (0: idle). Owner thread.
+ */
+unsigned worker_pass(struct worker *w);
+
+/* Start the worker threads (cfg.nworkers > 0). 0 or -errno. */
+int workers_start(struct bridge *br);
+
+/* Stop and join them. */
+void workers_stop(struct bridge *br);
+
+#endif /* ENGINE_FWD_H */

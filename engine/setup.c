@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Building the engine (control thread, before the workers start): open the InfiniBand
+ * and RoCE ports, allocate and register the buffer pool, create the channel pairs and
+ * the workers that own them, and tear it all down again.
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+
+#include "bridge.h"
+#include "fwd.h"
+#include "pool.h"
+#include "senders.h"
+#include "setup.h"
+
+#define BR_BUF_SIZE 4160 /* 40-byte header + 4096 MTU, rounded to 64 */
+#define HANDOFF_RING 4096
+
+static int seterr(char *err, size_t len, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int seterr(char *err, size_t len, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static bool gid_is_ipv4(const union ibv_gid *g)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(g->raw, pfx, sizeof(pfx));
+}
+
+/* The RoCEv2 GID with an IPv4-mapped address (what rdma_cm binds IPv4 to). */
+static int roce_v2_ipv4_gid(struct ibv_context *ctx, uint8_t port, int tbl_len, union ibv_gid *gid)
+{
+	for (int i = 0; i < tbl_len; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
+			continue;
+		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && gid_is_ipv4(&e.gid)) {
+			*gid = e.gid;
+			return i;
+		}
+	}
+	return -1;
+}
+
+/* Netmask of the interface holding `addr` (network order); 0 if no interface has it. */
+static uint32_t ipv4_netmask(uint32_t addr)
+{
+	struct ifaddrs *ifa, *i;
+	uint32_t mask = 0;
+
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !i->ifa_netmask)
+			continue;
+		if (((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == addr) {
+			mask = ((struct sockaddr_in *)i->ifa_netmask)->sin_addr.s_addr;
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	return mask;
+}
+
+/* Does this port qualify for the side? Fills sd on success. */
+static bool side_try_port(struct side_ctx *sd, struct ibv_context *ctx, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, port, &pa) || pa.state != IBV_PORT_ACTIVE)
+		return false;
+	if (sd->side == SIDE_IB) {
+		__be16 pkey;
+
+		if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND)
+			return false;
+		if (ibv_query_gid(ctx, port, 0, &sd->gid) || ibv_query_pkey(ctx, port, 0, &pkey))
+			return false;
+		sd->gid_index = 0;
+		sd->pkey = ntohs(pkey);
+		sd->ipv4 = 0;
+	} else {
+		if (pa.link_layer != IBV_LINK_LAYER_ETHERNET)
+			return false;
+		sd->gid_index = roce_v2_ipv4_gid(ctx, port, pa.gid_tbl_len, &sd->gid);
+		if (sd->gid_index < 0)
+			return false;
+		memcpy(&sd->ipv4, &sd->gid.raw[12], 4);
+		sd->netmask = ipv4_netmask(sd->ipv4);
+		sd->pkey = 0xffff;
+	}
+	sd->pattr = pa;
+	sd->port = port;
+	sd->mtu = 128u << pa.active_mtu;
+	return true;
+}
+
+int side_open(struct side_ctx *sd, enum side side, const char *dev, uint8_t port, char *err,
+	      size_t errlen)
+{
+	struct ibv_device **list;
+	int n, r = -ENODEV;
+
+	memset(sd, 0, sizeof(*sd));
+	sd->side = side;
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return seterr(err, errlen, -errno, "no RDMA devices: %s", strerror(errno));
+	for (int i = 0; i < n && r; i++) {
+		const char *name = ibv_get_device_name(list[i]);
+		struct ibv_context *ctx;
+		struct ibv_device_attr da;
+
+		if (dev[0] && strcmp(dev, name))
+			continue;
+		ctx = ibv_open_device(list[i]);
+		if (!ctx)
+			continue;
+		if (ibv_query_device(ctx, &da)) {
+			ibv_close_device(ctx);
+			continue;
+		}
+		for (uint8_t p = port ? port : 1; p <= (port ? port : da.phys_port_cnt); p++) {
+			if (side_try_port(sd, ctx, p)) {
+				sd->ctx = ctx;
+				sd->dattr = da;
+				snprintf(sd->dev, sizeof(sd->dev), "%s", name);
+				r = 0;
+				break;
+			}
+		}
+		if (r)
+			ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+	if (r) {
+		if (dev[0])
+			return seterr(err, errlen, -ENODEV,
+				      "%s device %s%s%.0u: not found, not %s or no active port%s",
+				      side_name[side], dev, port ? ":" : "", port,
+				      side == SIDE_IB ? "InfiniBand" : "Ethernet",
+				      side == SIDE_ROCE ? " with a RoCEv2 IPv4 GID" : "");
+		return seterr(err, errlen, -ENODEV, "no active %s port found%s", side_name[side],
+			      side == SIDE_ROCE ? " with a RoCEv2 IPv4 GID" : "");
+	}
+	sd->pd = ibv_alloc_pd(sd->ctx);
+	if (!sd->pd)
+		return seterr(err, errlen, -errno, "%s: ibv_alloc_pd: %s", sd->dev, strerror(errno));
+	sd->groups = cds_lfht_new_flavor(256, 256, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, &urcu_qsbr_flavor, NULL);
+	if (!sd->groups)
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	return 0;
+}
+
+/* NUMA node of an RDMA device (sysfs), -1 if unknown. */
+int side_numa_node(const struct side_ctx *sd)
+{
+	char path[256], buf[16];
+	FILE *f;
+	int node = -1;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/numa_node", sd->dev);
+	f = fopen(path, "r");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			node = atoi(buf);
+		fclose(f);
+	}
+	return node;
+}
+
+/* The mask of the smallest power-of-two ring holding n entries. */
+static uint32_t pow2_mask(uint32_t n)
+{
+	uint32_t r = 1;
+
+	while (r < n)
+		r <<= 1;
+	return r - 1;
+}
+
+/* Move a UD QP to RTS with the rdma_cm UDP Q_Key. */
+static int qp_to_rts(struct ibv_qp *qp, uint8_t port)
+{
+	struct ibv_qp_attr a;
+	int r;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = port;
+	a.qkey = BR_UDP_QKEY;
+	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	if (r)
+		return -r;
+	a.qp_state = IBV_QPS_RTR;
+	r = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	if (r)
+		return -r;
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	return -r;
+}
+
+static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index,
+			  struct channel **out, char *err, size_t errlen)
+{
+	struct ibv_qp_init_attr_ex qa;
+	struct channel *ch;
+	int r;
+
+	ch = aligned_alloc(64, sizeof(*ch));
+	if (!ch)
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	memset(ch, 0, sizeof(*ch));
+	ch->side = sd->side;
+	ch->index = index;
+	ch->br = br;
+	ch->sd = sd;
+	ch->lkey = sd->lkey;
+	ch->rq_depth = br->cfg.rq_depth;
+	ch->sq_depth = br->cfg.sq_depth;
+	ch->sig_every = br->cfg.sig_every;
+	ch->tx_mask = pow2_mask(ch->sq_depth);
+	ch->tx_buf = calloc((size_t)ch->tx_mask + 1, sizeof(uint32_t));
+	ch->bl_mask = pow2_mask(br->cfg.backlog ? br->cfg.backlog : 1);
+	ch->bl = calloc((size_t)ch->bl_mask + 1, sizeof(*ch->bl));
+	*out = ch;
+	if (!ch->tx_buf || !ch->bl)
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	if (!br->cfg.nworkers) {
+		ch->cc = ibv_create_comp_channel(sd->ctx);
+		if (!ch->cc)
+			return seterr(err, errlen, -errno, "%s: ibv_create_comp_channel: %s", sd->dev,
+				      strerror(errno));
+	}
+	ch->cq = ibv_create_cq(sd->ctx, (int)(ch->rq_depth + ch->sq_depth), ch, ch->cc, 0);
+	if (!ch->cq)
+		return seterr(err, errlen, -errno, "%s: ibv_create_cq(%u): %s", sd->dev,
+			      ch->rq_depth + ch->sq_depth, strerror(errno));
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_UD;
+	qa.send_cq = ch->cq;
+	qa.recv_cq = ch->cq;
+	qa.cap.max_send_wr = ch->sq_depth;
+	qa.cap.max_recv_wr = ch->rq_depth;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qa.pd = sd->pd;
+	qa.qp_context = ch;
+	if (atomic_load(&br->loopback_prev) && sd->block_lb) {
+		qa.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		qa.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+	}
+	ch->qp = ibv_create_qp_ex(sd->ctx, &qa);
+	if (!ch->qp && (qa.comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
+		/* rxe and others refuse create flags: filter our own packets instead. */
+		sd->block_lb = false;
+		qa.comp_mask &= ~(uint32_t)IBV_QP_INIT_ATTR_CREATE_FLAGS;
+		qa.create_flags = 0;
+		ch->qp = ibv_create_qp_ex(sd->ctx, &qa);
+	}
+	if (!ch->qp)
+		return seterr(err, errlen, -errno, "%s: ibv_create_qp: %s", sd->dev, strerror(errno));
+	r = qp_to_rts(ch->qp, sd->port);
+	if (r)
+		return seterr(err, errlen, r, "%s: QP to RTS: %s", sd->dev, strerror(-r));
+	ch->qpn = ch->qp->qp_num;
+	return 0;
+}
+
+static void channel_destroy(struct channel *ch)
+{
+	if (!ch)
+		return;
+	if (ch->qp)
+		ibv_destroy_qp(ch->qp);
+	if (ch->cq)
+		ibv_destroy_cq(ch->cq);
+	if (ch->cc)
+		ibv_destroy_comp_channel(ch->cc);
+	free(ch->tx_buf);
+	free(ch->bl);
+	free(ch);
+}
+
+int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
+{
+	struct bridge_cfg *c = &br->cfg;
+	uint32_t mcqp = c->mcqp, nw = c->nworkers ? c->nworkers : 1;
+	struct pool_params pp;
+	int r;
+
+	for (int s = 0; s < NSIDES; s++) {
+		uint32_t dev_max = (uint32_t)br->sd[s].dattr.max_mcast_qp_attach;
+
+		br->sd[s].block_lb = true;
+		if (!mcqp || (dev_max && mcqp > dev_max))
+			mcqp = dev_max ? dev_max : 1;
+	}
+	br->npairs = (ngroups + mcqp - 1) / mcqp;
+	if (br->npairs < nw)
+		br->npairs = nw;
+	c->mcqp = mcqp;
+
+	memset(&pp, 0, sizeof(pp));
+	pp.nbufs = c->nbufs;
+	pp.buf_size = BR_BUF_SIZE;
+	pp.numa_node = side_numa_node(&br->sd[SIDE_IB]);
+	pp.huge = c->huge;
+	pp.nworkers = nw;
+	pp.cache_size = 2 * BR_BURST * 8;
+	br->pool = pool_new(&pp);
+	if (!br->pool)
+		return seterr(err, errlen, -errno, "buffer pool of %u buffers%s: %s", c->nbufs,
+			      c->huge ? " in huge pages" : "", strerror(errno));
+	for (int s = 0; s < NSIDES; s++) {
+		r = pool_register(br->pool, br->sd[s].pd, &br->sd[s].lkey);
+		if (r)
+			return seterr(err, errlen, r, "%s: registering the buffer pool: %s",
+				      br->sd[s].dev, strerror(-r));
+	}
+
+	br->nworkers = nw;
+	br->workers = aligned_alloc(64, sizeof(struct worker) * nw);
+	if (!br->workers)
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	memset(br->workers, 0, sizeof(struct worker) * nw);
+	for (uint32_t i = 0; i < nw; i++) {
+		struct worker *w = &br->workers[i];
+
+		w->id = i;
+		w->br = br;
+		w->cpu = c->nworkers && i < c->ncpus ? c->cpus[i] : -1;
+		w->pc = pool_cache(br->pool, i);
+		w->chan = calloc(2 * (br->npairs / nw + 1), sizeof(*w->chan));
+		w->in = calloc(nw, sizeof(*w->in));
+		if (!w->chan || !w->in)
+			return seterr(err, errlen, -ENOMEM, "out of memory");
+		for (uint32_t f = 0; f < nw && nw > 1; f++) {
+			struct handoff_ring *hr;
+
+			if (f == i)
+				continue;
+			hr = aligned_alloc(64, sizeof(*hr));
+			if (!hr)
+				return seterr(err, errlen, -ENOMEM, "out of memory");
+			memset(hr, 0, sizeof(*hr));
+			hr->mask = HANDOFF_RING - 1;
+			hr->ent = calloc(HANDOFF_RING, sizeof(*hr->ent));
+			if (!hr->ent)
+				return seterr(err, errlen, -ENOMEM, "out of memory");
+			w->in[f] = hr;
+		}
+	}
+	for (int s = 0; s < NSIDES; s++) {
+		struct side_ctx *sd = &br->sd[s];
+
+		sd->nchan = br->npairs;
+		sd->chan = calloc(br->npairs, sizeof(*sd->chan));
+		sd->own_qpn = calloc(br->npairs, sizeof(*sd->own_qpn));
+		if (!sd->chan || !sd->own_qpn)
+			return seterr(err, errlen, -ENOMEM, "out of memory");
+		for (uint32_t k = 0; k < br->npairs; k++) {
+			r = channel_create(br, sd, k, &sd->chan[k], err, errlen);
+			if (r)
+				return r;
+			sd->own_qpn[k] = sd->chan[k]->qpn;
+		}
+	}
+	for (uint32_t k = 0; k < br->npairs; k++) {
+		struct worker *w = &br->workers[k % nw];
+		struct channel *ib = br->sd[SIDE_IB].chan[k], *ro = br->sd[SIDE_ROCE].chan[k];
+
+		ib->peer = ro;
+		ro->peer = ib;
+		ib->w = ro->w = w;
+		w->chan[w->nchan++] = ib;
+		w->chan[w->nchan++] = ro;
+	}
+	br->senders = sender_table_new(nw, c->max_senders);
+	if (!br->senders)
+		return seterr(err, errlen, -ENOMEM, "sender table: out of memory");
+	br->groups_by_addr = cds_lfht_new_flavor(256, 256, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor, NULL);
+	if (!br->groups_by_addr)
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	/* Receive queues are filled before the workers start (no owner yet). */
+	for (uint32_t i = 0; i < nw; i++)
+		for (uint32_t k = 0; k < br->workers[i].nchan; k++)
+			chan_refill(&br->workers[i], br->workers[i].chan[k]);
+	return 0;
+}
+
+void bridge_destroy(struct bridge *br)
+{
+	for (int s = 0; s < NSIDES; s++) {
+		struct side_ctx *sd = &br->sd[s];
+
+		for (uint32_t k = 0; sd->chan && k < sd->nchan; k++)
+			channel_destroy(sd->chan[k]);
+		free(sd->chan);
+		free(sd->own_qpn);
+		sd->chan = NULL;
+	}
+	for (uint32_t i = 0; br->workers && i < br->nworkers; i++) {
+		struct worker *w = &br->workers[i];
+
+		for (uint32_t f = 0; w->in && f < br->nworkers; f++) {
+			if (w->in[f])
+				free(w->in[f]->ent);
+			free(w->in[f]);
+		}
+		free(w->in);
+		free(w->chan);
+	}
+	free(br->workers);
+	br->workers = NULL;
+	pool_free(br->pool);
+	br->pool = NULL;
+	sender_table_free(br->senders);
+	br->senders = NULL;
+	if (br->groups_by_addr)
+		cds_lfht_destroy(br->groups_by_addr, NULL);
+	br->groups_by_addr = NULL;
+	for (int s = 0; s < NSIDES; s++) {
+		struct side_ctx *sd = &br->sd[s];
+
+		if (sd->groups)
+			cds_lfht_destroy(sd->groups, NULL);
+		sd->groups = NULL;
+		if (sd->pd)
+			ibv_dealloc_pd(sd->pd);
+		sd->pd = NULL;
+		if (sd->ctx)
+			ibv_close_device(sd->ctx);
+		sd->ctx = NULL;
+	}
+}

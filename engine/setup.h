@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* Building and tearing down the engine (control thread, before/after the workers run). */
+#ifndef ENGINE_SETUP_H
+#define ENGINE_SETUP_H
+
+#include "bridge.h"
+
+/*
+ * Open the port of side `side`: device `dev` ("" = the first suitable one), port `port`
+ * (0 = the first suitable one). IB: an active InfiniBand port; RoCE: an active Ethernet
+ * port with a RoCEv2 IPv4 GID. Allocates the PD and the side's group table. 0 or -errno
+ * with a message.
+ */
+int side_open(struct side_ctx *sd, enum side side, const char *dev, uint8_t port, char *err,
+	      size_t errlen);
+
+/* NUMA node of the side's device, -1 if unknown. */
+int side_numa_node(const struct side_ctx *sd);
+
+/*
+ * With both sides open: allocate and register the pool, create the channel pairs for
+ * `ngroups` groups (cfg.mcqp per channel) and the workers owning them, fill the receive
+ * queues. 0 or -errno with a message.
+ */
+int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen);
+
+/* Undo bridge_build and side_open (workers stopped, groups left). */
+void bridge_destroy(struct bridge *br);
+
+#endif /* ENGINE_SETUP_H */

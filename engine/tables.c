@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * The group tables: per side MGID -> group, and IPv4 address -> group, in liburcu
+ * lock-free hash tables. The control thread inserts and removes; workers look up as
+ * QSBR readers (no read-side cost).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "bridge.h"
+
+static inline uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x;
+}
+
+unsigned long mgid_hash(const union ibv_gid *gid)
+{
+	uint64_t a, b;
+
+	memcpy(&a, gid->raw, 8);
+	memcpy(&b, gid->raw + 8, 8);
+	return (unsigned long)mix64(a ^ mix64(b));
+}
+
+static int group_match_ib(struct cds_lfht_node *node, const void *key)
+{
+	const struct group *g = caa_container_of(node, struct group, node[SIDE_IB]);
+
+	return !memcmp(g->mgid[SIDE_IB].raw, key, 16);
+}
+
+static int group_match_roce(struct cds_lfht_node *node, const void *key)
+{
+	const struct group *g = caa_container_of(node, struct group, node[SIDE_ROCE]);
+
+	return !memcmp(g->mgid[SIDE_ROCE].raw, key, 16);
+}
+
+static int group_match_addr(struct cds_lfht_node *node, const void *key)
+{
+	const struct group *g = caa_container_of(node, struct group, addr_node);
+
+	return g->addr == *(const uint32_t *)key;
+}
+
+struct group *group_lookup(struct side_ctx *sd, const union ibv_gid *gid)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *n;
+
+	cds_lfht_lookup(sd->groups, mgid_hash(gid),
+			sd->side == SIDE_IB ? group_match_ib : group_match_roce, gid, &it);
+	n = cds_lfht_iter_get_node(&it);
+	return n ? caa_container_of(n, struct group, node[sd->side]) : NULL;
+}
+
+struct group *group_lookup_addr(struct bridge *br, uint32_t addr)
+{
+	struct cds_lfht_iter it;
+	struct cds_lfht_node *n;
+
+	cds_lfht_lookup(br->groups_by_addr, mix64(addr), group_match_addr, &addr, &it);
+	n = cds_lfht_iter_get_node(&it);
+	return n ? caa_container_of(n, struct group, addr_node) : NULL;
+}
+
+int group_publish(struct bridge *br, struct group *g)
+{
+	struct cds_lfht_node *n;
+
+	n = cds_lfht_add_unique(br->sd[SIDE_IB].groups, mgid_hash(&g->mgid[SIDE_IB]),
+				group_match_ib, &g->mgid[SIDE_IB], &g->node[SIDE_IB]);
+	if (n != &g->node[SIDE_IB])
+		return -EEXIST;
+	n = cds_lfht_add_unique(br->sd[SIDE_ROCE].groups, mgid_hash(&g->mgid[SIDE_ROCE]),
+				group_match_roce, &g->mgid[SIDE_ROCE], &g->node[SIDE_ROCE]);
+	if (n != &g->node[SIDE_ROCE]) {
+		cds_lfht_del(br->sd[SIDE_IB].groups, &g->node[SIDE_IB]);
+		return -EEXIST;
+	}
+	cds_lfht_add_unique(br->groups_by_addr, mix64(g->addr), group_match_addr, &g->addr,
+			    &g->addr_node);
+	return 0;
+}
+
+void group_unpublish(struct bridge *br, struct group *g)
+{
+	cds_lfht_del(br->sd[SIDE_IB].groups, &g->node[SIDE_IB]);
+	cds_lfht_del(br->sd[SIDE_ROCE].groups, &g->node[SIDE_ROCE]);
+	cds_lfht_del(br->groups_by_addr, &g->addr_node);
+}

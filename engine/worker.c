@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Worker threads: pinned to a CPU, busy-polling the channels they own, as QSBR readers
+ * of the group and sender tables. Idle policy: spin, or spin then back off (yield, then
+ * sleep up to idle_max_us while offline from RCU) so tests on small machines do not
+ * starve the other processes.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "bridge.h"
+#include "fwd.h"
+
+#define IDLE_SPIN_PASSES  2048
+#define IDLE_YIELD_PASSES 4096
+#define HEARTBEAT_EVERY   64
+
+unsigned worker_pass(struct worker *w)
+{
+	unsigned work = 0;
+
+	for (uint32_t i = 0; i < w->nchan; i++) {
+		struct channel *ch = w->chan[i];
+
+		work += chan_poll(w, ch);
+		if (ch->rq_posted < ch->rq_depth)
+			chan_refill(w, ch);
+	}
+	if (w->br->nworkers > 1)
+		work += fwd_handoff_drain(w);
+	w->passes++;
+	if (!(w->passes % HEARTBEAT_EVERY))
+		atomic_store_explicit(&w->heartbeat, w->passes, memory_order_relaxed);
+	return work;
+}
+
+static bool worker_backlogged(const struct worker *w)
+{
+	for (uint32_t i = 0; i < w->nchan; i++)
+		if (w->chan[i]->bl_head != w->chan[i]->bl_tail)
+			return true;
+	return false;
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct bridge *br = w->br;
+	uint64_t idle = 0, sleep_us = 1;
+
+	if (w->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(w->cpu, &set);
+		/* Failure leaves the thread unpinned; the control thread reports w->cpu. */
+		if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set))
+			w->cpu = -1;
+	}
+	urcu_qsbr_register_thread();
+	while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
+		unsigned work = worker_pass(w);
+
+		/* Backlog entries hold AH pointers: no grace period may end under them. */
+		if (!worker_backlogged(w))
+			urcu_qsbr_quiescent_state();
+		if (work) {
+			idle = 0;
+			sleep_us = 1;
+			continue;
+		}
+		if (br->cfg.idle == IDLE_SPIN || ++idle < IDLE_SPIN_PASSES)
+			continue;
+		if (idle < IDLE_YIELD_PASSES) {
+			sched_yield();
+			continue;
+		}
+		{
+			struct timespec ts = { 0, (long)sleep_us * 1000 };
+
+			atomic_store_explicit(&w->heartbeat, w->passes, memory_order_relaxed);
+			urcu_qsbr_thread_offline();
+			nanosleep(&ts, NULL);
+			urcu_qsbr_thread_online();
+			w->idle_sleeps++;
+			if (sleep_us < br->cfg.idle_max_us)
+				sleep_us *= 2;
+		}
+	}
+	urcu_qsbr_unregister_thread();
+	return NULL;
+}
+
+int workers_start(struct bridge *br)
+{
+	for (uint32_t i = 0; i < br->nworkers; i++) {
+		struct worker *w = &br->workers[i];
+		int r = pthread_create(&w->thread, NULL, worker_main, w);
+
+		if (r) {
+			while (i--) {
+				atomic_store(&br->workers[i].stop, true);
+				pthread_join(br->workers[i].thread, NULL);
+			}
+			return -r;
+		}
+		{
+			char name[16];
+
+			snprintf(name, sizeof(name), "ib2roce-w%u", i % 1000);
+			pthread_setname_np(w->thread, name);
+		}
+	}
+	return 0;
+}
+
+void workers_stop(struct bridge *br)
+{
+	for (uint32_t i = 0; i < br->nworkers; i++)
+		atomic_store(&br->workers[i].stop, true);
+	for (uint32_t i = 0; i < br->nworkers; i++)
+		pthread_join(br->workers[i].thread, NULL);
+}
