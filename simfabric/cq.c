@@ -30,6 +30,9 @@ struct sf_cq_full {
 /* Per-process table of our own QPs, for retiring send-queue slots on send completions. */
 extern struct sf_qp_priv *g_own_qps[SF_MAX_QPS];
 
+/* Producer-side view of each CQ's consumer index: reloaded only when the ring looks full. */
+static _Atomic uint64_t g_cons_seen[SF_MAX_CQS];
+
 SF_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 				       struct ibv_comp_channel *channel, int comp_vector)
 {
@@ -80,6 +83,7 @@ SF_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, voi
 	r->cqe = size - 1;
 	atomic_store(&r->prod, 0);
 	atomic_store(&r->cons, 0);
+	atomic_store(&g_cons_seen[i], 0);
 	atomic_store(&r->armed, 0);
 	atomic_store(&r->error, 0);
 	r->ctx = c->ctx_index;
@@ -149,14 +153,21 @@ int sf_cq_push(struct sf_fabric *fab, uint32_t cqi, struct sf_cqe *ring, const s
 {
 	struct sf_cq *r = &fab->cqs[cqi];
 	uint64_t prod = atomic_load_explicit(&r->prod, memory_order_relaxed);
+	uint64_t cons = atomic_load_explicit(&g_cons_seen[cqi], memory_order_relaxed);
 	struct sf_cqe *e;
 	uint32_t armed;
 
 	do {
-		if (prod - atomic_load_explicit(&r->cons, memory_order_acquire) >= r->cqe) {
-			if (!atomic_exchange(&r->error, 1))
-				sf_async_post_ctx(fab, r->ctx, IBV_EVENT_CQ_ERR, r->cookie, 0);
-			return -EOVERFLOW;
+		if (prod - cons >= r->cqe) {
+			/* Pairs with the release store of cons in sf_poll_cq. */
+			cons = atomic_load_explicit(&r->cons, memory_order_acquire);
+			atomic_store_explicit(&g_cons_seen[cqi], cons, memory_order_relaxed);
+			if (prod - cons >= r->cqe) {
+				if (!atomic_exchange(&r->error, 1))
+					sf_async_post_ctx(fab, r->ctx, IBV_EVENT_CQ_ERR, r->cookie,
+							  0);
+				return -EOVERFLOW;
+			}
 		}
 	} while (!atomic_compare_exchange_weak_explicit(
 		&r->prod, &prod, prod + 1, memory_order_acq_rel, memory_order_relaxed));
@@ -165,6 +176,9 @@ int sf_cq_push(struct sf_fabric *fab, uint32_t cqi, struct sf_cqe *ring, const s
 	e->sq_index = sq_index;
 	atomic_store_explicit(&e->seq, prod + 1, memory_order_release);
 
+	/* A CQ without a completion channel can never be armed. */
+	if (!r->chan_pid)
+		return 0;
 	/* Pairs with the seq_cst store in sf_req_notify_cq: either we see the arm, or the
 	 * owner's poll after arming sees this completion. */
 	atomic_thread_fence(memory_order_seq_cst);

@@ -281,7 +281,12 @@ static void sf_fill_port_attr(struct sf_fabric *fab, uint32_t dev, struct ibv_po
 	a->port_cap_flags = ib ? 0x2651e848u : 0x04010000u;
 	a->max_msg_sz = 0x40000000;
 	a->bad_pkey_cntr = 0;
-	a->qkey_viol_cntr = (uint32_t)atomic_load(&d->ctr.qkey_viol);
+	{
+		struct sf_counters c;
+
+		sf_counters_read(fab, dev, &c);
+		a->qkey_viol_cntr = (uint32_t)atomic_load(&c.qkey_viol);
+	}
 	a->pkey_tbl_len = ib ? SF_PKEY_TBL_IB : 1;
 	a->lid = ib ? (uint16_t)d->lid : 0;
 	a->sm_lid = ib ? (uint16_t)d->sm_lid : 0;

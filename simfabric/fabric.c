@@ -22,13 +22,63 @@
 #define SF_SHM_DIR	  "/dev/shm"
 #define SF_ATTACH_WAIT_MS 2000
 
-static struct sf_fabric *g_fab;
+static struct sf_fabric *_Atomic g_fab;
+static uint32_t g_proc_slot = UINT32_MAX;
+static int32_t g_self_pid;
 static char g_name[SF_NAME_MAX];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static int g_err;
 static _Atomic uint32_t g_serial;
 static int32_t g_pid;
 static int g_attach_reclaimed;
+
+static void sf_atfork_child(void)
+{
+	g_self_pid = getpid();
+}
+
+int32_t sf_self_pid(void)
+{
+	if (!g_self_pid) {
+		g_self_pid = getpid();
+		pthread_atfork(NULL, NULL, sf_atfork_child);
+	}
+	return g_self_pid;
+}
+
+struct sf_counters *sf_ctr_mine(struct sf_fabric *fab, uint32_t dev)
+{
+	if (g_proc_slot == UINT32_MAX || sf_self_pid() != g_pid)
+		return &fab->devs[dev].ctr; /* a forked child: shared, still atomic */
+	return &fab->pctr[g_proc_slot][dev];
+}
+
+#define SF_NCTR (sizeof(struct sf_counters) / sizeof(_Atomic uint64_t))
+
+static void sf_counters_fold(struct sf_counters *dst, struct sf_counters *src)
+{
+	_Atomic uint64_t *d = (_Atomic uint64_t *)dst, *s = (_Atomic uint64_t *)src;
+
+	for (size_t i = 0; i < SF_NCTR; i++)
+		atomic_fetch_add(&d[i], atomic_exchange(&s[i], 0));
+}
+
+void sf_counters_read(struct sf_fabric *fab, uint32_t dev, struct sf_counters *out)
+{
+	_Atomic uint64_t *o = (_Atomic uint64_t *)out;
+	const _Atomic uint64_t *b = (const _Atomic uint64_t *)&fab->devs[dev].ctr;
+
+	for (size_t i = 0; i < SF_NCTR; i++)
+		atomic_store_explicit(&o[i], atomic_load(&b[i]), memory_order_relaxed);
+	for (uint32_t p = 0; p < SF_MAX_PROCS; p++) {
+		const _Atomic uint64_t *c = (const _Atomic uint64_t *)&fab->pctr[p][dev];
+
+		for (size_t i = 0; i < SF_NCTR; i++)
+			atomic_fetch_add_explicit(&o[i],
+						  atomic_load_explicit(&c[i], memory_order_relaxed),
+						  memory_order_relaxed);
+	}
+}
 
 const char *sf_name(void)
 {
@@ -283,6 +333,8 @@ int sf_reclaim_locked(struct sf_fabric *fab)
 		if (!p->pid || sf_pid_alive(p->pid, p->start_time))
 			continue;
 		sf_release_pid_locked(fab, p->pid);
+		for (uint32_t d = 0; d < fab->ndevs; d++)
+			sf_counters_fold(&fab->devs[d].ctr, &fab->pctr[i][d]);
 		p->pid = 0;
 		p->start_time = 0;
 		n++;
@@ -317,6 +369,7 @@ static int sf_proc_register_locked(struct sf_fabric *fab)
 			/* A pid reused by a new process: the old owner's objects are gone
 			 * (reclaim above checked the start time). */
 			p->start_time = sf_pid_start_time(pid);
+			g_proc_slot = i;
 			return 0;
 		}
 		if (!p->pid && !free_slot)
@@ -326,6 +379,7 @@ static int sf_proc_register_locked(struct sf_fabric *fab)
 		return -EMFILE;
 	free_slot->pid = pid;
 	free_slot->start_time = sf_pid_start_time(pid);
+	g_proc_slot = (uint32_t)(free_slot - fab->procs);
 	return 0;
 }
 
@@ -431,7 +485,8 @@ static void sf_attach_once(void)
 		g_err = -r;
 		goto out;
 	}
-	g_fab = p;
+	/* Pairs with the acquire load in sf_get's fast path. */
+	atomic_store_explicit(&g_fab, (struct sf_fabric *)p, memory_order_release);
 out:
 	flock(fd, LOCK_UN);
 	close(fd);
@@ -444,6 +499,11 @@ int sf_attach_reclaimed(void)
 
 struct sf_fabric *sf_get(void)
 {
+	struct sf_fabric *fab = atomic_load_explicit(&g_fab, memory_order_acquire);
+
+	/* Every verb calls this: no pthread_once once attached. */
+	if (fab)
+		return fab;
 	pthread_once(&g_once, sf_attach_once);
 	if (!g_fab) {
 		errno = g_err ? g_err : ENODEV;
@@ -464,8 +524,12 @@ __attribute__((destructor)) static void sf_process_exit(void)
 		return;
 	sf_lock(fab);
 	sf_release_pid_locked(fab, g_pid);
-	for (uint32_t i = 0; i < SF_MAX_PROCS; i++)
-		if (fab->procs[i].pid == g_pid)
-			fab->procs[i].pid = 0;
+	for (uint32_t i = 0; i < SF_MAX_PROCS; i++) {
+		if (fab->procs[i].pid != g_pid)
+			continue;
+		for (uint32_t d = 0; d < fab->ndevs; d++)
+			sf_counters_fold(&fab->devs[d].ctr, &fab->pctr[i][d]);
+		fab->procs[i].pid = 0;
+	}
 	sf_unlock(fab);
 }

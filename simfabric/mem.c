@@ -323,7 +323,7 @@ uint8_t *sf_mr_peer_ptr(struct sf_fabric *fab, uint32_t mri, uint64_t addr, uint
 	uint64_t key = (r->own.gen << 32) | r->backing;
 	uint8_t *base;
 
-	if (r->own.pid == getpid())
+	if (r->own.pid == sf_self_pid())
 		return (uint8_t *)(uintptr_t)addr; /* our own memory: loopback */
 	if (!r->backing || addr < r->base || addr + len > r->base + r->blen)
 		return NULL;

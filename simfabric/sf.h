@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 3u
+#define SF_VERSION 4u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -172,18 +172,19 @@ struct sf_ctx {
  */
 struct sf_cq {
 	struct sf_owner own;
-	uint32_t size; /* ring entries */
-	uint32_t cqe;  /* capacity reported to the application */
-	_Atomic uint64_t prod;
-	_Atomic uint64_t cons;
-	_Atomic uint32_t armed; /* 0 no, 1 any completion, 2 solicited only */
-	_Atomic uint32_t error; /* overrun happened: CQ in error */
-	int32_t chan_pid;	/* 0: no completion channel */
+	uint32_t size;	  /* ring entries */
+	uint32_t cqe;	  /* capacity reported to the application */
+	int32_t chan_pid; /* 0: no completion channel */
 	uint32_t chan_serial;
-	uint32_t ctx; /* owning context (async events) */
-	uint32_t pad;
-	uint64_t cookie; /* the owner's struct ibv_cq pointer */
-};
+	uint32_t ctx;		/* owning context (async events) */
+	_Atomic uint32_t error; /* overrun happened: CQ in error */
+	uint64_t cookie;	/* the owner's struct ibv_cq pointer */
+	/* Written by producers (any process). */
+	_Atomic uint64_t prod __attribute__((aligned(64)));
+	/* Written by the owner: the consumer index and the notification request. */
+	_Atomic uint64_t cons __attribute__((aligned(64)));
+	_Atomic uint32_t armed; /* 0 no, 1 any completion, 2 solicited only */
+} __attribute__((aligned(64)));
 
 /* A completion as stored in a CQ ring: the ibv_wc the owner will copy out. */
 struct sf_cqe {
@@ -209,7 +210,6 @@ struct sf_rwqe {
  */
 struct sf_qp {
 	struct sf_owner own;
-	_Atomic int32_t lock;
 	uint32_t dev;
 	uint32_t qpn;
 	_Atomic uint32_t state; /* enum ibv_qp_state */
@@ -221,10 +221,13 @@ struct sf_qp {
 	uint32_t rq_size; /* ring entries, power of two; 0: no receive queue */
 	uint32_t max_recv_sge;
 	uint32_t ctx;
-	_Atomic uint64_t rq_head; /* consumed by deliveries */
-	_Atomic uint64_t rq_tail; /* posted by the owner */
-	uint64_t cookie;	  /* the owner's struct ibv_qp pointer */
-};
+	uint64_t cookie; /* the owner's struct ibv_qp pointer */
+	/* Written by deliveries (any process): the lock and the consumer index. */
+	_Atomic int32_t lock __attribute__((aligned(64)));
+	_Atomic uint64_t rq_head;
+	/* Written by the owner: the producer index. */
+	_Atomic uint64_t rq_tail __attribute__((aligned(64)));
+} __attribute__((aligned(64)));
 
 /*
  * A memory region. Regions with local write access are backed by a shared file (kind
@@ -302,6 +305,12 @@ struct sf_fabric {
 	struct sf_mr mrs[SF_MAX_MRS];
 	struct sf_group groups[SF_MAX_GROUPS];
 	struct sf_join joins[SF_MAX_JOINS];
+	/*
+	 * Per-process, per-port counters: each process adds to its own block (no cache line
+	 * shared between processes on the data path). A block is folded into the port's
+	 * `ctr` when its process is reclaimed. Read them with sf_counters_read.
+	 */
+	struct sf_counters pctr[SF_MAX_PROCS][SF_MAX_DEVS];
 };
 
 /* ---- fabric.c: attaching, locking, processes, reclamation ---- */
@@ -355,6 +364,12 @@ void sf_obj_path(char *buf, size_t len, const char *kind, int32_t pid, uint32_t 
  */
 void *sf_obj_create(const char *kind, uint32_t serial, size_t len, int *fdp);
 void *sf_obj_map(const char *kind, int32_t pid, uint32_t serial, size_t len);
+
+/*
+ * sf_counters_read - the counters of port `dev`: those of exited processes plus every
+ * live process's block. Any thread; a consistent sum only when no traffic flows.
+ */
+void sf_counters_read(struct sf_fabric *fab, uint32_t dev, struct sf_counters *out);
 
 /* ---- topology.c ---- */
 

@@ -92,6 +92,17 @@ static inline struct sf_rwqe *sf_rwqe_at(uint8_t *rq, uint32_t stride, uint64_t 
 	return (struct sf_rwqe *)(rq + (size_t)stride * (i & (size - 1)));
 }
 
+/* ---- fabric.c ---- */
+
+/* This process's pid, cached (refreshed in a forked child). */
+int32_t sf_self_pid(void);
+
+/* This process's counter block for port `dev` (see struct sf_fabric.pctr). */
+struct sf_counters *sf_ctr_mine(struct sf_fabric *fab, uint32_t dev);
+
+#define SF_CTR_ADD(fab, dev, field, n)                                                             \
+	atomic_fetch_add_explicit(&sf_ctr_mine((fab), (dev))->field, (n), memory_order_relaxed)
+
 /* ---- QP delivery lock (wire.c) ---- */
 
 void sf_qp_lock(struct sf_qp *qp);

@@ -612,11 +612,14 @@ static const struct {
 
 #define SIMFAB_NCOUNTERS (sizeof(simfab_counters) / sizeof(simfab_counters[0]))
 
-static uint64_t simfab_counter(const struct sf_dev *d, unsigned int c)
+/* Counter c of port `dev`: exited processes' plus every live process's block. */
+static uint64_t simfab_counter(struct sf_fabric *fab, uint32_t dev, unsigned int c)
 {
-	const _Atomic uint64_t *p =
-		(const _Atomic uint64_t *)((const char *)&d->ctr + simfab_counters[c].off);
+	struct sf_counters sum;
+	const _Atomic uint64_t *p;
 
+	sf_counters_read(fab, dev, &sum);
+	p = (const _Atomic uint64_t *)((const char *)&sum + simfab_counters[c].off);
 	return atomic_load_explicit(p, memory_order_relaxed);
 }
 
@@ -687,7 +690,7 @@ static int cmd_counters(struct simfab *sf, int argc, char **argv)
 			fputs(": {", stdout);
 			for (c = 0; c < SIMFAB_NCOUNTERS; c++)
 				printf("%s\"%s\": %llu", c ? ", " : "", simfab_counters[c].name,
-				       (unsigned long long)simfab_counter(&fab->devs[i], c));
+				       (unsigned long long)simfab_counter(fab, i, c));
 			printf("}%s\n", i + 1 < end ? "," : "");
 		}
 		fputs("}\n", stdout);
@@ -703,7 +706,7 @@ static int cmd_counters(struct simfab *sf, int argc, char **argv)
 		cells[0] = simfab_counters[c].name;
 		for (i = first; i < end; i++) {
 			snprintf(val[i - first], sizeof(val[0]), "%llu",
-				 (unsigned long long)simfab_counter(&fab->devs[i], c));
+				 (unsigned long long)simfab_counter(fab, i, c));
 			cells[1 + i - first] = val[i - first];
 		}
 		table_add_row(&t, cells);

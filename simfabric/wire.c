@@ -26,13 +26,11 @@
 #define SF_IP_DF	    0x4000
 #define SF_LOCK_SPINS_CHECK (1u << 20)
 
-static int32_t g_self_pid;
-
 /* ---- the QP delivery lock ---- */
 
 void sf_qp_lock(struct sf_qp *qp)
 {
-	int32_t me = g_self_pid ? g_self_pid : (g_self_pid = getpid());
+	int32_t me = sf_self_pid();
 	uint32_t spins = 0;
 
 	for (;;) {
@@ -184,8 +182,9 @@ static void sf_wire_header(struct sf_fabric *fab, struct sf_tx *tx, const struct
 		return;
 	if (tx->sdev->link == SF_LINK_ETH && sf_gid_is_ipv4(&ah->sgid)) {
 		uint8_t *ip = h + SF_IPV4_OFF;
-		uint16_t id = (uint16_t)atomic_fetch_add_explicit(&tx->sdev->ip_id, 1,
-								  memory_order_relaxed);
+		/* Per-thread IPv4 identification: ids only need to vary between packets. */
+		static __thread uint16_t t_ip_id;
+		uint16_t id = t_ip_id++;
 
 		ip[0] = 0x45;
 		ip[1] = grh->traffic_class;
@@ -260,15 +259,15 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 	if (!own.pid || (st != IBV_QPS_RTR && st != IBV_QPS_RTS))
 		return;
 	if (tx->qkey != r->qkey) {
-		atomic_fetch_add_explicit(&rdev->ctr.qkey_viol, 1, memory_order_relaxed);
+		SF_CTR_ADD(fab, r->dev, qkey_viol, 1);
 		return;
 	}
 	if (atomic_load_explicit(&rdev->port_state, memory_order_relaxed) != IBV_PORT_ACTIVE) {
-		atomic_fetch_add_explicit(&rdev->ctr.port_down, 1, memory_order_relaxed);
+		SF_CTR_ADD(fab, r->dev, port_down, 1);
 		return;
 	}
 	if (sf_wire_lose(fab, rdev->seg)) {
-		atomic_fetch_add_explicit(&rdev->ctr.sim_loss, 1, memory_order_relaxed);
+		SF_CTR_ADD(fab, r->dev, sim_loss, 1);
 		return;
 	}
 	cq = &fab->cqs[r->recv_cq];
@@ -285,7 +284,7 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		goto out;
 	head = atomic_load_explicit(&r->rq_head, memory_order_relaxed);
 	if (head == atomic_load_explicit(&r->rq_tail, memory_order_acquire)) {
-		atomic_fetch_add_explicit(&rdev->ctr.out_of_buffer, 1, memory_order_relaxed);
+		SF_CTR_ADD(fab, r->dev, out_of_buffer, 1);
 		goto out;
 	}
 	w = sf_rwqe_at(rq, sf_rwqe_stride(r->max_recv_sge), head, r->rq_size);
@@ -293,7 +292,7 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		total += w->sge[i].length;
 	if (total < need) {
 		status = IBV_WC_LOC_LEN_ERR;
-		atomic_fetch_add_explicit(&rdev->ctr.len_err, 1, memory_order_relaxed);
+		SF_CTR_ADD(fab, r->dev, len_err, 1);
 	}
 	for (uint32_t i = 0; i < w->num_sge && status == IBV_WC_SUCCESS && done < need; i++) {
 		const struct ibv_sge *s = &w->sge[i];
@@ -305,7 +304,7 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		if (!mr || !(mr->access & IBV_ACCESS_LOCAL_WRITE) ||
 		    !(dst = sf_mr_peer_ptr(fab, s->lkey >> 8, s->addr, c))) {
 			status = IBV_WC_LOC_PROT_ERR;
-			atomic_fetch_add_explicit(&rdev->ctr.prot_err, 1, memory_order_relaxed);
+			SF_CTR_ADD(fab, r->dev, prot_err, 1);
 			break;
 		}
 		/* The header part of this segment, then the payload part. */
@@ -331,19 +330,22 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		wc.slid = tx->sdev->link == SF_LINK_IB ? (uint16_t)tx->sdev->lid : 0;
 		wc.sl = 0;
 	}
+	/* The WQE is consumed before its completion is visible: an owner that polled the
+	 * completion may post a receive into the slot at once (post_recv reads rq_head). On
+	 * a CQ overrun the packet is lost and the QP goes to the error state, like the HCA. */
+	atomic_store_explicit(&r->rq_head, head + 1, memory_order_release);
 	if (sf_cq_push(fab, r->recv_cq, ring, &wc, UINT64_MAX, tx->solicited)) {
-		atomic_fetch_add_explicit(&rdev->ctr.cq_overrun, 1, memory_order_relaxed);
+		SF_CTR_ADD(fab, r->dev, cq_overrun, 1);
 		atomic_store(&r->state, IBV_QPS_ERR);
 		goto out;
 	}
-	atomic_store_explicit(&r->rq_head, head + 1, memory_order_release);
 	if (status != IBV_WC_SUCCESS) {
 		atomic_store(&r->state, IBV_QPS_ERR);
 		goto out;
 	}
 	sf_qp_unlock(r);
-	atomic_fetch_add_explicit(&rdev->ctr.rcv_pkts, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&rdev->ctr.rcv_bytes, tx->len, memory_order_relaxed);
+	SF_CTR_ADD(fab, r->dev, rcv_pkts, 1);
+	SF_CTR_ADD(fab, r->dev, rcv_bytes, tx->len);
 	return;
 out:
 	sf_qp_unlock(r);
@@ -396,8 +398,7 @@ static void sf_wire_mcast(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_
 			if (v - 1 == tx->qp->index && r->block_self_mcast)
 				continue;
 		} else if (ib && (!(any & sbit) || !(full & (1u << r->dev)))) {
-			atomic_fetch_add_explicit(&fab->devs[r->dev].ctr.no_member, 1,
-						  memory_order_relaxed);
+			SF_CTR_ADD(fab, r->dev, no_member, 1);
 			continue;
 		}
 		sf_deliver(fab, tx, v - 1);
@@ -439,11 +440,11 @@ static void sf_wire_ucast(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_
 void sf_wire_send(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_priv *ah)
 {
 	if (atomic_load_explicit(&tx->sdev->port_state, memory_order_relaxed) != IBV_PORT_ACTIVE) {
-		atomic_fetch_add_explicit(&tx->sdev->ctr.port_down, 1, memory_order_relaxed);
+		SF_CTR_ADD(fab, tx->qp->dev, port_down, 1);
 		return;
 	}
-	atomic_fetch_add_explicit(&tx->sdev->ctr.xmit_pkts, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&tx->sdev->ctr.xmit_bytes, tx->len, memory_order_relaxed);
+	SF_CTR_ADD(fab, tx->qp->dev, xmit_pkts, 1);
+	SF_CTR_ADD(fab, tx->qp->dev, xmit_bytes, tx->len);
 	sf_wire_header(fab, tx, ah);
 	if (tx->wr->wr.ud.remote_qpn == SF_MCAST_QPN)
 		sf_wire_mcast(fab, tx, ah);

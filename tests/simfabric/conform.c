@@ -63,6 +63,7 @@ static void die(const char *what)
 static struct sf_fabric *(*p_sf_get)(void);
 static int (*p_sf_port_set)(struct sf_fabric *, uint32_t, bool);
 static int (*p_sf_dev_by_name)(struct sf_fabric *, const char *);
+static void (*p_sf_counters_read)(struct sf_fabric *, uint32_t, struct sf_counters *);
 
 static struct sf_fabric *fab(void)
 {
@@ -72,7 +73,10 @@ static struct sf_fabric *fab(void)
 										   "sf_port_set");
 		p_sf_dev_by_name = (int (*)(struct sf_fabric *, const char *))dlsym(
 			RTLD_DEFAULT, "sf_dev_by_name");
-		if (!p_sf_get || !p_sf_port_set || !p_sf_dev_by_name) {
+		p_sf_counters_read =
+			(void (*)(struct sf_fabric *, uint32_t, struct sf_counters *))dlsym(
+				RTLD_DEFAULT, "sf_counters_read");
+		if (!p_sf_get || !p_sf_port_set || !p_sf_dev_by_name || !p_sf_counters_read) {
 			printf("Bail out! not running on simfabric (LD_LIBRARY_PATH?)\n");
 			exit(100);
 		}
@@ -80,9 +84,13 @@ static struct sf_fabric *fab(void)
 	return p_sf_get();
 }
 
+/* A snapshot of port `dev`'s counters (summed over processes). */
 static struct sf_counters *ctr(const char *dev)
 {
-	return &fab()->devs[p_sf_dev_by_name(fab(), dev)].ctr;
+	static struct sf_counters snap;
+
+	p_sf_counters_read(fab(), (uint32_t)p_sf_dev_by_name(fab(), dev), &snap);
+	return &snap;
 }
 
 static uint64_t now_ms(void)
