@@ -481,6 +481,7 @@ unsigned fwd_handoff_drain(struct worker *w)
 		for (; head != tail; head++, n++) {
 			struct handoff_ent *e = &r->ent[head & r->mask];
 
+			pool_set_owner(w->br->pool, e->buf, w->id);
 			chan_send(w, e->out, &fl, e->buf, e->len, e->has_imm, e->imm, e->ah, e->qkey);
 		}
 		atomic_store_explicit(&r->head, head, memory_order_release);

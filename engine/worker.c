@@ -13,6 +13,7 @@
 
 #include "bridge.h"
 #include "fwd.h"
+#include "pool.h"
 
 #define IDLE_SPIN_PASSES  2048
 #define IDLE_YIELD_PASSES 4096
@@ -82,6 +83,9 @@ static void *worker_main(void *arg)
 			struct timespec ts = { 0, (long)sleep_us * 1000 };
 
 			atomic_store_explicit(&w->heartbeat, w->passes, memory_order_relaxed);
+			/* Buffers idle in our cache are invisible to the other workers. */
+			if (idle == IDLE_YIELD_PASSES)
+				pool_cache_flush(w->pc);
 			urcu_qsbr_thread_offline();
 			nanosleep(&ts, NULL);
 			urcu_qsbr_thread_online();
