@@ -216,6 +216,8 @@ static int ep_join(struct ep *e, struct sockaddr *group, bool send_only)
 		memcpy(e->mgid, ev->param.ud.ah_attr.grh.dgid.raw, 16);
 		e->remote_qpn = ev->param.ud.qp_num;
 		e->remote_qkey = ev->param.ud.qkey;
+		if (e->ah) /* joined again: the new join's AH replaces the old one */
+			ibv_destroy_ah(e->ah);
 		e->ah = ibv_create_ah(e->pd, &ev->param.ud.ah_attr);
 	}
 	rdma_ack_cm_event(ev);

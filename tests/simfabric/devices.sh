@@ -2,6 +2,7 @@
 # Debian's ibv_devices and ibv_devinfo, unmodified, see the eight devices of the default
 # topology (docs/simfabric.md) with their GUIDs, port attributes and GID tables.
 set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 sf_init devices

@@ -3,12 +3,13 @@
 # reach a receiver on fabric A (same devices, addresses and group), while a sender on
 # fabric A does.
 set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 sf_init isolation
 sf_need mckey
 out=$SF_TMP
-fab_a=$SIMFABRIC
+fab_b=""
 sf_new_fabric fab_b isolation-b
 SIMFABRIC=$fab_b "$SIMFAB" reset >/dev/null
 group=239.1.2.4

@@ -11,6 +11,7 @@
 #         noloop    the sender's QP blocks its own loopback (-l,
 #                   IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
 set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 usage() {
@@ -71,9 +72,9 @@ grep -Eq -- "$joined" "$out/send.txt" || sf_fail "sender: wrong join event" "$ou
 "$SIMFAB" groups >"$out/groups.txt" 2>&1 || sf_fail "simfab groups failed" "$out/groups.txt"
 grep -Fq -- " $mgid " "$out/groups.txt" || sf_fail "simfab groups: no group $mgid" "$out/groups.txt"
 for d in "${dev}1" "${dev}2"; do
-	grep -Eq "[[:space:]]qp[[:space:]]+$d[[:space:]]" "$out/groups.txt" ||
+	grep -Eq "[[:space:]]qp[[:space:]]+${d}[[:space:]]" "$out/groups.txt" ||
 		sf_fail "$d: receiver QP not attached" "$out/groups.txt"
-	grep -Eq "[[:space:]]join[[:space:]]+$d[[:space:]]+-[[:space:]]+full[[:space:]]+active[[:space:]]" \
+	grep -Eq "[[:space:]]join[[:space:]]+${d}[[:space:]]+-[[:space:]]+full[[:space:]]+active[[:space:]]" \
 		"$out/groups.txt" || sf_fail "$d: no active full-member join" "$out/groups.txt"
 done
 if [ "$mode" = sendonly ]; then
@@ -86,7 +87,7 @@ else
 	grep -Eq "[[:space:]]qp[[:space:]]+${dev}3[[:space:]]" "$out/groups.txt" ||
 		sf_fail "full-member sender's QP is not attached" "$out/groups.txt"
 fi
-grep -Eq "[[:space:]]join[[:space:]]+${dev}3[[:space:]]+-[[:space:]]+$jtype[[:space:]]+active[[:space:]]" \
+grep -Eq "[[:space:]]join[[:space:]]+${dev}3[[:space:]]+-[[:space:]]+${jtype}[[:space:]]+active[[:space:]]" \
 	"$out/groups.txt" || sf_fail "${dev}3: no active $jtype join" "$out/groups.txt"
 
 sf_wait_exit "$s"

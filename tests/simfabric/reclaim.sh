@@ -3,6 +3,7 @@
 # reclaimed by `simfab reclaim` and by the next process that attaches, and the group
 # works again for new receivers on the same ports.
 set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 sf_init reclaim
