@@ -21,6 +21,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <infiniband/ib.h>
+#include <rdma/rdma_cma.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <sched.h>
@@ -75,6 +77,7 @@ struct bench_opts {
 	int rcpu;
 	bool inline_send;
 	bool json;
+	bool join; /* -J: join through rdma_cm (any link layer; the path through a bridge) */
 };
 
 /* What the sender reports to the receiver (parent) at the end. */
@@ -97,6 +100,11 @@ struct bench_side {
 	uint32_t nslots;
 	uint32_t gid_index;
 	union ibv_gid mgid;
+	uint32_t qkey;
+	struct ibv_ah_attr join_ah; /* -J: the address from the join event */
+	struct rdma_event_channel *cm_ch;
+	struct rdma_cm_id *cm_id;
+	bool ib;
 };
 
 static uint64_t now_ns(void)
@@ -206,16 +214,18 @@ static struct ibv_context *open_device(const char *name)
  * Open the device, check it is an active RoCE port and find its RoCEv2 IPv4 GID, the
  * one the kernel would use for an IPv4 address. The MGID is the IPv4-mapped group.
  */
-static void side_open(struct bench_side *s, const char *name, struct in_addr group)
+static void side_open(struct bench_side *s, const char *name, struct in_addr group, bool join)
 {
 	struct ibv_port_attr pa;
 
 	memset(s, 0, sizeof(*s));
+	s->qkey = join ? RDMA_UDP_QKEY : BENCH_QKEY;
 	s->ctx = open_device(name);
 	if (ibv_query_port(s->ctx, BENCH_PORT, &pa))
 		die("%s: query_port failed", name);
-	if (pa.link_layer != IBV_LINK_LAYER_ETHERNET)
-		die("%s: not a RoCE device (IB needs an SA join; use sim_roce*)", name);
+	s->ib = pa.link_layer == IBV_LINK_LAYER_INFINIBAND;
+	if (s->ib && !join)
+		die("%s: an IB device needs an SA join: use -J", name);
 	if (pa.state != IBV_PORT_ACTIVE)
 		die("%s: port not active", name);
 	s->gid_index = UINT32_MAX;
@@ -230,6 +240,8 @@ static void side_open(struct bench_side *s, const char *name, struct in_addr gro
 			break;
 		}
 	}
+	if (s->ib)
+		s->gid_index = 0;
 	if (s->gid_index == UINT32_MAX)
 		die("%s: no RoCEv2 IPv4 GID", name);
 	memset(&s->mgid, 0, sizeof(s->mgid));
@@ -267,7 +279,7 @@ static void side_qp(struct bench_side *s, const char *name, uint32_t sq, uint32_
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = BENCH_PORT;
-	a.qkey = BENCH_QKEY;
+	a.qkey = s->qkey;
 	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
 		die("%s: modify_qp INIT failed", name);
 	memset(&a, 0, sizeof(a));
@@ -293,6 +305,56 @@ static void side_buffers(struct bench_side *s, const char *name, uint32_t nslots
 		die("%s: reg_mr: %s", name, strerror(errno));
 }
 
+/*
+ * -J: join the group through rdma_cm, as any rdma_cm application (and the bridge) does:
+ * bound to the port GID on IB (AF_IB), to the RoCEv2 IPv4 address on RoCE; the sender
+ * joins send-only. The join event gives the MGID and the address to send to; a
+ * receiver attaches its own QP (rdma_cm only attaches the id's QP).
+ */
+static void side_join(struct bench_side *s, const char *name, struct in_addr group, bool send_only)
+{
+	struct rdma_cm_join_mc_attr_ex ja = {0};
+	struct sockaddr_storage bind_ss = {0};
+	struct sockaddr_in gaddr = {.sin_family = AF_INET, .sin_addr = group};
+	struct rdma_cm_event *ev;
+	union ibv_gid gid;
+
+	if (ibv_query_gid(s->ctx, BENCH_PORT, (int)s->gid_index, &gid))
+		die("%s: query_gid failed", name);
+	if (s->ib) {
+		struct sockaddr_ib *sib = (struct sockaddr_ib *)&bind_ss;
+
+		sib->sib_family = AF_IB;
+		sib->sib_pkey = htons(0xffff);
+		memcpy(&sib->sib_addr, gid.raw, 16);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&bind_ss;
+
+		sin->sin_family = AF_INET;
+		memcpy(&sin->sin_addr, &gid.raw[12], 4);
+	}
+	s->cm_ch = rdma_create_event_channel();
+	if (!s->cm_ch || rdma_create_id(s->cm_ch, &s->cm_id, NULL, RDMA_PS_UDP))
+		die("%s: rdma_cm: %s", name, strerror(errno));
+	if (rdma_bind_addr(s->cm_id, (struct sockaddr *)&bind_ss))
+		die("%s: rdma_bind_addr: %s", name, strerror(errno));
+	ja.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	ja.addr = (struct sockaddr *)&gaddr;
+	ja.join_flags = send_only ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+				  : RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	if (rdma_join_multicast_ex(s->cm_id, &ja, NULL))
+		die("%s: rdma_join_multicast: %s", name, strerror(errno));
+	if (rdma_get_cm_event(s->cm_ch, &ev))
+		die("%s: rdma_get_cm_event: %s", name, strerror(errno));
+	if (ev->event != RDMA_CM_EVENT_MULTICAST_JOIN)
+		die("%s: join failed: %s %d", name, rdma_event_str(ev->event), ev->status);
+	s->join_ah = ev->param.ud.ah_attr;
+	s->mgid = ev->param.ud.ah_attr.grh.dgid;
+	rdma_ack_cm_event(ev);
+	if (!send_only && ibv_attach_mcast(s->qp, &s->mgid, s->join_ah.dlid))
+		die("%s: attach_mcast failed", name);
+}
+
 static void side_close(struct bench_side *s)
 {
 	if (s->ah)
@@ -307,6 +369,10 @@ static void side_close(struct bench_side *s)
 		ibv_dealloc_pd(s->pd);
 	if (s->ctx)
 		ibv_close_device(s->ctx);
+	if (s->cm_id)
+		rdma_destroy_id(s->cm_id); /* leaves the group */
+	if (s->cm_ch)
+		rdma_destroy_event_channel(s->cm_ch);
 	free(s->buf);
 }
 
@@ -341,7 +407,7 @@ static void tx_run(const struct bench_opts *o, int ready_fd, int result_fd)
 	char ready;
 
 	pin_cpu(o->scpu, "sender");
-	side_open(&s, o->sdev, o->group);
+	side_open(&s, o->sdev, o->group, o->join);
 	side_qp(&s, o->sdev, o->sq_depth, 1, o->sq_depth, o->inline_send ? o->size : 0);
 	/*
 	 * Rate: the payload is never rewritten, one slot per WR of a batch. Ping: every send
@@ -356,6 +422,10 @@ static void tx_run(const struct bench_opts *o, int ready_fd, int result_fd)
 	aa.grh.dgid = s.mgid;
 	aa.grh.sgid_index = (uint8_t)s.gid_index;
 	aa.grh.hop_limit = BENCH_HOP_LIMIT;
+	if (o->join) {
+		side_join(&s, o->sdev, o->group, true);
+		aa = s.join_ah;
+	}
 	s.ah = ibv_create_ah(s.pd, &aa);
 	if (!s.ah)
 		die("sender: create_ah: %s", strerror(errno));
@@ -371,7 +441,7 @@ static void tx_run(const struct bench_opts *o, int ready_fd, int result_fd)
 		wrs[i].next = i + 1 < batch ? &wrs[i + 1] : NULL;
 		wrs[i].wr.ud.ah = s.ah;
 		wrs[i].wr.ud.remote_qpn = BENCH_MCAST_QPN;
-		wrs[i].wr.ud.remote_qkey = BENCH_QKEY;
+		wrs[i].wr.ud.remote_qkey = s.qkey;
 	}
 
 	if (pipe_read(ready_fd, &ready, 1, BENCH_READY_NS))
@@ -614,10 +684,12 @@ static int rx_run(const struct bench_opts *o, pid_t child, int ready_fd, int res
 	char ready = 'r';
 
 	pin_cpu(o->rcpu, "receiver");
-	side_open(&s, o->rdev, o->group);
+	side_open(&s, o->rdev, o->group, o->join);
 	side_qp(&s, o->rdev, 1, o->rq_depth, o->rq_depth, 0);
 	side_buffers(&s, o->rdev, o->rq_depth, BENCH_GRH_LEN + (size_t)o->size);
-	if (ibv_attach_mcast(s.qp, &s.mgid, 0))
+	if (o->join)
+		side_join(&s, o->rdev, o->group, false);
+	else if (ibv_attach_mcast(s.qp, &s.mgid, 0))
 		die("receiver: attach_mcast failed");
 
 	wrs = calloc(o->rq_depth, sizeof(*wrs));
@@ -723,6 +795,7 @@ static void usage(FILE *f)
 	      "  -c CPU        sender CPU (0)\n"
 	      "  -C CPU        receiver CPU (1)\n"
 	      "  -I            inline sends\n"
+	      "  -J            join through rdma_cm (IB or RoCE devices; the path through a bridge)\n"
 	      "  -j            one JSON object instead of text\n",
 	      f);
 }
@@ -762,7 +835,7 @@ int main(int argc, char **argv)
 	const char *group = "239.255.1.1";
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "m:s:r:g:n:S:b:N:q:Q:i:R:c:C:Ijh")) != -1) {
+	while ((opt = getopt(argc, argv, "m:s:r:g:n:S:b:N:q:Q:i:R:c:C:IJjh")) != -1) {
 		switch (opt) {
 		case 'm':
 			if (!strcmp(optarg, "rate"))
@@ -816,6 +889,9 @@ int main(int argc, char **argv)
 			break;
 		case 'I':
 			o.inline_send = true;
+			break;
+		case 'J':
+			o.join = true;
 			break;
 		case 'j':
 			o.json = true;

@@ -33,7 +33,7 @@
 
 #define JOIN_RETRY_MIN_MS 500
 #define JOIN_RETRY_MAX_MS 30000
-#define TICK_MS 250
+#define TICK_MS		  250
 
 enum ev_kind {
 	EV_SIGNAL,
@@ -42,8 +42,6 @@ enum ev_kind {
 	EV_ASYNC,
 	EV_COMP,
 };
-
-
 
 static uint64_t mono_ms(void)
 {
@@ -113,8 +111,8 @@ static void join_issue(struct ctl *c, struct group *g, int s)
 
 		g->js[s].last_error = errno;
 		g->js[s].state = JOIN_IDLE;
-		g->js[s].next_try_ms = mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS
-										 : backoff);
+		g->js[s].next_try_ms =
+			mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
 		log_warn("%s join of %s failed: %s; retrying", side_name[s], g->spec,
 			 strerror(errno));
 		return;
@@ -353,8 +351,9 @@ void ctl_print_final(struct ctl *c, FILE *out)
 			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
 			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
 			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64,
-			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts, st.tx_pkts,
-			st.tx_bytes, chan_stats_drops(&st), st.rx_starved, st.backlog_max);
+			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
+			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
+			st.backlog_max);
 		for (int r = 0; r < DROP_NREASONS; r++)
 			if (st.drops[r])
 				fprintf(out, " drop_%s=%" PRIu64, drop_reason_name[r], st.drops[r]);
@@ -391,7 +390,7 @@ void ctl_print_final(struct ctl *c, FILE *out)
 
 static int epoll_add(int ep, int fd, struct ev_tag *tag)
 {
-	struct epoll_event e = { .events = EPOLLIN, .data.ptr = tag };
+	struct epoll_event e = {.events = EPOLLIN, .data.ptr = tag};
 
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
 }
@@ -434,12 +433,12 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 		return -errno;
 	}
 	{
-		struct itimerspec its = { { 0, TICK_MS * 1000000L }, { 0, TICK_MS * 1000000L } };
+		struct itimerspec its = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
 
 		timerfd_settime(c->timerfd, 0, &its, NULL);
 	}
-	c->tag_sig = (struct ev_tag){ .kind = EV_SIGNAL };
-	c->tag_timer = (struct ev_tag){ .kind = EV_TIMER };
+	c->tag_sig = (struct ev_tag){.kind = EV_SIGNAL};
+	c->tag_timer = (struct ev_tag){.kind = EV_TIMER};
 	epoll_add(c->ep, c->sigfd, &c->tag_sig);
 	epoll_add(c->ep, c->timerfd, &c->tag_timer);
 
@@ -472,8 +471,8 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: rdma_bind_addr: %s", sd->dev, strerror(errno));
 			return -errno;
 		}
-		c->tag_cm[s] = (struct ev_tag){ .kind = EV_CM, .side = s };
-		c->tag_async[s] = (struct ev_tag){ .kind = EV_ASYNC, .side = s };
+		c->tag_cm[s] = (struct ev_tag){.kind = EV_CM, .side = s};
+		c->tag_async[s] = (struct ev_tag){.kind = EV_ASYNC, .side = s};
 		fcntl_nonblock(sd->cm_ch->fd);
 		fcntl_nonblock(sd->ctx->async_fd);
 		epoll_add(c->ep, sd->cm_ch->fd, &c->tag_cm[s]);
@@ -489,7 +488,7 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 			for (uint32_t k = 0; k < br->npairs; k++) {
 				struct channel *ch = br->sd[s].chan[k];
 
-				c->tag_comp[n] = (struct ev_tag){ .kind = EV_COMP, .ch = ch };
+				c->tag_comp[n] = (struct ev_tag){.kind = EV_COMP, .ch = ch};
 				fcntl_nonblock(ch->cc->fd);
 				ibv_req_notify_cq(ch->cq, 0);
 				epoll_add(c->ep, ch->cc->fd, &c->tag_comp[n++]);

@@ -9,8 +9,8 @@ _Atomic int64_t log_level = LOG_INFO;
 
 void log_msg(int prio, const char *fmt, ...)
 {
-	static const char *const tag[] = { "emerg", "alert", "crit", "error",
-					   "warning", "notice", "info", "debug" };
+	static const char *const tag[] = {"emerg",   "alert",  "crit", "error",
+					  "warning", "notice", "info", "debug"};
 	struct timespec ts;
 	char line[1024];
 	va_list ap;

@@ -28,8 +28,8 @@ struct opts {
 	struct bridge *br;
 	struct ctl *ctl;
 	enum mgid_fmt fmt; /* -l: format of the groups that follow */
-	uint16_t port;     /* -p: default port of the groups that follow */
-	int tos;           /* -t: traffic class of the groups that follow, -1 = join's */
+	uint16_t port;	   /* -p: default port of the groups that follow */
+	int tos;	   /* -t: traffic class of the groups that follow, -1 = join's */
 	int verbose;
 	bool list_fmts;
 };
@@ -52,8 +52,8 @@ static int add_group(struct opts *o, const char *spec, enum group_dir dir, char 
 	g->dir = dir;
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		if (br->groups[i]->addr == g->addr) {
-			opt_errf(err, len, -EINVAL, "group '%s': address already bridged by '%s'", spec,
-				 br->groups[i]->spec);
+			opt_errf(err, len, -EINVAL, "group '%s': address already bridged by '%s'",
+				 spec, br->groups[i]->spec);
 			free(g);
 			return -EINVAL;
 		}
@@ -136,8 +136,8 @@ static int opt_mgid(void *ctx, const char *arg, char *err, size_t len)
 	}
 	f = mgid_fmt_parse(arg);
 	if (f < 0)
-		return opt_errf(err, len, -EINVAL, "unknown MGID format '%s' (RDMA, IPv4, IPv6, PORT, IB)",
-				arg);
+		return opt_errf(err, len, -EINVAL,
+				"unknown MGID format '%s' (RDMA, IPv4, IPv6, PORT, IB)", arg);
 	o->fmt = (enum mgid_fmt)f;
 	return 0;
 }
@@ -229,7 +229,8 @@ static int opt_idle(void *ctx, const char *arg, char *err, size_t len)
 	else if (!strcmp(arg, "backoff"))
 		c->idle = IDLE_BACKOFF;
 	else
-		return opt_errf(err, len, -EINVAL, "idle policy '%s': expected spin or backoff", arg);
+		return opt_errf(err, len, -EINVAL, "idle policy '%s': expected spin or backoff",
+				arg);
 	return 0;
 }
 
@@ -257,74 +258,75 @@ static _Atomic int64_t f_buffers, f_huge, f_mcqp, f_senders, f_backlog, f_rq, f_
 static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 {
 	const struct opt_def defs[] = {
-		{ "device", 'd', "dev[:port]", false, "InfiniBand device (default: first active IB port)",
-		  opt_device, o, false },
-		{ "roce", 'r', "dev[:port]", false,
-		  "RoCE device (default: first active port with a RoCEv2 IPv4 GID)", opt_roce, o,
-		  false },
-		{ "multicast", 'm', "addr[:port][/fmt][#tos]", false, "bridge a group both ways",
-		  opt_multicast, o, true },
-		{ "inbound", 'i', "addr[:port][/fmt][#tos]", false,
-		  "bridge a group IB -> RoCE only (RoCE side joins send-only)", opt_inbound, o, true },
-		{ "outbound", 'o', "addr[:port][/fmt][#tos]", false,
-		  "bridge a group RoCE -> IB only (IB side joins send-only)", opt_outbound, o, true },
-		{ "mgid", 'l', "fmt", true,
-		  "IB MGID format of the groups that follow (RDMA, IPv4, IPv6, PORT, IB); no "
-		  "argument: list them",
-		  opt_mgid, o, true },
-		{ "port", 'p', "n", false, "default UDP port of the groups that follow (4711)",
-		  opt_port, o, true },
-		{ "tos", 't', "n", false, "traffic class of the groups that follow", opt_tos, o,
-		  true },
-		{ "cores", 'k', "n", false, "busy-polling worker threads (same as --workers)",
-		  opt_workers, o, false },
-		{ "workers", 0, "n", false,
-		  "worker threads; 0 = event-driven data path on the control thread", opt_workers, o,
-		  false },
-		{ "cpus", 0, "list", false, "CPUs for the workers, e.g. 2,3 or 4-7", opt_cpus, o,
-		  false },
-		{ "idle", 0, "spin|backoff", false,
-		  "worker idle policy: spin, or spin then yield and sleep (default spin)", opt_idle,
-		  o, false },
-		{ "peer", 0, "addr", false,
-		  "RoCE address of another bridge: its packets are never bridged back", opt_peer, o,
-		  true },
-		{ "verbose", 'v', NULL, false, "more logging", opt_verbose, o, true },
-		{ "debug", 'x', NULL, false, "stay in the foreground and log to stderr", opt_debug, o,
-		  false },
+		{"device", 'd', "dev[:port]", false,
+		 "InfiniBand device (default: first active IB port)", opt_device, o, false},
+		{"roce", 'r', "dev[:port]", false,
+		 "RoCE device (default: first active port with a RoCEv2 IPv4 GID)", opt_roce, o,
+		 false},
+		{"multicast", 'm', "addr[:port][/fmt][#tos]", false, "bridge a group both ways",
+		 opt_multicast, o, true},
+		{"inbound", 'i', "addr[:port][/fmt][#tos]", false,
+		 "bridge a group IB -> RoCE only (RoCE side joins send-only)", opt_inbound, o,
+		 true},
+		{"outbound", 'o', "addr[:port][/fmt][#tos]", false,
+		 "bridge a group RoCE -> IB only (IB side joins send-only)", opt_outbound, o, true},
+		{"mgid", 'l', "fmt", true,
+		 "IB MGID format of the groups that follow (RDMA, IPv4, IPv6, PORT, IB); no "
+		 "argument: list them",
+		 opt_mgid, o, true},
+		{"port", 'p', "n", false, "default UDP port of the groups that follow (4711)",
+		 opt_port, o, true},
+		{"tos", 't', "n", false, "traffic class of the groups that follow", opt_tos, o,
+		 true},
+		{"cores", 'k', "n", false, "busy-polling worker threads (same as --workers)",
+		 opt_workers, o, false},
+		{"workers", 0, "n", false,
+		 "worker threads; 0 = event-driven data path on the control thread", opt_workers, o,
+		 false},
+		{"cpus", 0, "list", false, "CPUs for the workers, e.g. 2,3 or 4-7", opt_cpus, o,
+		 false},
+		{"idle", 0, "spin|backoff", false,
+		 "worker idle policy: spin, or spin then yield and sleep (default spin)", opt_idle,
+		 o, false},
+		{"peer", 0, "addr", false,
+		 "RoCE address of another bridge: its packets are never bridged back", opt_peer, o,
+		 true},
+		{"verbose", 'v', NULL, false, "more logging", opt_verbose, o, true},
+		{"debug", 'x', NULL, false, "stay in the foreground and log to stderr", opt_debug,
+		 o, false},
 	};
 	const struct feat_def feats[] = {
-		{ "bridging", FEAT_BOOL, "forward packets (off: count them as bridging_off)", 1, 0, 0,
-		  false, 0, false, 0, &br->bridging, true, NULL, NULL },
-		{ "drop", FEAT_INT, "fault injection: drop every Nth packet (0 = off)", 0, 0,
-		  1000000000, false, 0, true, 0, &br->drop_every, true, NULL, NULL },
-		{ "loopbackprev", FEAT_BOOL,
-		  "block multicast loopback in the NIC (else filter own packets)", 1, 0, 0, false, 0,
-		  false, 0, &br->loopback_prev, false, NULL, NULL },
-		{ "hwrate", FEAT_BOOL, "keep the static rate of the join in address handles", 0, 0, 0,
-		  false, 0, false, 0, &ctl->hwrate, false, NULL, NULL },
-		{ "statint", FEAT_INT, "seconds between statistics lines (0 = off)", 10, 0, 3600,
-		  false, 0, true, 0, &ctl->statint, true, NULL, NULL },
-		{ "loglevel", FEAT_INT, "syslog level of messages shown (3 error .. 7 debug)", 6, 0,
-		  7, false, 0, false, 0, &log_level, true, NULL, NULL },
-		{ "buffers", FEAT_INT, "packet buffers in the pool", 65536, 1024, 16777216, false, 0,
-		  false, 0, &f_buffers, false, NULL, NULL },
-		{ "huge", FEAT_BOOL, "put the buffer pool in 2 MiB huge pages", 0, 0, 0, false, 0,
-		  false, 0, &f_huge, false, NULL, NULL },
-		{ "mcqp", FEAT_INT, "groups per channel (0 = device max_mcast_qp_attach)", 0, 0,
-		  65536, false, 0, false, 0, &f_mcqp, false, NULL, NULL },
-		{ "senders", FEAT_INT, "sender records per worker", 16384, 16, 4194304, false, 0,
-		  false, 0, &f_senders, false, NULL, NULL },
-		{ "sender_idle", FEAT_INT, "seconds before an idle sender is forgotten", 300, 1,
-		  86400, false, 0, false, 0, &ctl->sender_idle_s, true, NULL, NULL },
-		{ "backlog", FEAT_INT, "packets waiting for send-queue space per channel", 4096, 0,
-		  1048576, false, 0, false, 0, &f_backlog, false, NULL, NULL },
-		{ "rqdepth", FEAT_INT, "receive queue depth per channel", 2048, 64, 32768, false, 0,
-		  false, 0, &f_rq, false, NULL, NULL },
-		{ "sqdepth", FEAT_INT, "send queue depth per channel", 2048, 64, 32768, false, 0,
-		  false, 0, &f_sq, false, NULL, NULL },
-		{ "sigevery", FEAT_INT, "signal one send completion in N", 32, 1, 1024, false, 0,
-		  false, 0, &f_sig, false, NULL, NULL },
+		{"bridging", FEAT_BOOL, "forward packets (off: count them as bridging_off)", 1, 0,
+		 0, false, 0, false, 0, &br->bridging, true, NULL, NULL},
+		{"drop", FEAT_INT, "fault injection: drop every Nth packet (0 = off)", 0, 0,
+		 1000000000, false, 0, true, 0, &br->drop_every, true, NULL, NULL},
+		{"loopbackprev", FEAT_BOOL,
+		 "block multicast loopback in the NIC (else filter own packets)", 1, 0, 0, false, 0,
+		 false, 0, &br->loopback_prev, false, NULL, NULL},
+		{"hwrate", FEAT_BOOL, "keep the static rate of the join in address handles", 0, 0,
+		 0, false, 0, false, 0, &ctl->hwrate, false, NULL, NULL},
+		{"statint", FEAT_INT, "seconds between statistics lines (0 = off)", 10, 0, 3600,
+		 false, 0, true, 0, &ctl->statint, true, NULL, NULL},
+		{"loglevel", FEAT_INT, "syslog level of messages shown (3 error .. 7 debug)", 6, 0,
+		 7, false, 0, false, 0, &log_level, true, NULL, NULL},
+		{"buffers", FEAT_INT, "packet buffers in the pool", 65536, 1024, 16777216, false, 0,
+		 false, 0, &f_buffers, false, NULL, NULL},
+		{"huge", FEAT_BOOL, "put the buffer pool in 2 MiB huge pages", 0, 0, 0, false, 0,
+		 false, 0, &f_huge, false, NULL, NULL},
+		{"mcqp", FEAT_INT, "groups per channel (0 = device max_mcast_qp_attach)", 0, 0,
+		 65536, false, 0, false, 0, &f_mcqp, false, NULL, NULL},
+		{"senders", FEAT_INT, "sender records per worker", 16384, 16, 4194304, false, 0,
+		 false, 0, &f_senders, false, NULL, NULL},
+		{"sender_idle", FEAT_INT, "seconds before an idle sender is forgotten", 300, 1,
+		 86400, false, 0, false, 0, &ctl->sender_idle_s, true, NULL, NULL},
+		{"backlog", FEAT_INT, "packets waiting for send-queue space per channel", 4096, 0,
+		 1048576, false, 0, false, 0, &f_backlog, false, NULL, NULL},
+		{"rqdepth", FEAT_INT, "receive queue depth per channel", 2048, 64, 32768, false, 0,
+		 false, 0, &f_rq, false, NULL, NULL},
+		{"sqdepth", FEAT_INT, "send queue depth per channel", 2048, 64, 32768, false, 0,
+		 false, 0, &f_sq, false, NULL, NULL},
+		{"sigevery", FEAT_INT, "signal one send completion in N", 32, 1, 1024, false, 0,
+		 false, 0, &f_sig, false, NULL, NULL},
 	};
 	int r;
 
@@ -342,7 +344,7 @@ int main(int argc, char **argv)
 {
 	static struct bridge br;
 	static struct ctl ctl;
-	struct opts o = { .br = &br, .ctl = &ctl, .fmt = MGID_RDMA, .port = DEFAULT_PORT, .tos = -1 };
+	struct opts o = {.br = &br, .ctl = &ctl, .fmt = MGID_RDMA, .port = DEFAULT_PORT, .tos = -1};
 	char err[OPT_ERR_LEN];
 	uint32_t npub = 0;
 	int r, status = 0;
@@ -408,6 +410,8 @@ int main(int argc, char **argv)
 		struct group *g = br.groups[i];
 
 		g->pair = i % br.npairs;
+		g->out_chan[SIDE_IB] = br.sd[SIDE_IB].chan[g->pair];
+		g->out_chan[SIDE_ROCE] = br.sd[SIDE_ROCE].chan[g->pair];
 		group_mgid_ib(g, br.sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
 		group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
 		if (group_publish(&br, g)) {

@@ -31,12 +31,15 @@ struct pool;
 struct pool_cache;
 
 /* The fixed header space of a UD receive (GRH, or IPv4 at offset 20 on RoCEv2). */
-#define BR_GRH_LEN    40
-#define BR_IPV4_OFF   20
-#define BR_MCAST_QPN  0xffffffu
-#define BR_UDP_QKEY   0x01234567u /* RDMA_UDP_QKEY of rdma_cm's UDP port space */
-#define BR_BURST      32          /* completions polled / WRs chained at a time */
-#define BR_IB_MARKER_HOP_LIMIT 1  /* hop limit the bridge sets on IB: "already bridged" */
+#define BR_GRH_LEN	       40
+#define BR_IPV4_OFF	       20
+#define BR_MCAST_QPN	       0xffffffu
+#define BR_UDP_QKEY	       0x01234567u    /* RDMA_UDP_QKEY of rdma_cm's UDP port space */
+#define BR_BURST	       32	      /* completions polled / WRs chained at a time */
+#define BR_REFILL_MIN	       (BR_BURST / 2) /* refill receives when this many are missing */
+#define BR_IB_MARKER_HOP_LIMIT 1     /* hop limit the bridge sets on IB: "already bridged" */
+#define CH_GCACHE	       256   /* group cache entries per channel (direct-mapped) */
+#define CH_SCACHE	       16384 /* sender cache entries per channel (2-way) */
 
 enum side {
 	SIDE_IB = 0,
@@ -60,14 +63,15 @@ extern const char *const mgid_fmt_name[MGID_NFMT];
 
 enum group_dir {
 	DIR_BOTH, /* -m: both ways */
-	DIR_IN,   /* -i: IB -> RoCE only; RoCE side joins send-only */
+	DIR_IN,	  /* -i: IB -> RoCE only; RoCE side joins send-only */
 	DIR_OUT,  /* -o: RoCE -> IB only; IB side joins send-only */
 };
 
 /* Does a group of direction `dir` receive on side s (full member there)? */
 static inline bool group_dir_rx(enum group_dir dir, enum side s)
 {
-	return dir == DIR_BOTH || (dir == DIR_IN && s == SIDE_IB) || (dir == DIR_OUT && s == SIDE_ROCE);
+	return dir == DIR_BOTH || (dir == DIR_IN && s == SIDE_IB) ||
+	       (dir == DIR_OUT && s == SIDE_ROCE);
 }
 
 enum join_state {
@@ -90,7 +94,7 @@ struct group_side {
 
 struct group {
 	struct cds_lfht_node node[NSIDES]; /* side->groups, keyed by mgid[side] */
-	struct cds_lfht_node addr_node;    /* bridge->groups_by_addr, keyed by addr */
+	struct cds_lfht_node addr_node;	   /* bridge->groups_by_addr, keyed by addr */
 	char spec[80];
 	uint32_t addr; /* IPv4 group address, network order */
 	uint16_t port;
@@ -99,8 +103,9 @@ struct group {
 	bool tos_set;
 	enum group_dir dir;
 	union ibv_gid mgid[NSIDES];
-	uint32_t pair; /* channel pair */
-	struct group_side js[NSIDES]; /* join state: control thread only */
+	uint32_t pair;			  /* channel pair */
+	struct channel *out_chan[NSIDES]; /* the pair's channel on each side */
+	struct group_side js[NSIDES];	  /* join state: control thread only */
 	/* Published to the pair's worker. */
 	struct ibv_ah *_Atomic ah_out[NSIDES];
 	uint32_t qkey_out[NSIDES];
@@ -154,8 +159,18 @@ struct channel {
 	uint32_t bl_mask;
 	uint64_t bl_head, bl_tail;
 	bool broken; /* QP went to the error state */
-	struct sender *last_sender; /* one-entry cache of the sender table */
-	uint64_t last_epoch;
+	/*
+	 * Caches in front of the RCU tables (owner thread only). An entry is valid while
+	 * the table's epoch is the one the cache was filled under: the control thread bumps
+	 * the epoch before a retired entry's grace period starts.
+	 */
+	uint64_t gcache_epoch;
+	struct gcache_ent {
+		uint64_t mgid_hi, mgid_lo;
+		struct group *g;
+	} gcache[CH_GCACHE];
+	uint64_t scache_epoch;
+	struct sender **scache; /* CH_SCACHE entries, 2-way: sets of two */
 	struct chan_stats st;
 } __attribute__((aligned(64)));
 
@@ -192,12 +207,12 @@ struct worker {
 	struct channel **chan; /* owned channels, IB and RoCE of each pair */
 	uint32_t nchan;
 	struct pool_cache *pc;
-	struct handoff_ring **in; /* in[from]: rings from other workers */
+	struct handoff_ring **in;   /* in[from]: rings from other workers */
 	_Atomic uint64_t heartbeat; /* passes, read by the control thread */
 	_Atomic bool stop;
 	uint64_t passes;
 	uint64_t drop_nth; /* fault injection counter */
-	struct hist lat; /* poll -> post, ns */
+	struct hist lat;   /* poll -> post, ns */
 	uint64_t idle_sleeps;
 } __attribute__((aligned(64)));
 
@@ -212,7 +227,7 @@ struct side_ctx {
 	struct ibv_port_attr pattr;
 	union ibv_gid gid;
 	int gid_index;
-	uint32_t ipv4;    /* RoCE: our address (network order); IB: 0 */
+	uint32_t ipv4;	  /* RoCE: our address (network order); IB: 0 */
 	uint32_t netmask; /* RoCE: interface netmask (network order), 0 = unknown: no check */
 	uint16_t pkey;
 	uint32_t mtu;
@@ -231,21 +246,21 @@ struct bridge_cfg {
 	char ib_dev[64];
 	char roce_dev[64];
 	uint8_t ib_port, roce_port;
-	uint32_t nworkers;       /* 0: event-driven on the control thread */
-	int cpus[256];           /* --cpus list, -1 terminated; empty: automatic */
+	uint32_t nworkers; /* 0: event-driven on the control thread */
+	int cpus[256];	   /* --cpus list, -1 terminated; empty: automatic */
 	uint32_t ncpus;
 	enum idle_policy idle;
 	uint32_t idle_max_us;
-	uint32_t mcqp;           /* groups per channel, 0: device max_mcast_qp_attach */
+	uint32_t mcqp; /* groups per channel, 0: device max_mcast_qp_attach */
 	uint32_t nbufs;
 	bool huge;
 	uint32_t rq_depth;
 	uint32_t sq_depth;
-	uint32_t backlog;        /* per channel */
+	uint32_t backlog; /* per channel */
 	uint32_t sig_every;
-	uint32_t peers[64];      /* RoCE addresses of other bridges (network order) */
+	uint32_t peers[64]; /* RoCE addresses of other bridges (network order) */
 	uint32_t npeers;
-	bool allow_foreign;      /* accept RoCE sources outside the interface subnet */
+	bool allow_foreign; /* accept RoCE sources outside the interface subnet */
 	uint32_t max_senders;
 };
 
@@ -262,6 +277,7 @@ struct bridge {
 	struct group **groups; /* all groups, control thread */
 	uint32_t ngroups, groups_cap;
 	struct sender_table *senders;
+	_Atomic uint64_t groups_epoch; /* bumped before a group leaves the tables */
 	/* Runtime features, read by workers with relaxed loads. */
 	_Atomic int64_t bridging;
 	_Atomic int64_t drop_every;

@@ -89,9 +89,9 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 }
 
 /* Append a send of buffer `buf` to the chain of `out` (or to its backlog). */
-static inline void chan_send(struct worker *w, struct channel *out, struct freelist *fl,
-			     uint32_t buf, uint32_t len, bool has_imm, uint32_t imm,
-			     struct ibv_ah *ah, uint32_t qkey)
+static inline __attribute__((always_inline)) void
+chan_send(struct worker *w, struct channel *out, struct freelist *fl, uint32_t buf, uint32_t len,
+	  bool has_imm, uint32_t imm, struct ibv_ah *ah, uint32_t qkey)
 {
 	struct ibv_send_wr *wr;
 	struct ibv_sge *sge;
@@ -177,6 +177,30 @@ static inline bool ipv4_multicast(const uint8_t *a)
 	return (a[0] & 0xf0) == 0xe0;
 }
 
+/*
+ * The group of MGID (hi, lo) (its two halves as stored in memory) on the channel's side,
+ * through the channel's cache.
+ */
+static inline struct group *chan_group(struct channel *ch, uint64_t hi, uint64_t lo)
+{
+	struct gcache_ent *e;
+	union ibv_gid gid;
+	struct group *g;
+
+	e = &ch->gcache[(uint32_t)((lo * 0x9e3779b97f4a7c15ull) >> 56) & (CH_GCACHE - 1)];
+	if (e->g && e->mgid_hi == hi && e->mgid_lo == lo)
+		return e->g;
+	memcpy(gid.raw, &hi, 8);
+	memcpy(gid.raw + 8, &lo, 8);
+	g = group_lookup(ch->sd, &gid);
+	if (g) {
+		e->mgid_hi = hi;
+		e->mgid_lo = lo;
+		e->g = g;
+	}
+	return g;
+}
+
 /* The verdict on a received packet: the group to forward to, or a drop reason. */
 static inline struct group *rx_classify(struct worker *w, struct channel *ch,
 					const struct ibv_wc *wc, const uint8_t *p,
@@ -184,7 +208,7 @@ static inline struct group *rx_classify(struct worker *w, struct channel *ch,
 {
 	struct bridge *br = w->br;
 	struct side_ctx *sd = ch->sd;
-	union ibv_gid mgid;
+	uint64_t hi, lo;
 	struct group *g;
 
 	if (!(wc->wc_flags & IBV_WC_GRH)) {
@@ -208,14 +232,16 @@ static inline struct group *rx_classify(struct worker *w, struct channel *ch,
 			*why = DROP_LOOP;
 			return NULL;
 		}
-		memcpy(mgid.raw, grh->dgid.raw, 16);
-		g = group_lookup(sd, &mgid);
+		memcpy(&hi, grh->dgid.raw, 8);
+		memcpy(&lo, grh->dgid.raw + 8, 8);
+		g = chan_group(ch, hi, lo);
 		if (!g) {
 			uint32_t low;
 
 			/* The same group address in another MGID format? */
-			memcpy(&low, &mgid.raw[12], 4);
-			*why = group_lookup_addr(br, low) || group_lookup_addr(br, low | htonl(0xe0000000))
+			memcpy(&low, &grh->dgid.raw[12], 4);
+			*why = group_lookup_addr(br, low) ||
+					       group_lookup_addr(br, low | htonl(0xe0000000))
 				       ? DROP_MGID_FORMAT
 				       : DROP_UNKNOWN_GROUP;
 			return NULL;
@@ -246,15 +272,20 @@ static inline struct group *rx_classify(struct worker *w, struct channel *ch,
 				return NULL;
 			}
 		}
-		if (sd->netmask && !br->cfg.allow_foreign &&
-		    ((saddr ^ sd->ipv4) & sd->netmask)) {
+		if (sd->netmask && !br->cfg.allow_foreign && ((saddr ^ sd->ipv4) & sd->netmask)) {
 			*why = DROP_FOREIGN;
 			return NULL;
 		}
-		memset(mgid.raw, 0, 10);
-		mgid.raw[10] = mgid.raw[11] = 0xff;
-		memcpy(&mgid.raw[12], ip + 16, 4);
-		g = group_lookup(sd, &mgid);
+		/* ::ffff:a.b.c.d */
+		hi = 0;
+		lo = 0xffff0000ull;
+		{
+			uint32_t daddr;
+
+			memcpy(&daddr, ip + 16, 4);
+			lo |= (uint64_t)daddr << 32;
+		}
+		g = chan_group(ch, hi, lo);
 		if (!g) {
 			*why = DROP_UNKNOWN_GROUP;
 			return NULL;
@@ -279,24 +310,45 @@ static inline void rx_sender(struct worker *w, struct channel *ch, struct sender
 			     uint32_t qpn, uint32_t len, uint64_t now)
 {
 	struct sender_table *t = w->br->senders;
-	struct sender *s;
+	struct sender **set, *s;
+	unsigned long h;
 
 	sk->chan = (uint32_t)ch->side << 16 | ch->index;
 	sk->qpn = qpn;
-	if (ch->last_sender && ch->last_epoch == atomic_load_explicit(&t->epoch,
-								    memory_order_relaxed) &&
-	    !memcmp(&ch->last_sender->key, sk, sizeof(*sk))) {
-		s = ch->last_sender;
+	h = sender_hash(sk);
+	set = &ch->scache[(h & (CH_SCACHE / 2 - 1)) * 2];
+	if (set[0] && !memcmp(&set[0]->key, sk, sizeof(*sk))) {
+		s = set[0];
+	} else if (set[1] && !memcmp(&set[1]->key, sk, sizeof(*sk))) {
+		s = set[1];
+		set[1] = set[0]; /* most recent first */
+		set[0] = s;
 	} else {
-		s = sender_get(t, w->id, sk, now);
-		ch->last_sender = s;
-		ch->last_epoch = atomic_load_explicit(&t->epoch, memory_order_relaxed);
+		s = sender_get(t, w->id, sk, h, now);
 		if (!s)
 			return;
+		set[1] = set[0];
+		set[0] = s;
 	}
 	s->pkts++;
 	s->bytes += len;
 	s->last_ns = now;
+}
+
+/* Drop the caches of a channel when the tables behind them changed. */
+static inline void chan_caches_check(struct worker *w, struct channel *ch)
+{
+	uint64_t ge = atomic_load_explicit(&w->br->groups_epoch, memory_order_acquire);
+	uint64_t se = atomic_load_explicit(&w->br->senders->epoch, memory_order_acquire);
+
+	if (ge != ch->gcache_epoch) {
+		memset(ch->gcache, 0, sizeof(ch->gcache));
+		ch->gcache_epoch = ge;
+	}
+	if (se != ch->scache_epoch) {
+		memset(ch->scache, 0, sizeof(*ch->scache) * CH_SCACHE);
+		ch->scache_epoch = se;
+	}
 }
 
 /* One receive completion. */
@@ -333,7 +385,7 @@ static inline void chan_rx(struct worker *w, struct channel *ch, const struct ib
 		why = DROP_INJECTED;
 		goto drop;
 	}
-	out = br->sd[!ch->side].chan[g->pair];
+	out = g->out_chan[!ch->side];
 	g->fwd_pkts[ch->side]++;
 	g->fwd_bytes[ch->side] += len;
 	ch->st.fwd_pkts++;
@@ -399,19 +451,21 @@ void chan_refill(struct worker *w, struct channel *ch)
 	}
 }
 
-unsigned chan_poll(struct worker *w, struct channel *ch)
+/*
+ * Everything a non-empty burst of completions costs: forwarding, posting, retiring,
+ * refilling. Kept out of line so that its cost can be measured on its own (callgrind
+ * --toggle-collect=chan_burst in bench/bridge_bench.sh).
+ */
+__attribute__((noinline)) static unsigned chan_burst(struct worker *w, struct channel *ch,
+						     struct ibv_wc *wc, int n)
 {
-	struct ibv_wc wc[BR_BURST];
 	struct freelist fl;
 	uint64_t t0, t1;
 	unsigned nrx = 0;
-	int n;
 
-	n = ibv_poll_cq(ch->cq, BR_BURST, wc);
-	if (n <= 0)
-		return 0;
 	fl.n = 0;
 	t0 = now_ns();
+	chan_caches_check(w, ch);
 	for (int i = 0; i < n; i++) {
 		if (wc[i].wr_id & TX_TAG) {
 			chan_tx_done(w, ch, &wc[i], &fl);
@@ -431,9 +485,17 @@ unsigned chan_poll(struct worker *w, struct channel *ch)
 		hist_add(&w->lat, t1 - t0, nrx);
 	}
 	fl_flush(w, &fl);
-	if (ch->rq_depth - ch->rq_posted >= BR_BURST / 2)
+	if (ch->rq_depth - ch->rq_posted >= BR_REFILL_MIN)
 		chan_refill(w, ch);
 	return (unsigned)n;
+}
+
+unsigned chan_poll(struct worker *w, struct channel *ch)
+{
+	struct ibv_wc wc[BR_BURST];
+	int n = ibv_poll_cq(ch->cq, BR_BURST, wc);
+
+	return n > 0 ? chan_burst(w, ch, wc, n) : 0;
 }
 
 /* ---- cross-worker hand-off ---- */
@@ -482,7 +544,8 @@ unsigned fwd_handoff_drain(struct worker *w)
 			struct handoff_ent *e = &r->ent[head & r->mask];
 
 			pool_set_owner(w->br->pool, e->buf, w->id);
-			chan_send(w, e->out, &fl, e->buf, e->len, e->has_imm, e->imm, e->ah, e->qkey);
+			chan_send(w, e->out, &fl, e->buf, e->len, e->has_imm, e->imm, e->ah,
+				  e->qkey);
 		}
 		atomic_store_explicit(&r->head, head, memory_order_release);
 	}

@@ -12,7 +12,7 @@
 
 #include "bridge.h"
 
-const char *const side_name[NSIDES] = { "IB", "RoCE" };
+const char *const side_name[NSIDES] = {"IB", "RoCE"};
 
 const char *const mgid_fmt_name[MGID_NFMT] = {
 	[MGID_RDMA] = "RDMA", [MGID_IPV4] = "IPv4", [MGID_IPV6] = "IPv6",
@@ -20,14 +20,14 @@ const char *const mgid_fmt_name[MGID_NFMT] = {
 };
 
 /* Signatures in bytes 2-3 of the reference's ff15 MGIDs, and rdma_cm's for PS_UDP. */
-#define SIG_RDMA 0x4001
-#define SIG_IPV4 0x401b
-#define SIG_IPV6 0x601b
-#define SIG_PORT 0xa01b
-#define SIG_IB   0x4001
+#define SIG_RDMA		  0x4001
+#define SIG_IPV4		  0x401b
+#define SIG_IPV6		  0x601b
+#define SIG_PORT		  0xa01b
+#define SIG_IB			  0x4001
 #define MGID_SCOPE_LINK_TRANSIENT 0x12 /* rdma_cm: flags 1, scope 2 */
 #define MGID_SCOPE_SITE_TRANSIENT 0x15 /* the reference's custom MGIDs */
-#define IPV4_MCAST_LOW28 0x0fffffffu
+#define IPV4_MCAST_LOW28	  0x0fffffffu
 
 int mgid_fmt_parse(const char *name)
 {

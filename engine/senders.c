@@ -20,7 +20,8 @@ struct sender_table *sender_table_new(uint32_t nworkers, uint32_t per_worker)
 		return NULL;
 	t->nworkers = nworkers;
 	t->slab = aligned_alloc(64, sizeof(*t->slab) * nworkers);
-	t->ht = cds_lfht_new_flavor(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, &urcu_qsbr_flavor, NULL);
+	t->ht = cds_lfht_new_flavor(1024, 1024, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+				    &urcu_qsbr_flavor, NULL);
 	if (!t->slab || !t->ht)
 		goto fail;
 	memset(t->slab, 0, sizeof(*t->slab) * nworkers);
@@ -51,9 +52,8 @@ void sender_table_free(struct sender_table *t)
 }
 
 struct sender *sender_get(struct sender_table *t, uint32_t worker, const struct sender_key *k,
-			  uint64_t now_ns)
+			  unsigned long hash, uint64_t now_ns)
 {
-	unsigned long hash = sender_hash(k);
 	struct sender_slab *sl = &t->slab[worker];
 	struct cds_lfht_iter it;
 	struct cds_lfht_node *n;

@@ -62,14 +62,17 @@ void sender_table_free(struct sender_table *t);
 
 static inline unsigned long sender_hash(const struct sender_key *k)
 {
-	uint64_t a, b, c;
+	uint64_t a, b, c, x;
 
-	__builtin_memcpy(&a, &k->chan, 8);
+	__builtin_memcpy(&a, &k->chan, 8); /* channel and QPN */
 	__builtin_memcpy(&b, k->addr, 8);
 	__builtin_memcpy(&c, k->addr + 8, 8);
-	a = (a ^ (b * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-	a ^= c * 0xc4ceb9fe1a85ec53ull;
-	return (unsigned long)(a ^ (a >> 29));
+	x = a * 0x9e3779b97f4a7c15ull ^ b * 0xc2b2ae3d27d4eb4full ^ c * 0x165667b19e3779f9ull;
+	/* Finalizer: every input bit reaches the low bits (the cache index). */
+	x ^= x >> 32;
+	x *= 0xd6e8feb86659fd93ull;
+	x ^= x >> 32;
+	return (unsigned long)x;
 }
 
 /*
@@ -77,7 +80,7 @@ static inline unsigned long sender_hash(const struct sender_key *k)
  * key of one of its own channels. NULL when the worker's slab is full (counted).
  */
 struct sender *sender_get(struct sender_table *t, uint32_t worker, const struct sender_key *k,
-			  uint64_t now_ns);
+			  unsigned long hash, uint64_t now_ns);
 
 /* Retire senders idle for idle_ns (control thread, registered QSBR thread). */
 size_t sender_table_age(struct sender_table *t, uint64_t now_ns, uint64_t idle_ns);

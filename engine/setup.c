@@ -20,7 +20,7 @@
 #include "senders.h"
 #include "setup.h"
 
-#define BR_BUF_SIZE 4160 /* 40-byte header + 4096 MTU, rounded to 64 */
+#define BR_BUF_SIZE  4160 /* 40-byte header + 4096 MTU, rounded to 64 */
 #define HANDOFF_RING 4096
 
 static int seterr(char *err, size_t len, int r, const char *fmt, ...)
@@ -38,7 +38,7 @@ static int seterr(char *err, size_t len, int r, const char *fmt, ...)
 
 static bool gid_is_ipv4(const union ibv_gid *g)
 {
-	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	return !memcmp(g->raw, pfx, sizeof(pfx));
 }
@@ -162,8 +162,10 @@ int side_open(struct side_ctx *sd, enum side side, const char *dev, uint8_t port
 	}
 	sd->pd = ibv_alloc_pd(sd->ctx);
 	if (!sd->pd)
-		return seterr(err, errlen, -errno, "%s: ibv_alloc_pd: %s", sd->dev, strerror(errno));
-	sd->groups = cds_lfht_new_flavor(256, 256, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, &urcu_qsbr_flavor, NULL);
+		return seterr(err, errlen, -errno, "%s: ibv_alloc_pd: %s", sd->dev,
+			      strerror(errno));
+	sd->groups = cds_lfht_new_flavor(256, 256, 0, CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING,
+					 &urcu_qsbr_flavor, NULL);
 	if (!sd->groups)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
 	return 0;
@@ -243,14 +245,15 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->tx_buf = calloc((size_t)ch->tx_mask + 1, sizeof(uint32_t));
 	ch->bl_mask = pow2_mask(br->cfg.backlog ? br->cfg.backlog : 1);
 	ch->bl = calloc((size_t)ch->bl_mask + 1, sizeof(*ch->bl));
+	ch->scache = calloc(CH_SCACHE, sizeof(*ch->scache));
 	*out = ch;
-	if (!ch->tx_buf || !ch->bl)
+	if (!ch->tx_buf || !ch->bl || !ch->scache)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
 	if (!br->cfg.nworkers) {
 		ch->cc = ibv_create_comp_channel(sd->ctx);
 		if (!ch->cc)
-			return seterr(err, errlen, -errno, "%s: ibv_create_comp_channel: %s", sd->dev,
-				      strerror(errno));
+			return seterr(err, errlen, -errno, "%s: ibv_create_comp_channel: %s",
+				      sd->dev, strerror(errno));
 	}
 	ch->cq = ibv_create_cq(sd->ctx, (int)(ch->rq_depth + ch->sq_depth), ch, ch->cc, 0);
 	if (!ch->cq)
@@ -280,7 +283,8 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 		ch->qp = ibv_create_qp_ex(sd->ctx, &qa);
 	}
 	if (!ch->qp)
-		return seterr(err, errlen, -errno, "%s: ibv_create_qp: %s", sd->dev, strerror(errno));
+		return seterr(err, errlen, -errno, "%s: ibv_create_qp: %s", sd->dev,
+			      strerror(errno));
 	r = qp_to_rts(ch->qp, sd->port);
 	if (r)
 		return seterr(err, errlen, r, "%s: QP to RTS: %s", sd->dev, strerror(-r));
@@ -300,6 +304,7 @@ static void channel_destroy(struct channel *ch)
 		ibv_destroy_comp_channel(ch->cc);
 	free(ch->tx_buf);
 	free(ch->bl);
+	free(ch->scache);
 	free(ch);
 }
 
@@ -400,7 +405,8 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	br->senders = sender_table_new(nw, c->max_senders);
 	if (!br->senders)
 		return seterr(err, errlen, -ENOMEM, "sender table: out of memory");
-	br->groups_by_addr = cds_lfht_new_flavor(256, 256, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor, NULL);
+	br->groups_by_addr =
+		cds_lfht_new_flavor(256, 256, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor, NULL);
 	if (!br->groups_by_addr)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
 	/* Receive queues are filled before the workers start (no owner yet). */

@@ -14,23 +14,23 @@
 
 /* Why a received packet was not forwarded. Every packet ends forwarded or in one of these. */
 enum drop_reason {
-	DROP_RX_ERROR,      /* receive completion with an error status */
-	DROP_NO_GRH,        /* no GRH / network header */
+	DROP_RX_ERROR,	    /* receive completion with an error status */
+	DROP_NO_GRH,	    /* no GRH / network header */
 	DROP_BAD_HEADER,    /* RoCE: not an IPv4 header at offset 20 */
-	DROP_UNICAST,       /* destination is not a multicast address */
-	DROP_OWN,           /* our own packet came back (no hardware loopback blocking) */
-	DROP_LOOP,          /* IB: hop limit set: another bridge already forwarded it */
-	DROP_PEER,          /* RoCE: sent by a configured peer bridge */
-	DROP_FOREIGN,       /* RoCE: source outside the interface subnet */
+	DROP_UNICAST,	    /* destination is not a multicast address */
+	DROP_OWN,	    /* our own packet came back (no hardware loopback blocking) */
+	DROP_LOOP,	    /* IB: hop limit set: another bridge already forwarded it */
+	DROP_PEER,	    /* RoCE: sent by a configured peer bridge */
+	DROP_FOREIGN,	    /* RoCE: source outside the interface subnet */
 	DROP_UNKNOWN_GROUP, /* destination group not bridged */
 	DROP_MGID_FORMAT,   /* IB: group known but the MGID has another format */
 	DROP_SENDONLY_SIDE, /* data on the side that is joined send-only */
 	DROP_NOT_JOINED,    /* group not joined on both sides yet */
 	DROP_BRIDGING_OFF,  /* bridging disabled at run time */
-	DROP_INJECTED,      /* fault injection: drop every Nth packet */
-	DROP_TX_FULL,       /* send queue and backlog full */
-	DROP_TX_ERROR,      /* send completion with an error status */
-	DROP_PGM,           /* PGM inspection said drop (policy) */
+	DROP_INJECTED,	    /* fault injection: drop every Nth packet */
+	DROP_TX_FULL,	    /* send queue and backlog full */
+	DROP_TX_ERROR,	    /* send completion with an error status */
+	DROP_PGM,	    /* PGM inspection said drop (policy) */
 	DROP_NREASONS
 };
 

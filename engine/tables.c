@@ -89,6 +89,8 @@ int group_publish(struct bridge *br, struct group *g)
 
 void group_unpublish(struct bridge *br, struct group *g)
 {
+	/* Workers drop their cached group pointers before the grace period can end. */
+	atomic_fetch_add(&br->groups_epoch, 1);
 	cds_lfht_del(br->sd[SIDE_IB].groups, &g->node[SIDE_IB]);
 	cds_lfht_del(br->sd[SIDE_ROCE].groups, &g->node[SIDE_ROCE]);
 	cds_lfht_del(br->groups_by_addr, &g->addr_node);

@@ -17,7 +17,7 @@
 
 #define IDLE_SPIN_PASSES  2048
 #define IDLE_YIELD_PASSES 4096
-#define HEARTBEAT_EVERY   64
+#define HEARTBEAT_EVERY	  64
 
 unsigned worker_pass(struct worker *w)
 {
@@ -27,7 +27,8 @@ unsigned worker_pass(struct worker *w)
 		struct channel *ch = w->chan[i];
 
 		work += chan_poll(w, ch);
-		if (ch->rq_posted < ch->rq_depth)
+		/* Bursts refill what they consumed; this retries after the pool ran dry. */
+		if (ch->rq_depth - ch->rq_posted >= BR_REFILL_MIN)
 			chan_refill(w, ch);
 	}
 	if (w->br->nworkers > 1)
@@ -80,7 +81,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		{
-			struct timespec ts = { 0, (long)sleep_us * 1000 };
+			struct timespec ts = {0, (long)sleep_us * 1000};
 
 			atomic_store_explicit(&w->heartbeat, w->passes, memory_order_relaxed);
 			/* Buffers idle in our cache are invisible to the other workers. */

@@ -1,0 +1,183 @@
+#!/bin/bash
+# The bridge's benchmark on the simulated fabric (issue 3): forwarded packets/s with one
+# worker and the latency the bridge adds, against a direct sender -> listener path on
+# the same fabric, and the engine's instructions per forwarded packet (callgrind,
+# excluding the simulated libraries) with 1 and 10 000 senders.
+#
+# Usage: bench/bridge_bench.sh [-n RUNS] [-B BUILDDIR] [-c] [-C]
+#   -n RUNS  repetitions of the timed measurements (default 5; medians are reported)
+#   -B DIR   build directory (default build)
+#   -c       callgrind only; -C: skip callgrind
+# Writes bench/results/bridge-<date>.txt (not in git); docs/benchmarks.md has the numbers
+# of record. Needs the machine otherwise idle.
+#
+# Paths measured (64-byte payload, sf_bench -J: rdma_cm joins, sender sim_ib1 on CPU 0,
+# listener on CPU 1):
+#   direct:  sim_ib1 -> sim_ib2 (IB multicast, no bridge)
+#   bridged: sim_ib1 -> ib2roce (sim_ib0 <-> sim_roce0, 1 worker) -> sim_roce2
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+runs=5
+builddir=build
+do_timed=1
+do_cg=1
+while getopts "n:B:cCh" opt; do
+	case $opt in
+	n) runs=$OPTARG ;;
+	B) builddir=$OPTARG ;;
+	c) do_timed=0 ;;
+	C) do_cg=0 ;;
+	h)
+		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+		exit 0
+		;;
+	*) exit 2 ;;
+	esac
+done
+
+bench=$builddir/bench/sf_bench
+bridge=$builddir/control/ib2roce
+mcpkt=$builddir/tests/bridge/mcpkt
+for f in "$bench" "$bridge"; do
+	[ -x "$f" ] || {
+		echo "bridge_bench: build first: missing $f" >&2
+		exit 1
+	}
+done
+export LD_LIBRARY_PATH=$PWD/$builddir/simfabric
+export SIMFABRIC=bridgebench$$
+group=239.255.1.1
+mkdir -p bench/results
+out=bench/results/bridge-$(date +%Y%m%d-%H%M%S).txt
+tmp=$(mktemp -d)
+bpid=""
+
+cleanup() {
+	[ -n "$bpid" ] && kill -INT "$bpid" 2>/dev/null && wait "$bpid" 2>/dev/null
+	rm -f /dev/shm/simfabric."$SIMFABRIC"*
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+log() {
+	echo "$*" | tee -a "$out"
+}
+
+# bridge_start LOG ARGS...: ib2roce bridging $group between sim_ib0 and sim_roce0.
+bridge_start() {
+	local logf=$1 n=0
+
+	shift
+	rm -f /dev/shm/simfabric."$SIMFABRIC"*
+	"$@" -d sim_ib0 -r sim_roce0 -e statint=0 -m "$group" >"$logf" 2>"$logf.err" &
+	bpid=$!
+	until grep -q 'RoCE joined' "$logf.err" && grep -q 'IB joined' "$logf.err"; do
+		n=$((n + 1))
+		[ "$n" -lt 600 ] || {
+			echo "bridge did not join" >&2
+			cat "$logf.err" >&2
+			exit 1
+		}
+		sleep 0.1
+	done
+}
+
+bridge_stop() {
+	kill -INT "$bpid"
+	wait "$bpid" || true
+	bpid=""
+}
+
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'
+}
+
+# rate DEV: received Mpps at the listener for a blast of 2M packets.
+rate() {
+	timeout 120 "$bench" -J -s sim_ib1 -r "$1" -n 2000000 -Q 32768 |
+		sed -n 's/.*received .*: \([0-9.]*\) Mpps.*/\1/p'
+}
+
+# ping DEV: "p50 p90 p99" one-way latency in ns.
+ping() {
+	timeout 120 "$bench" -J -m ping -s sim_ib1 -r "$1" -n 20000 |
+		sed -n 's/.* p50 \([0-9]*\) p90 \([0-9]*\) p99 \([0-9]*\) .*/\1 \2 \3/p'
+}
+
+log "# bridge_bench $(date -u +%FT%TZ) on $(nproc) CPUs, $runs runs"
+if [ "$do_timed" = 1 ]; then
+	: >"$tmp/direct"
+	: >"$tmp/bridged"
+	: >"$tmp/ratio"
+	: >"$tmp/lat_direct"
+	: >"$tmp/lat_bridged"
+	for i in $(seq "$runs"); do
+		rm -f /dev/shm/simfabric."$SIMFABRIC"*
+		d=$(rate sim_ib2)
+		dl=$(ping sim_ib2)
+		bridge_start "$tmp/b$i" "$bridge" --workers 1 -e buffers=65536 -e rqdepth=16384
+		b=$(rate sim_roce2)
+		bl=$(ping sim_roce2)
+		bridge_stop
+		echo "$d" >>"$tmp/direct"
+		echo "$b" >>"$tmp/bridged"
+		awk -v b="$b" -v d="$d" 'BEGIN { printf "%.3f\n", b / d }' >>"$tmp/ratio"
+		echo "$dl" >>"$tmp/lat_direct"
+		echo "$bl" >>"$tmp/lat_bridged"
+		log "run $i: direct ${d} Mpps, bridged ${b} Mpps; latency ns (p50 p90 p99) direct $dl, bridged $bl"
+	done
+	log "median: direct $(median <"$tmp/direct") Mpps, bridged $(median <"$tmp/bridged") Mpps, ratio $(median <"$tmp/ratio")"
+	for k in 1 2 3; do
+		dk=$(cut -d' ' -f"$k" "$tmp/lat_direct" | median)
+		bk=$(cut -d' ' -f"$k" "$tmp/lat_bridged" | median)
+		log "median latency p$(echo "50 90 99" | cut -d' ' -f"$k"): direct $dk ns, bridged $bk ns, added $((bk - dk)) ns"
+	done
+fi
+
+# Engine instructions per forwarded packet. The bridge (1 spinning worker) runs under
+# callgrind, collecting only inside chan_burst (what a non-empty burst of completions
+# costs: classify, forward, post, retire, refill), minus the simulated library's
+# post_send and post_recv it calls, so what is counted is the engine's own work,
+# without idle polls. The sender offers 200 kpps in chained bursts of 32; the bridge is slowed by
+# callgrind, so its bursts are full. Per packet = the difference of two runs' counts
+# divided by the difference of their forwarded packets.
+cg_run() { # N SENDERS -> "Ir forwarded"
+	local n=$1 qps=$2 f="$tmp/cg.$1.$2" t fwd
+
+	bridge_start "$f.log" valgrind --tool=callgrind --callgrind-out-file="$f" \
+		--collect-atstart=no --toggle-collect=chan_burst \
+		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=8192 -e senders=16384
+	if [ "$qps" = 1 ]; then
+		timeout 300 "$bench" -J -s sim_ib1 -r sim_roce2 -n "$n" -R 200000 >/dev/null
+	else
+		timeout 300 "$mcpkt" send -b 198.18.0.2 -g "$group" -n $((n / qps)) --qps "$qps" \
+			-s 64 --rate 200000 >/dev/null
+	fi
+	sleep 2
+	bridge_stop
+	fwd=$(sed -n 's/^IB .* fwd_pkts=\([0-9]*\).*/\1/p' "$f.log")
+	# Collected = chan_burst and what it calls; take out the simulated library's
+	# post_send and post_recv (inclusive).
+	echo "$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
+		awk '/PROGRAM TOTALS/ { gsub(",", "", $1); t = $1 }
+		     / [^ ]*:sf_post_(send|recv) \[/ { gsub(",", "", $1); s += $1 }
+		     END { print t - s }') $fwd"
+}
+
+if [ "$do_cg" = 1 ]; then
+	command -v valgrind >/dev/null || {
+		echo "bridge_bench: valgrind missing" >&2
+		exit 1
+	}
+	for qps in 1 10000; do
+		if [ "$qps" != 1 ] && [ ! -x "$mcpkt" ]; then
+			log "callgrind with $qps senders: skipped ($mcpkt missing)"
+			continue
+		fi
+		read -r ia fa <<<"$(cg_run 40000 "$qps")"
+		read -r ib fb <<<"$(cg_run 120000 "$qps")"
+		log "callgrind, $qps sender(s): engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
+	done
+fi
+log "results: $out"
