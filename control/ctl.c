@@ -30,6 +30,7 @@
 #include "pool.h"
 #include "senders.h"
 #include "setup.h"
+#include "stream.h"
 
 #define JOIN_RETRY_MIN_MS 500
 #define JOIN_RETRY_MAX_MS 30000
@@ -337,6 +338,46 @@ static void print_stats_line(struct ctl *c)
 	c->last_stats_ms = now;
 }
 
+/*
+ * One line per side of a PGM stream that saw packets on that side, in the format of
+ * tests/pgm/pgmtool's "streams" (prefixed with "pgm side=IB|RoCE").
+ */
+static int print_pgm_stream(const struct pgm_stream *s, void *arg)
+{
+	FILE *out = arg;
+	struct pgm_stream_stats st;
+
+	pgm_stream_snapshot(s, &st);
+	for (int side = 0; side < NSIDES; side++) {
+		const struct pgm_stream_side_stats *sd = &st.side[side];
+
+		if (!sd->first_ns)
+			continue;
+		fprintf(out,
+			"pgm side=%s stream gsi=%02x%02x%02x%02x%02x%02x sport=%u dport=%u "
+			"group=0x%08" PRIx64 " state=%s",
+			side_name[side], st.key.gsi[0], st.key.gsi[1], st.key.gsi[2], st.key.gsi[3],
+			st.key.gsi[4], st.key.gsi[5], st.key.sport, st.dport, st.key.group,
+			pgm_stream_state_name(st.state));
+		for (unsigned k = 0; k < PGM_COUNT_TYPES; k++)
+			fprintf(out, " %s=%" PRIu64,
+				pgm_stream_count_name((enum pgm_stream_count)k), sd->types[k]);
+		fprintf(out,
+			" gaps=%" PRIu64 " missed=%" PRIu64 " late=%" PRIu64 " repairs=%" PRIu64
+			" dups=%" PRIu64 " rdata_dups=%" PRIu64 " syn=%" PRIu64 " fin=%" PRIu64
+			" rst=%" PRIu64 " malformed=%" PRIu64 " bad_checksum=%" PRIu64,
+			st.gaps, st.missed, st.late, st.repairs, st.dups, st.rdata_dups, st.syn,
+			st.fin, st.rst, sd->malformed, sd->bad_checksum);
+		if (st.have_data)
+			fprintf(out, " odata_last=%u rx_lead=%u", st.odata_last, st.rx_lead);
+		if (st.have_window)
+			fprintf(out, " trail=%u lead=%u", st.trail, st.lead);
+		fprintf(out, " loops=%" PRIu64 " opx_discard=%" PRIu64 "\n", sd->loops,
+			sd->opx_discard);
+	}
+	return 0;
+}
+
 void ctl_print_final(struct ctl *c, FILE *out)
 {
 	struct bridge *br = c->br;
@@ -350,10 +391,11 @@ void ctl_print_final(struct ctl *c, FILE *out)
 		fprintf(out,
 			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
 			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
-			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64,
+			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64 " pgm_pkts=%" PRIu64
+			" pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64,
 			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
 			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
-			st.backlog_max);
+			st.backlog_max, st.pgm_pkts, st.pgm_malformed, st.pgm_bad_csum);
 		for (int r = 0; r < DROP_NREASONS; r++)
 			if (st.drops[r])
 				fprintf(out, " drop_%s=%" PRIu64, drop_reason_name[r], st.drops[r]);
@@ -376,6 +418,7 @@ void ctl_print_final(struct ctl *c, FILE *out)
 		hist_quantile(&lat, 0.5), hist_quantile(&lat, 0.9), hist_quantile(&lat, 0.99),
 		hist_quantile(&lat, 0.999), hist_quantile(&lat, 0.9999), lat.max, lat.count);
 	fprintf(out, "senders=%zu\n", sender_table_count(br->senders));
+	pgm_stream_table_for_each(br->pgm, print_pgm_stream, out);
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		struct group *g = br->groups[i];
 
@@ -543,6 +586,8 @@ static void on_timer(struct ctl *c)
 	if (now - c->last_age_ms >= 1000) {
 		sender_table_age(c->br->senders, now * 1000000ull,
 				 (uint64_t)atomic_load(&c->sender_idle_s) * 1000000000ull);
+		pgm_stream_table_age(c->br->pgm, now * 1000000ull,
+				     (uint64_t)atomic_load(&c->pgm_idle_s) * 1000000000ull);
 		c->last_age_ms = now;
 	}
 }

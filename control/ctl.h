@@ -28,6 +28,7 @@ struct ctl {
 	_Atomic int64_t statint;
 	_Atomic int64_t hwrate;
 	_Atomic int64_t sender_idle_s;
+	_Atomic int64_t pgm_idle_s;
 };
 
 static inline void fcntl_nonblock(int fd)

@@ -20,6 +20,7 @@
 #include "fwd.h"
 #include "log.h"
 #include "options.h"
+#include "pgm.h"
 #include "setup.h"
 
 #define DEFAULT_PORT 4711
@@ -254,6 +255,32 @@ static int opt_debug(void *ctx, const char *arg, char *err, size_t len)
 }
 
 static _Atomic int64_t f_buffers, f_huge, f_mcqp, f_senders, f_backlog, f_rq, f_sq, f_sig;
+static _Atomic int64_t f_pgm_csum, f_pgm_strict;
+
+/* pgm_checksum / pgm_strict: one bit each of the data path's PGM drop policy. */
+static void pgm_policy_bit(struct bridge *br, int64_t bit, int64_t on)
+{
+	if (on)
+		atomic_fetch_or(&br->pgm_policy, bit);
+	else
+		atomic_fetch_and(&br->pgm_policy, ~bit);
+}
+
+static int apply_pgm_csum(void *ctx, int64_t value, char *err, size_t len)
+{
+	(void)err;
+	(void)len;
+	pgm_policy_bit(ctx, PGM_DROP_BAD_CHECKSUM, value);
+	return 0;
+}
+
+static int apply_pgm_strict(void *ctx, int64_t value, char *err, size_t len)
+{
+	(void)err;
+	(void)len;
+	pgm_policy_bit(ctx, PGM_DROP_MALFORMED, value);
+	return 0;
+}
 
 static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 {
@@ -327,6 +354,16 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 false, 0, &f_sq, false, NULL, NULL},
 		{"sigevery", FEAT_INT, "signal one send completion in N", 32, 1, 1024, false, 0,
 		 false, 0, &f_sig, false, NULL, NULL},
+		{"pgm", FEAT_BOOL, "inspect PGM (RFC 3208): stream counters, loop and OPX checks",
+		 1, 0, 0, false, 0, false, 0, &br->pgm_on, true, NULL, NULL},
+		{"pgm_dups", FEAT_BOOL, "drop PGM ODATA duplicates (off: count and forward them)",
+		 0, 0, 0, false, 0, false, 0, &br->pgm_dups, true, NULL, NULL},
+		{"pgm_checksum", FEAT_BOOL, "drop PGM packets with a wrong checksum", 0, 0, 0,
+		 false, 0, false, 0, &f_pgm_csum, true, apply_pgm_csum, br},
+		{"pgm_strict", FEAT_BOOL, "drop payloads that are not valid PGM", 0, 0, 0, false, 0,
+		 false, 0, &f_pgm_strict, true, apply_pgm_strict, br},
+		{"pgm_idle", FEAT_INT, "seconds before an idle PGM stream is forgotten", 600, 1,
+		 86400, false, 0, false, 0, &ctl->pgm_idle_s, true, NULL, NULL},
 	};
 	int r;
 

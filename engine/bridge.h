@@ -29,6 +29,7 @@
 
 struct pool;
 struct pool_cache;
+struct pgm_stream_table;
 
 /* The fixed header space of a UD receive (GRH, or IPv4 at offset 20 on RoCEv2). */
 #define BR_GRH_LEN	       40
@@ -278,10 +279,14 @@ struct bridge {
 	uint32_t ngroups, groups_cap;
 	struct sender_table *senders;
 	_Atomic uint64_t groups_epoch; /* bumped before a group leaves the tables */
+	struct pgm_stream_table *pgm;  /* PGM streams (TSI + group) */
 	/* Runtime features, read by workers with relaxed loads. */
 	_Atomic int64_t bridging;
 	_Atomic int64_t drop_every;
 	_Atomic int64_t loopback_prev;
+	_Atomic int64_t pgm_on;	    /* inspect PGM */
+	_Atomic int64_t pgm_dups;   /* enum pgm_dup_policy */
+	_Atomic int64_t pgm_policy; /* PGM_DROP_* bits: drop bad checksums / malformed */
 };
 
 /* ---- mgid.c: group specs and MGIDs ---- */

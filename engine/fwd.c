@@ -19,8 +19,10 @@
 
 #include "bridge.h"
 #include "fwd.h"
+#include "pgm.h"
 #include "pool.h"
 #include "senders.h"
+#include "stream.h"
 
 #define TX_TAG (1ull << 63)
 
@@ -351,6 +353,40 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
 	}
 }
 
+/*
+ * PGM inspection of a payload about to be forwarded: well-formed packets are accounted
+ * to their stream (TSI + group; this worker owns both sides of the group, so it is the
+ * stream's only writer). Returns true when the packet must be dropped: a loop (the
+ * stream was first seen on the other side), an unknown option asking for discard, a
+ * duplicate under pgm_dups=drop, or a bad checksum / malformed payload under the strict
+ * policy. Never modifies the payload.
+ */
+static inline bool rx_pgm(struct worker *w, struct channel *ch, const struct group *g,
+			  const uint8_t *payload, uint32_t len, uint64_t now)
+{
+	struct bridge *br = w->br;
+	unsigned policy = (unsigned)atomic_load_explicit(&br->pgm_policy, memory_order_relaxed);
+	struct pgm_stream_key key;
+	struct pgm_packet pkt;
+	enum pgm_verdict v;
+	enum pgm_result r;
+
+	r = pgm_parse(payload, len, 0, &pkt);
+	if (pgm_result_malformed(r)) {
+		ch->st.pgm_malformed++;
+		return pgm_result_drop(r, policy);
+	}
+	ch->st.pgm_pkts++;
+	if (r == PGM_BAD_CHECKSUM)
+		ch->st.pgm_bad_csum++;
+	pgm_stream_key_from_packet(&key, &pkt, ntohl(g->addr));
+	if (!pgm_stream_update(br->pgm, &key, ch->side, &pkt, now, &v) &&
+	    pgm_verdict_drop(v, (enum pgm_dup_policy)atomic_load_explicit(&br->pgm_dups,
+									  memory_order_relaxed)))
+		return true;
+	return pgm_result_drop(r, policy);
+}
+
 /* One receive completion. */
 static inline void chan_rx(struct worker *w, struct channel *ch, const struct ibv_wc *wc,
 			   struct freelist *fl, uint64_t now)
@@ -380,6 +416,11 @@ static inline void chan_rx(struct worker *w, struct channel *ch, const struct ib
 	if (!g)
 		goto drop;
 	rx_sender(w, ch, &sk, wc->src_qp, len, now);
+	if (atomic_load_explicit(&br->pgm_on, memory_order_relaxed) &&
+	    rx_pgm(w, ch, g, p + BR_GRH_LEN, len, now)) {
+		why = DROP_PGM;
+		goto drop;
+	}
 	nth = atomic_load_explicit(&br->drop_every, memory_order_relaxed);
 	if (nth > 0 && ++w->drop_nth % (uint64_t)nth == 0) {
 		why = DROP_INJECTED;

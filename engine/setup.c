@@ -19,6 +19,7 @@
 #include "pool.h"
 #include "senders.h"
 #include "setup.h"
+#include "stream.h"
 
 #define BR_BUF_SIZE  4160 /* 40-byte header + 4096 MTU, rounded to 64 */
 #define HANDOFF_RING 4096
@@ -405,6 +406,9 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	br->senders = sender_table_new(nw, c->max_senders);
 	if (!br->senders)
 		return seterr(err, errlen, -ENOMEM, "sender table: out of memory");
+	br->pgm = pgm_stream_table_new(NULL);
+	if (!br->pgm)
+		return seterr(err, errlen, -ENOMEM, "PGM stream table: out of memory");
 	br->groups_by_addr =
 		cds_lfht_new_flavor(256, 256, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor, NULL);
 	if (!br->groups_by_addr)
@@ -444,6 +448,8 @@ void bridge_destroy(struct bridge *br)
 	br->pool = NULL;
 	sender_table_free(br->senders);
 	br->senders = NULL;
+	pgm_stream_table_free(br->pgm);
+	br->pgm = NULL;
 	if (br->groups_by_addr)
 		cds_lfht_destroy(br->groups_by_addr, NULL);
 	br->groups_by_addr = NULL;

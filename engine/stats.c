@@ -57,4 +57,7 @@ void chan_stats_add(struct chan_stats *d, const struct chan_stats *s)
 	d->backlog += s->backlog;
 	d->tx_completions += s->tx_completions;
 	d->handoff_out += s->handoff_out;
+	d->pgm_pkts += s->pgm_pkts;
+	d->pgm_malformed += s->pgm_malformed;
+	d->pgm_bad_csum += s->pgm_bad_csum;
 }

@@ -47,7 +47,10 @@ struct chan_stats {
 	uint64_t backlog_max; /* highest backlog seen */
 	uint64_t backlog;     /* current backlog */
 	uint64_t tx_completions;
-	uint64_t handoff_out; /* packets handed to another worker */
+	uint64_t handoff_out;	/* packets handed to another worker */
+	uint64_t pgm_pkts;	/* well-formed PGM packets inspected */
+	uint64_t pgm_malformed; /* payloads that are not valid PGM (forwarded unless strict) */
+	uint64_t pgm_bad_csum;	/* PGM packets with a wrong checksum */
 };
 
 /*
