@@ -90,9 +90,9 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 	}
 }
 
-/* Append a send of buffer `buf` to the chain of `out` (or to its backlog). */
+/* Chain a send of buffer `buf` on `out`, which has send-queue room. */
 static inline __attribute__((always_inline)) void
-chan_send(struct worker *w, struct channel *out, struct freelist *fl, uint32_t buf, uint32_t len,
+chan_post(struct worker *w, struct channel *out, struct freelist *fl, uint32_t buf, uint32_t len,
 	  bool has_imm, uint32_t imm, struct ibv_ah *ah, uint32_t qkey)
 {
 	struct ibv_send_wr *wr;
@@ -100,27 +100,6 @@ chan_send(struct worker *w, struct channel *out, struct freelist *fl, uint32_t b
 
 	if (out->nwr == BR_BURST)
 		chan_flush(w, out, fl);
-	if (sq_used(out) >= out->sq_depth || out->bl_tail != out->bl_head) {
-		/* Keep order: once something waits, everything after it waits too. */
-		if (out->bl_tail - out->bl_head > out->bl_mask) {
-			out->st.drops[DROP_TX_FULL]++;
-			fl_put(w, fl, buf);
-			return;
-		}
-		struct backlog_ent *b = &out->bl[out->bl_tail++ & out->bl_mask];
-
-		b->buf = buf;
-		b->len = len;
-		b->has_imm = has_imm;
-		b->imm = imm;
-		b->ah = ah;
-		b->qkey = qkey;
-		pool_set_state(w->br->pool, buf, POOL_BACKLOG);
-		out->st.backlog = out->bl_tail - out->bl_head;
-		if (out->st.backlog > out->st.backlog_max)
-			out->st.backlog_max = out->st.backlog;
-		return;
-	}
 	wr = &out->wr[out->nwr];
 	sge = &out->sge[out->nwr];
 	out->nwr++;
@@ -146,13 +125,46 @@ chan_send(struct worker *w, struct channel *out, struct freelist *fl, uint32_t b
 	out->st.tx_bytes += len;
 }
 
+/*
+ * Send buffer `buf` on `out`: chained now, or queued in the bounded backlog when the send
+ * queue is full or older packets already wait (order is kept); dropped and counted when
+ * the backlog is full too.
+ */
+static inline __attribute__((always_inline)) void
+chan_send(struct worker *w, struct channel *out, struct freelist *fl, uint32_t buf, uint32_t len,
+	  bool has_imm, uint32_t imm, struct ibv_ah *ah, uint32_t qkey)
+{
+	struct backlog_ent *b;
+
+	if (sq_used(out) < out->sq_depth && out->bl_tail == out->bl_head) {
+		chan_post(w, out, fl, buf, len, has_imm, imm, ah, qkey);
+		return;
+	}
+	if (out->bl_tail - out->bl_head > out->bl_mask) {
+		out->st.drops[DROP_TX_FULL]++;
+		fl_put(w, fl, buf);
+		return;
+	}
+	b = &out->bl[out->bl_tail++ & out->bl_mask];
+	b->buf = buf;
+	b->len = len;
+	b->has_imm = has_imm;
+	b->imm = imm;
+	b->ah = ah;
+	b->qkey = qkey;
+	pool_set_state(w->br->pool, buf, POOL_BACKLOG);
+	out->st.backlog = out->bl_tail - out->bl_head;
+	if (out->st.backlog > out->st.backlog_max)
+		out->st.backlog_max = out->st.backlog;
+}
+
 /* Move waiting packets into the send queue while there is room. */
 static void chan_backlog_drain(struct worker *w, struct channel *ch, struct freelist *fl)
 {
 	while (ch->bl_head != ch->bl_tail && sq_used(ch) < ch->sq_depth) {
 		struct backlog_ent b = ch->bl[ch->bl_head++ & ch->bl_mask];
 
-		chan_send(w, ch, fl, b.buf, b.len, b.has_imm, b.imm, b.ah, b.qkey);
+		chan_post(w, ch, fl, b.buf, b.len, b.has_imm, b.imm, b.ah, b.qkey);
 	}
 	ch->st.backlog = ch->bl_tail - ch->bl_head;
 }
