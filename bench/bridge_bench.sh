@@ -147,12 +147,12 @@ cg_run() { # N SENDERS -> "Ir forwarded"
 
 	bridge_start "$f.log" valgrind --tool=callgrind --callgrind-out-file="$f" \
 		--collect-atstart=no --toggle-collect=chan_burst \
-		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=8192 -e senders=16384
+		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=8192 -e senders=16384 $cg_pgm
 	if [ "$qps" = 1 ]; then
-		timeout 300 "$bench" -J -s sim_ib1 -r sim_roce2 -n "$n" -R 200000 >/dev/null
+		timeout 300 "$bench" -J -s sim_ib1 -r sim_roce2 -n "$n" -R 500000 >/dev/null
 	else
 		timeout 300 "$mcpkt" send -b 198.18.0.2 -g "$group" -n $((n / qps)) --qps "$qps" \
-			-s 64 --rate 200000 >/dev/null
+			-s 64 --rate 500000 >/dev/null
 	fi
 	sleep 2
 	bridge_stop
@@ -170,6 +170,7 @@ if [ "$do_cg" = 1 ]; then
 		echo "bridge_bench: valgrind missing" >&2
 		exit 1
 	}
+	cg_pgm=${CG_PGM:-}
 	for qps in 1 10000; do
 		if [ "$qps" != 1 ] && [ ! -x "$mcpkt" ]; then
 			log "callgrind with $qps senders: skipped ($mcpkt missing)"
@@ -177,7 +178,7 @@ if [ "$do_cg" = 1 ]; then
 		fi
 		read -r ia fa <<<"$(cg_run 40000 "$qps")"
 		read -r ib fb <<<"$(cg_run 120000 "$qps")"
-		log "callgrind, $qps sender(s): engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
+		log "callgrind, $qps sender(s)${cg_pgm:+ ($cg_pgm)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
 	done
 fi
 log "results: $out"

@@ -171,7 +171,8 @@ struct channel {
 		struct group *g;
 	} gcache[CH_GCACHE];
 	uint64_t scache_epoch;
-	struct sender **scache; /* CH_SCACHE entries, 2-way: sets of two */
+	struct sender **scache;	    /* CH_SCACHE entries, 2-way: sets of two */
+	struct sender *prev_sender; /* the last packet's sender */
 	struct chan_stats st;
 } __attribute__((aligned(64)));
 

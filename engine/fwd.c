@@ -329,6 +329,10 @@ static inline void rx_sender(struct worker *w, struct channel *ch, struct sender
 
 	sk->chan = (uint32_t)ch->side << 16 | ch->index;
 	sk->qpn = qpn;
+	/* Streams come in runs: the previous packet's sender, without hashing. */
+	s = ch->prev_sender;
+	if (s && s->key.qpn == qpn && !memcmp(s->key.addr, sk->addr, sizeof(sk->addr)))
+		goto count;
 	h = sender_hash(sk);
 	set = &ch->scache[(h & (CH_SCACHE / 2 - 1)) * 2];
 	if (set[0] && !memcmp(&set[0]->key, sk, sizeof(*sk))) {
@@ -344,6 +348,8 @@ static inline void rx_sender(struct worker *w, struct channel *ch, struct sender
 		set[1] = set[0];
 		set[0] = s;
 	}
+	ch->prev_sender = s;
+count:
 	s->pkts++;
 	s->bytes += len;
 	s->last_ns = now;
@@ -361,6 +367,7 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
 	}
 	if (se != ch->scache_epoch) {
 		memset(ch->scache, 0, sizeof(*ch->scache) * CH_SCACHE);
+		ch->prev_sender = NULL;
 		ch->scache_epoch = se;
 	}
 }
