@@ -109,8 +109,11 @@ size_t sender_table_age(struct sender_table *t, uint64_t now_ns, uint64_t idle_n
 		struct sender *s = caa_container_of(n, struct sender, node);
 
 		cds_lfht_next(t->ht, &it);
-		/* last_ns is written by the worker: a racy read only delays aging. */
-		if (now_ns - __atomic_load_n(&s->last_ns, __ATOMIC_RELAXED) < idle_ns)
+		/* last_ns is written by the worker: a racy read only delays aging. It may be
+		 * later than now_ns (taken before the worker's clock read): not idle. */
+		uint64_t last = __atomic_load_n(&s->last_ns, __ATOMIC_RELAXED);
+
+		if (last >= now_ns || now_ns - last < idle_ns)
 			continue;
 		if (cds_lfht_del(t->ht, n))
 			continue;

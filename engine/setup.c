@@ -271,7 +271,7 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
 	qa.pd = sd->pd;
 	qa.qp_context = ch;
-	if (atomic_load(&br->loopback_prev) && sd->block_lb) {
+	if (sd->block_lb) {
 		qa.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
 		qa.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
 	}
@@ -319,7 +319,8 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	for (int s = 0; s < NSIDES; s++) {
 		uint32_t dev_max = (uint32_t)br->sd[s].dattr.max_mcast_qp_attach;
 
-		br->sd[s].block_lb = true;
+		/* True only while the NIC blocks our own multicast (see channel_create). */
+		br->sd[s].block_lb = atomic_load(&br->loopback_prev) != 0;
 		if (!mcqp || (dev_max && mcqp > dev_max))
 			mcqp = dev_max ? dev_max : 1;
 	}

@@ -1,0 +1,31 @@
+#!/bin/bash
+# 10 000 distinct senders (10 000 UD QPs of one mcpkt process, two packets each) on IB,
+# bridged to RoCE: the bridge's sender table holds all of them, nothing is dropped, the
+# listener gets every packet of every sender exactly once.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init bridge-senders10k
+group=239.1.2.3
+nq=10000
+n=2
+
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$group"
+br_listen listener "$ROCE_NET.2" -g "$group" -n $((nq * n)) --verify --timeout 60
+br_send send "$IB_NET.2" -g "$group" -n "$n" --qps "$nq" --rate 20000 --timeout 50
+# The payload names its sender QP: 10 000 senders behind one source (the bridge).
+br_expect_listener listener $((nq * n)) "$nq"
+
+br_stop bridge
+senders=$(sed -n 's/^senders=\([0-9]*\)$/\1/p' "$SF_TMP/bridge.out")
+[ -n "$senders" ] && [ "$senders" -ge "$nq" ] ||
+	br_fail "bridge: senders=${senders:-none}, expected at least $nq" bridge
+br_expect bridge IB rx_pkts $((nq * n))
+br_expect bridge IB fwd_pkts $((nq * n))
+br_expect bridge IB drops 0
+br_expect bridge RoCE tx_pkts $((nq * n))
+br_expect bridge RoCE drops 0
+br_conservation bridge sim_ib0 sim_roce0
+sf_expect_counter sim_ib0 out_of_buffer 0
+sf_log "PASS"
