@@ -255,7 +255,7 @@ static int opt_debug(void *ctx, const char *arg, char *err, size_t len)
 }
 
 static _Atomic int64_t f_buffers, f_huge, f_mcqp, f_senders, f_backlog, f_rq, f_sq, f_sig;
-static _Atomic int64_t f_pgm_csum, f_pgm_strict;
+static _Atomic int64_t f_pgm_csum, f_pgm_strict, f_foreign;
 
 /* pgm_checksum / pgm_strict: one bit each of the data path's PGM drop policy. */
 static void pgm_policy_bit(struct bridge *br, int64_t bit, int64_t on)
@@ -354,6 +354,8 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 false, 0, &f_sq, false, NULL, NULL},
 		{"sigevery", FEAT_INT, "signal one send completion in N", 32, 1, 1024, false, 0,
 		 false, 0, &f_sig, false, NULL, NULL},
+		{"foreign", FEAT_BOOL, "bridge RoCE sources outside the interface subnet", 0, 0, 0,
+		 false, 0, false, 0, &f_foreign, false, NULL, NULL},
 		{"pgm", FEAT_BOOL, "inspect PGM (RFC 3208): stream counters, loop and OPX checks",
 		 1, 0, 0, false, 0, false, 0, &br->pgm_on, true, NULL, NULL},
 		{"pgm_dups", FEAT_BOOL, "drop PGM ODATA duplicates (off: count and forward them)",
@@ -418,6 +420,7 @@ int main(int argc, char **argv)
 	br.cfg.rq_depth = (uint32_t)atomic_load(&f_rq);
 	br.cfg.sq_depth = (uint32_t)atomic_load(&f_sq);
 	br.cfg.sig_every = (uint32_t)atomic_load(&f_sig);
+	br.cfg.allow_foreign = atomic_load(&f_foreign) != 0;
 	if (br.cfg.sig_every > br.cfg.sq_depth / 2)
 		br.cfg.sig_every = br.cfg.sq_depth / 2;
 	if (!br.ngroups)
@@ -440,6 +443,9 @@ int main(int argc, char **argv)
 		 inet_ntoa(*(struct in_addr *)&br.sd[1].ipv4), br.npairs, br.npairs == 1 ? "" : "s",
 		 br.cfg.nworkers, br.cfg.nworkers == 1 ? "" : "s",
 		 br.cfg.nworkers ? "" : " (event-driven)");
+	for (uint32_t i = 0; i < br.cfg.nworkers; i++)
+		log_info("worker %u: CPU %d, %u channel%s", i, br.workers[i].cpu,
+			 br.workers[i].nchan, br.workers[i].nchan == 1 ? "" : "s");
 	if (!br.sd[SIDE_ROCE].netmask)
 		log_info("RoCE %s: no interface holds %s, source subnet not checked", br.sd[1].dev,
 			 inet_ntoa(*(struct in_addr *)&br.sd[1].ipv4));

@@ -5,6 +5,7 @@
  * the workers that own them, and tear it all down again.
  */
 #include <errno.h>
+#include <sched.h>
 #include <ifaddrs.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -309,6 +310,30 @@ static void channel_destroy(struct channel *ch)
 	free(ch);
 }
 
+/*
+ * The CPU of worker i: from --cpus, else a simple default: the CPUs of the process
+ * affinity mask (taskset, systemd CPUAffinity=) in order, skipping the first one, which
+ * is left to the control thread, and wrapping around when there are more workers than
+ * CPUs. -1 (not pinned) if the mask cannot be read. NUMA-aware placement is the job of a
+ * later change (hwloc).
+ */
+static int worker_cpu(const struct bridge_cfg *c, uint32_t i)
+{
+	int allowed[CPU_SETSIZE], n = 0;
+	cpu_set_t set;
+
+	if (c->ncpus)
+		return c->cpus[i % c->ncpus];
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			allowed[n++] = cpu;
+	if (!n)
+		return -1;
+	return n == 1 ? allowed[0] : allowed[1 + i % (uint32_t)(n - 1)];
+}
+
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 {
 	struct bridge_cfg *c = &br->cfg;
@@ -357,7 +382,7 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 
 		w->id = i;
 		w->br = br;
-		w->cpu = c->nworkers && i < c->ncpus ? c->cpus[i] : -1;
+		w->cpu = c->nworkers ? worker_cpu(c, i) : -1;
 		w->pc = pool_cache(br->pool, i);
 		w->chan = calloc(2 * (br->npairs / nw + 1), sizeof(*w->chan));
 		w->in = calloc(nw, sizeof(*w->in));
