@@ -116,7 +116,7 @@ struct group {
 	uint64_t fwd_bytes[NSIDES];
 	bool retired;
 	struct rcu_head rcu;
-};
+} __attribute__((aligned(64)));
 
 /* A packet waiting for send-queue space. */
 struct backlog_ent {
@@ -194,7 +194,7 @@ struct handoff_ring {
 	char pad2[56];
 	uint32_t mask;
 	struct handoff_ent *ent;
-};
+} __attribute__((aligned(64)));
 
 enum idle_policy {
 	IDLE_SPIN,    /* busy-poll forever */

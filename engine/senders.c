@@ -43,8 +43,22 @@ void sender_table_free(struct sender_table *t)
 {
 	if (!t)
 		return;
-	if (t->ht)
-		cds_lfht_destroy(t->ht, NULL);
+	if (t->ht) {
+		struct cds_lfht_iter it;
+		struct cds_lfht_node *n;
+
+		/* cds_lfht_destroy refuses a table that still holds nodes. */
+		cds_lfht_first(t->ht, &it);
+		while ((n = cds_lfht_iter_get_node(&it))) {
+			cds_lfht_next(t->ht, &it);
+			cds_lfht_del(t->ht, n);
+		}
+		/* Not from a read-side critical section: an online QSBR thread is in one. */
+		urcu_qsbr_thread_offline();
+		if (cds_lfht_destroy(t->ht, NULL))
+			abort(); /* impossible: the table is empty and no thread uses it */
+		urcu_qsbr_thread_online();
+	}
 	for (uint32_t w = 0; t->slab && w < t->nworkers; w++)
 		free(t->slab[w].rec);
 	free(t->slab);

@@ -58,6 +58,8 @@ struct sender_table {
 
 /* Create a table with room for `per_worker` senders per worker. NULL + errno. */
 struct sender_table *sender_table_new(uint32_t nworkers, uint32_t per_worker);
+
+/* Free the table once no worker uses it. Caller: a registered QSBR thread, online. */
 void sender_table_free(struct sender_table *t);
 
 static inline unsigned long sender_hash(const struct sender_key *k)

@@ -476,15 +476,20 @@ void bridge_destroy(struct bridge *br)
 	br->senders = NULL;
 	pgm_stream_table_free(br->pgm);
 	br->pgm = NULL;
+	/* cds_lfht_destroy: not from a read-side critical section (an online QSBR thread). */
+	urcu_qsbr_thread_offline();
 	if (br->groups_by_addr)
 		cds_lfht_destroy(br->groups_by_addr, NULL);
 	br->groups_by_addr = NULL;
 	for (int s = 0; s < NSIDES; s++) {
+		if (br->sd[s].groups)
+			cds_lfht_destroy(br->sd[s].groups, NULL);
+		br->sd[s].groups = NULL;
+	}
+	urcu_qsbr_thread_online();
+	for (int s = 0; s < NSIDES; s++) {
 		struct side_ctx *sd = &br->sd[s];
 
-		if (sd->groups)
-			cds_lfht_destroy(sd->groups, NULL);
-		sd->groups = NULL;
 		if (sd->pd)
 			ibv_dealloc_pd(sd->pd);
 		sd->pd = NULL;

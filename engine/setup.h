@@ -24,7 +24,8 @@ int side_numa_node(const struct side_ctx *sd);
  */
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen);
 
-/* Undo bridge_build and side_open (workers stopped, groups left). */
+/* Undo bridge_build and side_open (workers stopped, groups left). Caller: the control
+ * thread, registered with QSBR and online. */
 void bridge_destroy(struct bridge *br);
 
 #endif /* ENGINE_SETUP_H */

@@ -45,8 +45,28 @@ br_fail() {
 		esac
 	done
 	"$SIMFAB" counters >"$SF_TMP/simfab-counters.out" 2>&1 || true
+	br_final_counters
 	# shellcheck disable=SC2046,SC2086 # file names without blanks
 	sf_fail "$msg" $(br_files "$@" $names) "$SF_TMP/simfab-counters.out"
+}
+
+# br_final_counters: SIGINT to the bridges still running, so that their final counters
+# show in a failure report; waits up to 5 s for them.
+br_final_counters() {
+	local b tpid child n
+
+	for b in $BR_BRIDGES; do
+		tpid=$(br_pid "$b")
+		kill -0 "$tpid" 2>/dev/null || continue
+		child=$(cat "/proc/$tpid/task/$tpid/children" 2>/dev/null || true)
+		[ -n "$child" ] || continue
+		kill -INT "${child%% *}" 2>/dev/null || true
+		n=0
+		while kill -0 "$tpid" 2>/dev/null && [ "$n" -lt 50 ]; do
+			n=$((n + 1))
+			sleep 0.1
+		done
+	done
 }
 
 # br_start NAME SECS CMD...: run one of our programs in the background, bounded by
