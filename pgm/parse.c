@@ -458,7 +458,7 @@ enum pgm_result pgm_parse(const void *buf, size_t len, unsigned flags, struct pg
 		return parse_fail(pkt, PGM_ERR_TOO_LONG, PGM_MAX_TPDU);
 
 	/* Checksum first: it tells corruption apart from a sender's malformed packet. */
-	if (flags & PGM_PARSE_NO_CSUM)
+	if (flags & (PGM_PARSE_NO_CSUM | PGM_PARSE_CSUM_LAST))
 		pkt->csum = PGM_CSUM_UNCHECKED;
 	else if (pkt->checksum == 0)
 		pkt->csum = PGM_CSUM_ABSENT;
@@ -484,6 +484,12 @@ enum pgm_result pgm_parse(const void *buf, size_t len, unsigned flags, struct pg
 	if (pkt->tsdu_len < left)
 		return parse_fail(pkt, PGM_ERR_TRAILING_BYTES, c.off + pkt->tsdu_len);
 
+	if ((flags & PGM_PARSE_CSUM_LAST) && !(flags & PGM_PARSE_NO_CSUM)) {
+		if (pkt->checksum == 0)
+			pkt->csum = PGM_CSUM_ABSENT;
+		else
+			pkt->csum = pgm_checksum_verify(p, len) ? PGM_CSUM_GOOD : PGM_CSUM_BAD;
+	}
 	pkt->result = pkt->csum == PGM_CSUM_BAD ? PGM_BAD_CHECKSUM : PGM_OK;
 	return pkt->result;
 }

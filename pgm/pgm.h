@@ -346,6 +346,13 @@ struct pgm_packet {
 
 /* Flags for pgm_parse(). */
 #define PGM_PARSE_NO_CSUM 0x1u /* skip checksum verification (csum = UNCHECKED) */
+/*
+ * Verify the checksum only once the packet parsed well: a payload that is not PGM at all
+ * (a group carrying other traffic) is rejected without summing it, and its csum stays
+ * UNCHECKED. For data paths that see non-PGM traffic; without the flag the checksum is
+ * verified first, which tells corruption (bad checksum) apart from a malformed sender.
+ */
+#define PGM_PARSE_CSUM_LAST 0x2u
 
 /*
  * pgm_parse - decode and validate one PGM packet.

@@ -349,6 +349,20 @@ static void test_checksum_status(void)
 	/* A malformed packet still reports its checksum state. */
 	CHECK_EQ(parse_named("opt_len_zero", &w, &pkt), PGM_ERR_OPT_LEN_ZERO);
 	CHECK_EQ(pkt.csum, PGM_CSUM_GOOD);
+
+	/* PGM_PARSE_CSUM_LAST: well-formed packets get the same verdicts ... */
+	CHECK_EQ(parse_named("odata_bad_checksum", &w, &pkt), PGM_BAD_CHECKSUM);
+	CHECK_EQ(pgm_parse(w.b, w.len, PGM_PARSE_CSUM_LAST, &pkt), PGM_BAD_CHECKSUM);
+	CHECK_EQ(pkt.csum, PGM_CSUM_BAD);
+	CHECK_EQ(parse_named("odata_no_checksum", &w, &pkt), PGM_OK);
+	CHECK_EQ(pgm_parse(w.b, w.len, PGM_PARSE_CSUM_LAST, &pkt), PGM_OK);
+	CHECK_EQ(pkt.csum, PGM_CSUM_ABSENT);
+	CHECK_EQ(pgm_parse(w.b, w.len, PGM_PARSE_CSUM_LAST | PGM_PARSE_NO_CSUM, &pkt), PGM_OK);
+	CHECK_EQ(pkt.csum, PGM_CSUM_UNCHECKED);
+	/* ... and a malformed one is rejected without its checksum being summed. */
+	CHECK_EQ(parse_named("opt_len_zero", &w, &pkt), PGM_ERR_OPT_LEN_ZERO);
+	CHECK_EQ(pgm_parse(w.b, w.len, PGM_PARSE_CSUM_LAST, &pkt), PGM_ERR_OPT_LEN_ZERO);
+	CHECK_EQ(pkt.csum, PGM_CSUM_UNCHECKED);
 }
 
 static void test_malformed_details(void)
