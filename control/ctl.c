@@ -572,6 +572,19 @@ static void on_timer(struct ctl *c)
 	while (read(c->timerfd, &exp, sizeof(exp)) == sizeof(exp))
 		;
 	joins_tick(c);
+	/* A QP in the error state (flushed completions) no longer receives: say so once. */
+	for (int s = 0; s < NSIDES; s++) {
+		for (uint32_t k = 0; k < c->br->sd[s].nchan; k++) {
+			struct channel *ch = c->br->sd[s].chan[k];
+
+			if (__atomic_load_n(&ch->broken, __ATOMIC_RELAXED) && !ch->broken_reported) {
+				ch->broken_reported = true;
+				log_err("%s %s channel %u (QP %#x): queue pair in the error state, "
+					"no longer forwarding; restart the bridge",
+					side_name[s], c->br->sd[s].dev, k, ch->qpn);
+			}
+		}
+	}
 	if (!c->br->cfg.nworkers) {
 		/* Event-driven: a channel whose refill found the pool empty gets no more
 		 * completions until it has receives again: retry on every tick. */

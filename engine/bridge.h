@@ -151,15 +151,23 @@ struct channel {
 	uint64_t tx_head, tx_tail;
 	uint32_t sig_every;
 	uint32_t unsignaled;
-	/* Sends chained during a pass, posted at its end. */
+	/*
+	 * Sends chained during a pass, posted at its end, and the receive chain of a refill.
+	 * Their constant fields (chaining, scatter lists, lkeys, QPN) are written once
+	 * (chan_prepare, fwd.c), the data path fills in only what changes per packet.
+	 */
 	struct ibv_send_wr wr[BR_BURST];
 	struct ibv_sge sge[BR_BURST];
 	uint32_t nwr;
+	bool prepared; /* chan_prepare ran */
+	struct ibv_recv_wr rwr[BR_BURST];
+	struct ibv_sge rsge[BR_BURST];
 	/* Bounded backlog when the send queue is full. */
 	struct backlog_ent *bl;
 	uint32_t bl_mask;
 	uint64_t bl_head, bl_tail;
-	bool broken; /* QP went to the error state */
+	bool broken;	      /* QP went to the error state (flushed completions) */
+	bool broken_reported; /* control thread: logged */
 	/*
 	 * Caches in front of the RCU tables (owner thread only). An entry is valid while
 	 * the table's epoch is the one the cache was filled under: the control thread bumps
@@ -170,6 +178,7 @@ struct channel {
 		uint64_t mgid_hi, mgid_lo;
 		struct group *g;
 	} gcache[CH_GCACHE];
+	struct gcache_ent *glast; /* the last packet's entry (packets come in runs) */
 	uint64_t scache_epoch;
 	struct sender **scache;	    /* CH_SCACHE entries, 2-way: sets of two */
 	struct sender *prev_sender; /* the last packet's sender */

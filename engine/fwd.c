@@ -26,6 +26,20 @@
 
 #define TX_TAG (1ull << 63)
 
+/*
+ * What prev_sender points to when there is no previous sender: a record no packet
+ * matches (QPNs have 24 bits), so the hot path needs no NULL check. Never written.
+ */
+static struct sender no_sender = {.key.qpn = UINT32_MAX};
+
+/* Drop a channel's sender cache (at start and when the table's epoch moves). */
+static void scache_clear(struct channel *ch)
+{
+	for (uint32_t i = 0; i < CH_SCACHE; i++)
+		ch->scache[i] = &no_sender;
+	ch->prev_sender = &no_sender;
+}
+
 static inline uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -40,7 +54,7 @@ static inline void fl_put(struct worker *w, struct freelist *fl, uint32_t buf)
 		pool_put_burst(w->pc, fl->idx, fl->n);
 		fl->n = 0;
 	}
-	pool_set_state(w->br->pool, buf, POOL_CACHED);
+	/* No state store here: pool_put_burst records POOL_CACHED before the pass ends. */
 	fl->idx[fl->n++] = buf;
 }
 
@@ -52,9 +66,64 @@ static inline void fl_flush(struct worker *w, struct freelist *fl)
 	}
 }
 
+/*
+ * The pool's data region held in registers: one contiguous region of fixed-size buffers
+ * (pool.h), buffer idx at base + idx * size, as pool_data computes it. With
+ * -fno-strict-aliasing the compiler would reload both fields after every store of the
+ * data path.
+ */
+struct region {
+	uint8_t *base;
+	size_t buf_size;
+};
+
+static inline struct region region_of(const struct pool *pool)
+{
+	return (struct region){pool_data(pool, 0), pool_buf_size(pool)};
+}
+
+static inline uint8_t *region_data(const struct region *r, uint32_t idx)
+{
+	return r->base + (size_t)idx * r->buf_size;
+}
+
 static inline uint32_t sq_used(const struct channel *ch)
 {
 	return (uint32_t)(ch->tx_head - ch->tx_tail) + ch->nwr;
+}
+
+/*
+ * Prepare a channel's data-path state, once, before its first receive is posted. Write
+ * the fields of its work requests that never change: the chaining (wr[i] -> wr[i + 1]; a
+ * post cuts the chain after its last WR and mends it afterwards), the scatter entries
+ * with the channel's lkey, the multicast QPN, the receive length; the data path then
+ * writes only what differs per packet. Providers do not modify a posted WR list
+ * (ibv_post_send/ibv_post_recv copy it into the queue). Point the caches' "last entry"
+ * pointers at entries that match no packet.
+ */
+static void chan_prepare(struct channel *ch)
+{
+	uint32_t bsz = pool_buf_size(ch->br->pool);
+
+	for (uint32_t i = 0; i < BR_BURST; i++) {
+		bool last = i + 1 == BR_BURST;
+
+		memset(&ch->wr[i], 0, sizeof(ch->wr[i]));
+		ch->wr[i].next = last ? NULL : &ch->wr[i + 1];
+		ch->wr[i].sg_list = &ch->sge[i];
+		ch->wr[i].num_sge = 1;
+		ch->wr[i].wr.ud.remote_qpn = BR_MCAST_QPN;
+		ch->sge[i].lkey = ch->lkey;
+		memset(&ch->rwr[i], 0, sizeof(ch->rwr[i]));
+		ch->rwr[i].next = last ? NULL : &ch->rwr[i + 1];
+		ch->rwr[i].sg_list = &ch->rsge[i];
+		ch->rwr[i].num_sge = 1;
+		ch->rsge[i].length = bsz;
+		ch->rsge[i].lkey = ch->lkey;
+	}
+	ch->glast = &ch->gcache[0];
+	scache_clear(ch);
+	ch->prepared = true;
 }
 
 /* Post the chained sends of a channel. */
@@ -66,11 +135,11 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 
 	if (!n)
 		return;
-	for (uint32_t i = 0; i + 1 < n; i++)
-		ch->wr[i].next = &ch->wr[i + 1];
 	ch->wr[n - 1].next = NULL;
 	ch->nwr = 0;
 	r = ibv_post_send(ch->qp, ch->wr, &bad);
+	if (n < BR_BURST)
+		ch->wr[n - 1].next = &ch->wr[n];
 	if (r) {
 		/* WRs from `bad` on were not posted: their buffers are ours again. */
 		uint32_t first = bad ? (uint32_t)(bad - ch->wr) : 0;
@@ -86,43 +155,53 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 		/* The signaled WR may have been among the unposted: signal the next one so
 		 * the posted ones are retired. */
 		ch->unsignaled = ch->sig_every - 1;
-		ch->broken = r != ENOMEM;
+		/* The QP itself is fine (the data path checks lengths before posting): only
+		 * error completions mark a channel broken. */
 	}
 }
 
-/* Chain a send of buffer `buf` on `out`, which has send-queue room. */
+/*
+ * Chain a send of buffer `buf` (payload at `addr`) on `out`, which has send-queue room.
+ * Only the per-packet fields are written (chan_prepare wrote the others). Fields are read
+ * into locals once: with -fno-strict-aliasing every store would force their reload.
+ */
 static inline __attribute__((always_inline)) void
-chan_post(struct worker *w, struct channel *out, struct freelist *fl, uint32_t buf, uint32_t len,
-	  bool has_imm, uint32_t imm, struct ibv_ah *ah, uint32_t qkey)
+chan_post(struct worker *w, struct pool *pool, struct channel *out, struct freelist *fl,
+	  uint32_t buf, uintptr_t addr, uint32_t len, bool has_imm, uint32_t imm, struct ibv_ah *ah,
+	  uint32_t qkey)
 {
+	uint32_t nwr = out->nwr, unsignaled;
 	struct ibv_send_wr *wr;
-	struct ibv_sge *sge;
+	unsigned int flags = 0;
+	uint64_t head;
 
-	if (out->nwr == BR_BURST)
+	if (nwr == BR_BURST) {
 		chan_flush(w, out, fl);
-	wr = &out->wr[out->nwr];
-	sge = &out->sge[out->nwr];
-	out->nwr++;
-	sge->addr = (uintptr_t)pool_data(w->br->pool, buf) + BR_GRH_LEN;
-	sge->length = len;
-	sge->lkey = out->lkey;
-	wr->wr_id = TX_TAG | out->tx_head;
-	wr->sg_list = sge;
-	wr->num_sge = 1;
+		nwr = 0;
+	}
+	/* After the flush: a failed post rewinds the head and the signal count. */
+	head = out->tx_head;
+	unsignaled = out->unsignaled + 1;
+	if (unsignaled >= out->sig_every) {
+		flags = IBV_SEND_SIGNALED;
+		unsignaled = 0;
+	}
+	out->nwr = nwr + 1;
+	out->unsignaled = unsignaled;
+	out->tx_head = head + 1;
+	out->sge[nwr].addr = addr;
+	out->sge[nwr].length = len;
+	wr = &out->wr[nwr];
+	wr->wr_id = TX_TAG | head;
 	wr->opcode = has_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
 	wr->imm_data = imm;
-	wr->send_flags = 0;
-	if (++out->unsignaled >= out->sig_every) {
-		wr->send_flags = IBV_SEND_SIGNALED;
-		out->unsignaled = 0;
-	}
+	wr->send_flags = flags;
 	wr->wr.ud.ah = ah;
-	wr->wr.ud.remote_qpn = BR_MCAST_QPN;
 	wr->wr.ud.remote_qkey = qkey;
-	out->tx_buf[out->tx_head++ & out->tx_mask] = buf;
-	pool_set_state(w->br->pool, buf, POOL_TX);
+	out->tx_buf[head & out->tx_mask] = buf;
 	out->st.tx_pkts++;
 	out->st.tx_bytes += len;
+	pool_set_state(pool, buf, POOL_TX);
 }
 
 /*
@@ -131,13 +210,14 @@ chan_post(struct worker *w, struct channel *out, struct freelist *fl, uint32_t b
  * the backlog is full too.
  */
 static inline __attribute__((always_inline)) void
-chan_send(struct worker *w, struct channel *out, struct freelist *fl, uint32_t buf, uint32_t len,
-	  bool has_imm, uint32_t imm, struct ibv_ah *ah, uint32_t qkey)
+chan_send(struct worker *w, struct pool *pool, struct channel *out, struct freelist *fl,
+	  uint32_t buf, uintptr_t addr, uint32_t len, bool has_imm, uint32_t imm, struct ibv_ah *ah,
+	  uint32_t qkey)
 {
 	struct backlog_ent *b;
 
-	if (sq_used(out) < out->sq_depth && out->bl_tail == out->bl_head) {
-		chan_post(w, out, fl, buf, len, has_imm, imm, ah, qkey);
+	if (__builtin_expect(sq_used(out) < out->sq_depth && out->bl_tail == out->bl_head, 1)) {
+		chan_post(w, pool, out, fl, buf, addr, len, has_imm, imm, ah, qkey);
 		return;
 	}
 	if (out->bl_tail - out->bl_head > out->bl_mask) {
@@ -152,7 +232,7 @@ chan_send(struct worker *w, struct channel *out, struct freelist *fl, uint32_t b
 	b->imm = imm;
 	b->ah = ah;
 	b->qkey = qkey;
-	pool_set_state(w->br->pool, buf, POOL_BACKLOG);
+	pool_set_state(pool, buf, POOL_BACKLOG);
 	out->st.backlog = out->bl_tail - out->bl_head;
 	if (out->st.backlog > out->st.backlog_max)
 		out->st.backlog_max = out->st.backlog;
@@ -161,19 +241,25 @@ chan_send(struct worker *w, struct channel *out, struct freelist *fl, uint32_t b
 /* Move waiting packets into the send queue while there is room. */
 static void chan_backlog_drain(struct worker *w, struct channel *ch, struct freelist *fl)
 {
+	struct pool *pool = w->br->pool;
+
 	while (ch->bl_head != ch->bl_tail && sq_used(ch) < ch->sq_depth) {
 		struct backlog_ent b = ch->bl[ch->bl_head++ & ch->bl_mask];
 
-		chan_post(w, ch, fl, b.buf, b.len, b.has_imm, b.imm, b.ah, b.qkey);
+		chan_post(w, pool, ch, fl, b.buf, (uintptr_t)pool_data(pool, b.buf) + BR_GRH_LEN,
+			  b.len, b.has_imm, b.imm, b.ah, b.qkey);
 	}
 	ch->st.backlog = ch->bl_tail - ch->bl_head;
 }
 
-/* A signaled send completed: everything posted up to it is done. */
-static void chan_tx_done(struct worker *w, struct channel *ch, const struct ibv_wc *wc,
-			 struct freelist *fl)
+/*
+ * A signaled send completed: everything posted up to it is done. The buffers go back to
+ * the pool straight from the ring of posted buffers, in at most two runs (the ring wraps).
+ */
+static void chan_tx_done(struct worker *w, struct channel *ch, const struct ibv_wc *wc)
 {
-	uint64_t pos = wc->wr_id & ~TX_TAG;
+	uint64_t end = (wc->wr_id & ~TX_TAG) + 1, tail = ch->tx_tail;
+	uint32_t ring = ch->tx_mask + 1;
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		/* Errors complete even unsignaled WRs: this one packet is lost. */
@@ -181,10 +267,122 @@ static void chan_tx_done(struct worker *w, struct channel *ch, const struct ibv_
 		if (wc->status == IBV_WC_WR_FLUSH_ERR)
 			ch->broken = true;
 	}
-	while (ch->tx_tail <= pos && ch->tx_tail < ch->tx_head)
-		fl_put(w, fl, ch->tx_buf[ch->tx_tail++ & ch->tx_mask]);
+	if (end > ch->tx_head)
+		end = ch->tx_head;
+	while (tail < end) {
+		uint32_t at = (uint32_t)tail & ch->tx_mask;
+		uint32_t n = end - tail < ring - at ? (uint32_t)(end - tail) : ring - at;
+
+		pool_put_burst(w->pc, &ch->tx_buf[at], n);
+		tail += n;
+	}
+	ch->tx_tail = tail;
 	ch->st.tx_completions++;
 }
+
+/*
+ * What a burst reads once rather than once per packet: the runtime features (relaxed
+ * loads; a change applies from the next burst on) and the time. A local whose address
+ * never leaves the inlined data path, so the compiler keeps it in registers or its own
+ * stack slots: with -fno-strict-aliasing every store of the loop would otherwise force
+ * reloads through w->br.
+ */
+struct burst {
+	struct worker *w;
+	struct bridge *br;
+	struct pool *pool;
+	struct region region;
+	uint64_t now;
+	int64_t drop_every;
+	bool bridging;
+	bool pgm_on;
+	bool inspect;	/* pgm_on or drop_every: the per-packet extras */
+	bool check_own; /* the channel's side cannot block our own multicast */
+	/* Added to the channel's counters at the end of the burst. */
+	uint32_t rx_errors, fwd_pkts;
+	uint64_t rx_bytes;
+	/*
+	 * The peer channel (where a pair's packets go) when its send queue has room for the
+	 * whole burst, nothing waits in its backlog and its chain has room for the whole
+	 * burst too (peer_fast): then every send on it is chained without the per-packet
+	 * checks of chan_send, with its chain length, head and signal count held here and
+	 * written back at the end of the loop (burst_peer_end). Nothing else touches the
+	 * peer's send queue during a burst: its completions are polled in its own bursts,
+	 * hand-offs are drained between bursts.
+	 */
+	struct channel *peer;
+	bool peer_fast;
+	struct ibv_send_wr *peer_wr; /* the next WR to chain: &peer->wr[peer->nwr] */
+	struct ibv_sge *peer_sge;
+	uint32_t peer_to_signal; /* posts until the next signaled one: sig_every - unsignaled */
+	uint64_t peer_head;
+};
+
+/*
+ * Whether the peer can take the whole burst of n packets without a check: chan_send
+ * chains a packet while sq_used < sq_depth, and every chained packet adds 2 to sq_used
+ * (head and chain length), so n packets fit when sq_used + 2n <= sq_depth. The signal
+ * countdown needs unsignaled < sig_every (what chan_post leaves). A pair belongs to one
+ * worker; checked anyway, a peer of another worker gets its packets by hand-off.
+ */
+static inline void burst_peer_begin(struct burst *b, struct channel *peer, uint32_t n)
+{
+	b->peer = peer;
+	b->peer_fast = peer->w == b->w && peer->bl_head == peer->bl_tail &&
+		       peer->nwr + n <= BR_BURST && sq_used(peer) + 2 * n <= peer->sq_depth &&
+		       peer->unsignaled < peer->sig_every;
+	b->peer_wr = &peer->wr[peer->nwr];
+	b->peer_sge = &peer->sge[peer->nwr];
+	b->peer_head = peer->tx_head;
+	b->peer_to_signal = peer->sig_every - peer->unsignaled;
+}
+
+static inline void burst_peer_end(struct burst *b)
+{
+	if (b->peer_fast) {
+		b->peer->nwr = (uint32_t)(b->peer_wr - b->peer->wr);
+		b->peer->tx_head = b->peer_head;
+		b->peer->unsignaled = b->peer->sig_every - b->peer_to_signal;
+	}
+}
+
+/* chan_post on the peer under burst_peer_begin's guarantee (no flush, no room check). */
+static inline __attribute__((always_inline)) void burst_peer_post(struct burst *b, uint32_t buf,
+								  uintptr_t addr, uint32_t len,
+								  bool has_imm, uint32_t imm,
+								  struct ibv_ah *ah, uint32_t qkey)
+{
+	struct channel *out = b->peer;
+	struct ibv_send_wr *wr = b->peer_wr++;
+	struct ibv_sge *sge = b->peer_sge++;
+	uint64_t head = b->peer_head++;
+	unsigned int flags = 0;
+
+	if (--b->peer_to_signal == 0) {
+		flags = IBV_SEND_SIGNALED;
+		b->peer_to_signal = out->sig_every;
+	}
+	sge->addr = addr;
+	sge->length = len;
+	wr->wr_id = TX_TAG | head;
+	wr->opcode = has_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	wr->imm_data = imm;
+	wr->send_flags = flags;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qkey = qkey;
+	out->tx_buf[head & out->tx_mask] = buf;
+	out->st.tx_pkts++;
+	out->st.tx_bytes += len;
+	pool_set_state(b->pool, buf, POOL_TX);
+}
+
+/*
+ * The source address of a sender key as two words (bytes 0-7 and 8-15 of
+ * sender_key.addr): the source GID, or ::ffff:a.b.c.d on RoCE.
+ */
+struct src_addr {
+	uint64_t hi, lo;
+};
 
 static inline bool ipv4_multicast(const uint8_t *a)
 {
@@ -197,13 +395,21 @@ static inline bool ipv4_multicast(const uint8_t *a)
  */
 static inline struct group *chan_group(struct channel *ch, uint64_t hi, uint64_t lo)
 {
-	struct gcache_ent *e;
+	struct gcache_ent *e = ch->glast;
 	union ibv_gid gid;
 	struct group *g;
 
-	e = &ch->gcache[(uint32_t)((lo * 0x9e3779b97f4a7c15ull) >> 56) & (CH_GCACHE - 1)];
-	if (e->g && e->mgid_hi == hi && e->mgid_lo == lo)
+	/*
+	 * A filled entry has a group; a cleared one (chan_caches_check) holds MGID 0, which
+	 * no packet carries (IB MGIDs start with 0xff, RoCE ones hold ::ffff).
+	 */
+	if (__builtin_expect(((e->mgid_hi ^ hi) | (e->mgid_lo ^ lo)) == 0, 1))
 		return e->g;
+	e = &ch->gcache[(uint32_t)((lo * 0x9e3779b97f4a7c15ull) >> 56) & (CH_GCACHE - 1)];
+	if (e->g && e->mgid_hi == hi && e->mgid_lo == lo) {
+		ch->glast = e;
+		return e->g;
+	}
 	memcpy(gid.raw, &hi, 8);
 	memcpy(gid.raw + 8, &lo, 8);
 	g = group_lookup(ch->sd, &gid);
@@ -211,148 +417,231 @@ static inline struct group *chan_group(struct channel *ch, uint64_t hi, uint64_t
 		e->mgid_hi = hi;
 		e->mgid_lo = lo;
 		e->g = g;
+		ch->glast = e;
 	}
 	return g;
 }
 
-/* The verdict on a received packet: the group to forward to, or a drop reason. */
-static inline struct group *rx_classify(struct worker *w, struct channel *ch,
-					const struct ibv_wc *wc, const uint8_t *p,
-					struct sender_key *sk, enum drop_reason *why)
+/* IB: the network header is the GRH at offset 0. */
+static inline __attribute__((always_inline)) struct group *
+rx_classify_ib(struct burst *b, struct channel *ch, const struct ibv_wc *wc, const uint8_t *p,
+	       struct src_addr *src, enum drop_reason *why)
 {
-	struct bridge *br = w->br;
-	struct side_ctx *sd = ch->sd;
+	const struct ibv_grh *grh = (const struct ibv_grh *)p;
+	const struct side_ctx *sd = ch->sd;
 	uint64_t hi, lo;
+	struct group *g;
+
+	if (grh->dgid.raw[0] != 0xff) {
+		*why = DROP_UNICAST;
+		return NULL;
+	}
+	memcpy(&src->hi, grh->sgid.raw, 8);
+	memcpy(&src->lo, grh->sgid.raw + 8, 8);
+	if (b->check_own && !memcmp(grh->sgid.raw, sd->gid.raw, 16) &&
+	    fwd_own_qpn(sd, wc->src_qp)) {
+		*why = DROP_OWN;
+		return NULL;
+	}
+	if (grh->hop_limit) {
+		*why = DROP_LOOP;
+		return NULL;
+	}
+	memcpy(&hi, grh->dgid.raw, 8);
+	memcpy(&lo, grh->dgid.raw + 8, 8);
+	g = chan_group(ch, hi, lo);
+	if (!g) {
+		uint32_t low;
+
+		/* The same group address in another MGID format? */
+		memcpy(&low, &grh->dgid.raw[12], 4);
+		*why = group_lookup_addr(b->br, low) ||
+				       group_lookup_addr(b->br, low | htonl(0xe0000000))
+			       ? DROP_MGID_FORMAT
+			       : DROP_UNKNOWN_GROUP;
+		return NULL;
+	}
+	return g;
+}
+
+/* RoCEv2: the IPv4 header at offset 20. */
+static inline __attribute__((always_inline)) struct group *
+rx_classify_roce(struct burst *b, struct channel *ch, const struct ibv_wc *wc, const uint8_t *p,
+		 struct src_addr *src, enum drop_reason *why)
+{
+	const struct bridge_cfg *cfg = &b->br->cfg;
+	const struct side_ctx *sd = ch->sd;
+	const uint8_t *ip = p + BR_IPV4_OFF;
+	uint8_t mapped[16] = {0};
+	uint32_t saddr, daddr;
+	uint64_t hi, lo;
+	struct group *g;
+
+	if (ip[0] != 0x45) {
+		*why = DROP_BAD_HEADER;
+		return NULL;
+	}
+	if (!ipv4_multicast(ip + 16)) {
+		*why = DROP_UNICAST;
+		return NULL;
+	}
+	memcpy(&saddr, ip + 12, 4);
+	/* ::ffff:a.b.c.d, assembled in registers. */
+	mapped[10] = mapped[11] = 0xff;
+	memcpy(mapped + 12, &saddr, 4);
+	memcpy(&src->hi, mapped, 8);
+	memcpy(&src->lo, mapped + 8, 8);
+	if (saddr == sd->ipv4 && b->check_own && fwd_own_qpn(sd, wc->src_qp)) {
+		*why = DROP_OWN;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < cfg->npeers; i++) {
+		if (cfg->peers[i] == saddr) {
+			*why = DROP_PEER;
+			return NULL;
+		}
+	}
+	if (sd->netmask && !cfg->allow_foreign && ((saddr ^ sd->ipv4) & sd->netmask)) {
+		*why = DROP_FOREIGN;
+		return NULL;
+	}
+	/* The group's MGID ::ffff:a.b.c.d. */
+	memcpy(&daddr, ip + 16, 4);
+	memcpy(mapped + 12, &daddr, 4);
+	memcpy(&hi, mapped, 8);
+	memcpy(&lo, mapped + 8, 8);
+	g = chan_group(ch, hi, lo);
+	if (!g) {
+		*why = DROP_UNKNOWN_GROUP;
+		return NULL;
+	}
+	return g;
+}
+
+/*
+ * The verdict on a received packet of side `side` (a constant: each side has its own copy
+ * of the burst loop): the group to forward to, or a drop reason. Fills src, the sender's
+ * address.
+ */
+static inline __attribute__((always_inline)) struct group *
+rx_classify(struct burst *b, struct channel *ch, const enum side side, const struct ibv_wc *wc,
+	    const uint8_t *p, struct src_addr *src, enum drop_reason *why)
+{
 	struct group *g;
 
 	if (!(wc->wc_flags & IBV_WC_GRH)) {
 		*why = DROP_NO_GRH;
 		return NULL;
 	}
-	if (ch->side == SIDE_IB) {
-		const struct ibv_grh *grh = (const struct ibv_grh *)p;
-
-		if (grh->dgid.raw[0] != 0xff) {
-			*why = DROP_UNICAST;
-			return NULL;
-		}
-		memcpy(sk->addr, grh->sgid.raw, 16);
-		if (!sd->block_lb && !memcmp(grh->sgid.raw, sd->gid.raw, 16) &&
-		    fwd_own_qpn(sd, wc->src_qp)) {
-			*why = DROP_OWN;
-			return NULL;
-		}
-		if (grh->hop_limit) {
-			*why = DROP_LOOP;
-			return NULL;
-		}
-		memcpy(&hi, grh->dgid.raw, 8);
-		memcpy(&lo, grh->dgid.raw + 8, 8);
-		g = chan_group(ch, hi, lo);
-		if (!g) {
-			uint32_t low;
-
-			/* The same group address in another MGID format? */
-			memcpy(&low, &grh->dgid.raw[12], 4);
-			*why = group_lookup_addr(br, low) ||
-					       group_lookup_addr(br, low | htonl(0xe0000000))
-				       ? DROP_MGID_FORMAT
-				       : DROP_UNKNOWN_GROUP;
-			return NULL;
-		}
-	} else {
-		const uint8_t *ip = p + BR_IPV4_OFF;
-		uint32_t saddr;
-
-		if (ip[0] != 0x45) {
-			*why = DROP_BAD_HEADER;
-			return NULL;
-		}
-		if (!ipv4_multicast(ip + 16)) {
-			*why = DROP_UNICAST;
-			return NULL;
-		}
-		memcpy(&saddr, ip + 12, 4);
-		memset(sk->addr, 0, 10);
-		sk->addr[10] = sk->addr[11] = 0xff;
-		memcpy(sk->addr + 12, &saddr, 4);
-		if (saddr == sd->ipv4 && !sd->block_lb && fwd_own_qpn(sd, wc->src_qp)) {
-			*why = DROP_OWN;
-			return NULL;
-		}
-		for (uint32_t i = 0; i < br->cfg.npeers; i++) {
-			if (br->cfg.peers[i] == saddr) {
-				*why = DROP_PEER;
-				return NULL;
-			}
-		}
-		if (sd->netmask && !br->cfg.allow_foreign && ((saddr ^ sd->ipv4) & sd->netmask)) {
-			*why = DROP_FOREIGN;
-			return NULL;
-		}
-		/* ::ffff:a.b.c.d */
-		hi = 0;
-		lo = 0xffff0000ull;
-		{
-			uint32_t daddr;
-
-			memcpy(&daddr, ip + 16, 4);
-			lo |= (uint64_t)daddr << 32;
-		}
-		g = chan_group(ch, hi, lo);
-		if (!g) {
-			*why = DROP_UNKNOWN_GROUP;
-			return NULL;
-		}
-	}
-	if (!group_dir_rx(g->dir, ch->side)) {
+	if (side == SIDE_IB)
+		g = rx_classify_ib(b, ch, wc, p, src, why);
+	else
+		g = rx_classify_roce(b, ch, wc, p, src, why);
+	if (!g)
+		return NULL;
+	if (!group_dir_rx(g->dir, side)) {
 		*why = DROP_SENDONLY_SIDE;
 		return NULL;
 	}
-	if (!(atomic_load_explicit(&g->ready, memory_order_acquire) & (1u << ch->side))) {
+	if (!(atomic_load_explicit(&g->ready, memory_order_acquire) & (1u << side))) {
 		*why = DROP_NOT_JOINED;
 		return NULL;
 	}
-	if (!atomic_load_explicit(&br->bridging, memory_order_relaxed)) {
+	if (!b->bridging) {
 		*why = DROP_BRIDGING_OFF;
 		return NULL;
 	}
 	return g;
 }
 
-static inline void rx_sender(struct worker *w, struct channel *ch, struct sender_key *sk,
-			     uint32_t qpn, uint32_t len, uint64_t now)
+static inline bool sender_is(const struct sender *s, uint32_t qpn, const struct src_addr *src)
 {
-	struct sender_table *t = w->br->senders;
-	struct sender **set, *s;
-	unsigned long h;
+	uint64_t hi, lo;
 
-	sk->chan = (uint32_t)ch->side << 16 | ch->index;
-	sk->qpn = qpn;
-	/* Streams come in runs: the previous packet's sender, without hashing. */
-	s = ch->prev_sender;
-	if (s && s->key.qpn == qpn && !memcmp(s->key.addr, sk->addr, sizeof(sk->addr)))
-		goto count;
-	h = sender_hash(sk);
-	set = &ch->scache[(h & (CH_SCACHE / 2 - 1)) * 2];
-	if (set[0] && !memcmp(&set[0]->key, sk, sizeof(*sk))) {
-		s = set[0];
-	} else if (set[1] && !memcmp(&set[1]->key, sk, sizeof(*sk))) {
-		s = set[1];
-		set[1] = set[0]; /* most recent first */
-		set[0] = s;
-	} else {
-		s = sender_get(t, w->id, sk, h, now);
-		if (!s)
-			return;
+	memcpy(&hi, s->key.addr, 8);
+	memcpy(&lo, s->key.addr + 8, 8);
+	/* The three compares folded into one test. */
+	return ((hi ^ src->hi) | (lo ^ src->lo) | (s->key.qpn ^ qpn)) == 0;
+}
+
+/* The set of a channel's sender cache that holds sender (qpn, src): 2 ways, most recent first. */
+static inline struct sender **scache_set(struct channel *ch, uint32_t qpn,
+					 const struct src_addr *src)
+{
+	/* Multiplicative hash: only its top bits depend on every input bit. */
+	uint64_t x = (src->hi ^ src->lo ^ qpn) * 0x9e3779b97f4a7c15ull;
+
+	return &ch->scache[(x >> (64 - __builtin_ctz(CH_SCACHE / 2))) * 2];
+}
+
+/*
+ * Not in the channel's sender cache: from the table (inserted if new), then cached. NULL
+ * when the worker's slab is full (counted by sender_get).
+ */
+static __attribute__((noinline)) struct sender *rx_sender_miss(struct worker *w, struct channel *ch,
+							       struct sender **set, uint32_t qpn,
+							       const struct src_addr *src,
+							       uint64_t now)
+{
+	struct sender_key sk;
+	struct sender *s;
+
+	sk.chan = (uint32_t)ch->side << 16 | ch->index;
+	sk.qpn = qpn;
+	memcpy(sk.addr, &src->hi, 8);
+	memcpy(sk.addr + 8, &src->lo, 8);
+	s = sender_get(w->br->senders, w->id, &sk, sender_hash(&sk), now);
+	if (s) {
 		set[1] = set[0];
 		set[0] = s;
 	}
+	return s;
+}
+
+/*
+ * The sender (qpn, src) of a channel: the previous packet's (streams come in runs), else
+ * through the channel's 2-way cache, else from the table. A cached record is of this
+ * channel, so the key's channel field needs no compare, and the cache index is a cheap
+ * hash of its own (sender_hash is computed for the table only). Empty cache ways and an
+ * unset prev_sender hold no_sender, so no NULL checks.
+ */
+static inline __attribute__((always_inline)) struct sender *
+rx_sender_find(struct burst *b, struct channel *ch, uint32_t qpn, const struct src_addr *src)
+{
+	struct sender *s = ch->prev_sender, **set;
+
+	if (__builtin_expect(sender_is(s, qpn, src), 1))
+		return s;
+	set = scache_set(ch, qpn, src);
+	s = set[0];
+	if (!sender_is(s, qpn, src)) {
+		s = set[1];
+		if (sender_is(s, qpn, src)) {
+			set[1] = set[0]; /* most recent first */
+			set[0] = s;
+		} else {
+			s = rx_sender_miss(b->w, ch, set, qpn, src, b->now);
+			if (!s)
+				return NULL;
+		}
+	}
 	ch->prev_sender = s;
-count:
+	return s;
+}
+
+/* Count a packet of `len` bytes to its sender. */
+static inline __attribute__((always_inline)) void rx_sender(struct burst *b, struct channel *ch,
+							    uint32_t qpn,
+							    const struct src_addr *src,
+							    uint32_t len)
+{
+	struct sender *s = rx_sender_find(b, ch, qpn, src);
+
+	if (!s)
+		return;
 	s->pkts++;
 	s->bytes += len;
-	s->last_ns = now;
+	s->last_ns = b->now;
 }
 
 /* Drop the caches of a channel when the tables behind them changed. */
@@ -366,8 +655,7 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
 		ch->gcache_epoch = ge;
 	}
 	if (se != ch->scache_epoch) {
-		memset(ch->scache, 0, sizeof(*ch->scache) * CH_SCACHE);
-		ch->prev_sender = NULL;
+		scache_clear(ch);
 		ch->scache_epoch = se;
 	}
 }
@@ -380,20 +668,33 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
  * duplicate under pgm_dups=drop, or a bad checksum / malformed payload under the strict
  * policy. Never modifies the payload.
  */
-static inline bool rx_pgm(struct worker *w, struct channel *ch, const struct group *g,
-			  const uint8_t *payload, uint32_t len, uint64_t now)
+static bool rx_pgm(struct bridge *br, struct channel *ch, const struct group *g,
+		   const uint8_t *payload, uint32_t len, uint64_t now)
 {
-	struct bridge *br = w->br;
 	unsigned policy = (unsigned)atomic_load_explicit(&br->pgm_policy, memory_order_relaxed);
 	struct pgm_stream_key key;
 	struct pgm_packet pkt;
 	enum pgm_verdict v;
 	enum pgm_result r;
 
-	r = pgm_parse(payload, len, 0, &pkt);
+	/*
+	 * Structure first: a payload that is not PGM is rejected without a pass over its
+	 * bytes. The result for a malformed payload does not depend on the checksum (only
+	 * pkt.csum does, unused here); a well-formed one then gets the verdict pgm_parse
+	 * would have given with the checksum (pgm.h: enum pgm_csum_status, PGM_BAD_CHECKSUM).
+	 */
+	r = pgm_parse(payload, len, PGM_PARSE_NO_CSUM, &pkt);
 	if (pgm_result_malformed(r)) {
 		ch->st.pgm_malformed++;
 		return pgm_result_drop(r, policy);
+	}
+	if (!pkt.checksum) {
+		pkt.csum = PGM_CSUM_ABSENT;
+	} else if (pgm_checksum_verify(payload, len)) {
+		pkt.csum = PGM_CSUM_GOOD;
+	} else {
+		pkt.csum = PGM_CSUM_BAD;
+		pkt.result = r = PGM_BAD_CHECKSUM;
 	}
 	ch->st.pgm_pkts++;
 	if (r == PGM_BAD_CHECKSUM)
@@ -406,22 +707,23 @@ static inline bool rx_pgm(struct worker *w, struct channel *ch, const struct gro
 	return pgm_result_drop(r, policy);
 }
 
-/* One receive completion. */
-static inline void chan_rx(struct worker *w, struct channel *ch, const struct ibv_wc *wc,
-			   struct freelist *fl, uint64_t now)
+/* One receive completion on a channel of side `side`. */
+static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struct channel *ch,
+							  const enum side side,
+							  const struct ibv_wc *wc,
+							  struct freelist *fl)
 {
-	struct bridge *br = w->br;
+	struct worker *w = b->w;
 	uint32_t buf = (uint32_t)wc->wr_id;
-	const uint8_t *p = pool_data(br->pool, buf);
+	const uint8_t *p = region_data(&b->region, buf);
 	enum drop_reason why = DROP_NREASONS;
-	struct sender_key sk;
+	struct src_addr src;
 	struct channel *out;
 	struct group *g;
 	uint32_t len;
-	int64_t nth;
 
-	ch->rq_posted--;
-	if (wc->status != IBV_WC_SUCCESS) {
+	if (__builtin_expect(wc->status != IBV_WC_SUCCESS, 0)) {
+		b->rx_errors++;
 		ch->st.drops[DROP_RX_ERROR]++;
 		if (wc->status == IBV_WC_WR_FLUSH_ERR)
 			ch->broken = true;
@@ -429,50 +731,90 @@ static inline void chan_rx(struct worker *w, struct channel *ch, const struct ib
 		return;
 	}
 	len = wc->byte_len - BR_GRH_LEN;
-	ch->st.rx_pkts++;
-	ch->st.rx_bytes += len;
-	g = rx_classify(w, ch, wc, p, &sk, &why);
+	b->rx_bytes += len;
+	g = rx_classify(b, ch, side, wc, p, &src, &why);
 	if (!g)
 		goto drop;
-	rx_sender(w, ch, &sk, wc->src_qp, len, now);
-	if (atomic_load_explicit(&br->pgm_on, memory_order_relaxed) &&
-	    rx_pgm(w, ch, g, p + BR_GRH_LEN, len, now)) {
-		why = DROP_PGM;
+	rx_sender(b, ch, wc->src_qp, &src, len);
+	if (__builtin_expect(b->inspect, 0)) {
+		if (b->pgm_on && rx_pgm(b->br, ch, g, p + BR_GRH_LEN, len, b->now)) {
+			why = DROP_PGM;
+			goto drop;
+		}
+		if (b->drop_every > 0 && ++w->drop_nth % (uint64_t)b->drop_every == 0) {
+			why = DROP_INJECTED;
+			goto drop;
+		}
+	}
+	out = g->out_chan[!side];
+	if (__builtin_expect(len > out->sd->mtu, 0)) {
+		/* The other fabric's MTU is smaller: a UD message cannot be fragmented. */
+		why = DROP_TOO_BIG;
 		goto drop;
 	}
-	nth = atomic_load_explicit(&br->drop_every, memory_order_relaxed);
-	if (nth > 0 && ++w->drop_nth % (uint64_t)nth == 0) {
-		why = DROP_INJECTED;
-		goto drop;
-	}
-	out = g->out_chan[!ch->side];
-	g->fwd_pkts[ch->side]++;
-	g->fwd_bytes[ch->side] += len;
-	ch->st.fwd_pkts++;
-	if (out->w != w) {
-		fwd_handoff(w, out, buf, len, wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
-			    g->ah_out[!ch->side], g->qkey_out[!ch->side], fl);
+	if (__builtin_expect(out->w != w, 0)) {
+		if (!fwd_handoff(w, out, buf, len, wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
+				 g->ah_out[!side], g->qkey_out[!side])) {
+			why = DROP_TX_FULL; /* the other worker's hand-off ring is full */
+			goto drop;
+		}
 		ch->st.handoff_out++;
+		g->fwd_pkts[side]++;
+		g->fwd_bytes[side] += len;
+		b->fwd_pkts++;
 		return;
 	}
-	chan_send(w, out, fl, buf, len, wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
-		  atomic_load_explicit(&g->ah_out[!ch->side], memory_order_relaxed),
-		  g->qkey_out[!ch->side]);
+	g->fwd_pkts[side]++;
+	g->fwd_bytes[side] += len;
+	b->fwd_pkts++;
+	if (__builtin_expect(out == b->peer && b->peer_fast, 1)) {
+		burst_peer_post(b, buf, (uintptr_t)p + BR_GRH_LEN, len,
+				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
+				atomic_load_explicit(&g->ah_out[!side], memory_order_relaxed),
+				g->qkey_out[!side]);
+		return;
+	}
+	chan_send(w, b->pool, out, fl, buf, (uintptr_t)p + BR_GRH_LEN, len,
+		  wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
+		  atomic_load_explicit(&g->ah_out[!side], memory_order_relaxed),
+		  g->qkey_out[!side]);
 	return;
 drop:
 	ch->st.drops[why]++;
 	fl_put(w, fl, buf);
 }
 
-/* Post receives until the receive queue is full again, in chains. */
+/* Point receive WRs 0..n-1 at buffers idx[] and record them as posted. */
+static inline void chan_rwr_fill(struct channel *ch, struct pool *pool, const uint32_t *idx,
+				 uint32_t n)
+{
+	struct region r = region_of(pool);
+	struct ibv_recv_wr *wr = ch->rwr;
+	struct ibv_sge *sge = ch->rsge;
+	const uint32_t *end = idx + n;
+
+	for (; idx < end; idx++, wr++, sge++) {
+		uint32_t buf = *idx;
+
+		sge->addr = (uintptr_t)region_data(&r, buf);
+		wr->wr_id = buf;
+		pool_set_state(pool, buf, POOL_RX);
+	}
+}
+
+/*
+ * Post receives until the receive queue is full again, in chains. The first call on a
+ * channel also writes its WR templates (chan_prepare): bridge setup refills every channel
+ * before any packet flows.
+ */
 void chan_refill(struct worker *w, struct channel *ch)
 {
-	struct ibv_recv_wr wr[BR_BURST], *bad;
-	struct ibv_sge sge[BR_BURST];
+	struct ibv_recv_wr *bad;
 	uint32_t idx[BR_BURST];
 	struct pool *pool = w->br->pool;
-	uint32_t bsz = pool_buf_size(pool);
 
+	if (__builtin_expect(!ch->prepared, 0))
+		chan_prepare(ch);
 	while (ch->rq_posted < ch->rq_depth && !ch->broken) {
 		uint32_t want = ch->rq_depth - ch->rq_posted, got;
 
@@ -483,32 +825,79 @@ void chan_refill(struct worker *w, struct channel *ch)
 			ch->st.rx_starved++;
 			return;
 		}
-		for (uint32_t i = 0; i < got; i++) {
-			sge[i].addr = (uintptr_t)pool_data(pool, idx[i]);
-			sge[i].length = bsz;
-			sge[i].lkey = ch->lkey;
-			wr[i].wr_id = idx[i];
-			wr[i].sg_list = &sge[i];
-			wr[i].num_sge = 1;
-			wr[i].next = i + 1 < got ? &wr[i + 1] : NULL;
-			pool_set_state(pool, idx[i], POOL_RX);
-		}
-		if (ibv_post_recv(ch->qp, wr, &bad)) {
-			uint32_t first = (uint32_t)(bad - wr);
+		chan_rwr_fill(ch, pool, idx, got);
+		ch->rwr[got - 1].next = NULL;
+		if (ibv_post_recv(ch->qp, ch->rwr, &bad)) {
+			uint32_t first = (uint32_t)(bad - ch->rwr);
 
+			if (got < BR_BURST)
+				ch->rwr[got - 1].next = &ch->rwr[got];
 			for (uint32_t i = first; i < got; i++)
 				pool_set_state(pool, idx[i], POOL_CACHED);
 			pool_put_burst(w->pc, idx + first, got - first);
 			ch->rq_posted += first;
-			ch->broken = true;
+			ch->st.rx_starved++; /* retried on the next pass */
 			return;
 		}
+		if (got < BR_BURST)
+			ch->rwr[got - 1].next = &ch->rwr[got];
 		ch->rq_posted += got;
 		if (got < want) {
 			ch->st.rx_starved++;
 			return;
 		}
 	}
+}
+
+/* chan_burst for the channels of one side (a constant after inlining). */
+static inline __attribute__((always_inline)) void chan_burst_side(struct worker *w,
+								  struct channel *ch,
+								  const enum side side,
+								  struct ibv_wc *wc, int n)
+{
+	struct burst b;
+	struct freelist fl;
+	unsigned nrx = 0;
+
+	fl.n = 0;
+	b.w = w;
+	b.br = w->br;
+	b.pool = b.br->pool;
+	b.region = region_of(b.pool);
+	b.now = now_ns();
+	b.bridging = atomic_load_explicit(&b.br->bridging, memory_order_relaxed) != 0;
+	b.pgm_on = atomic_load_explicit(&b.br->pgm_on, memory_order_relaxed) != 0;
+	b.drop_every = atomic_load_explicit(&b.br->drop_every, memory_order_relaxed);
+	b.inspect = b.pgm_on || b.drop_every > 0;
+	b.check_own = !ch->sd->block_lb;
+	b.rx_errors = b.fwd_pkts = 0;
+	b.rx_bytes = 0;
+	burst_peer_begin(&b, ch->peer, (uint32_t)n);
+	chan_caches_check(w, ch);
+	for (int i = 0; i < n; i++) {
+		if (wc[i].wr_id & TX_TAG) {
+			chan_tx_done(w, ch, &wc[i]);
+		} else {
+			chan_rx(&b, ch, side, &wc[i], &fl);
+			nrx++;
+		}
+	}
+	burst_peer_end(&b);
+	ch->rq_posted -= nrx;
+	ch->st.rx_pkts += nrx; /* error completions included: they are drop_rx_error */
+	ch->st.rx_bytes += b.rx_bytes;
+	ch->st.fwd_pkts += b.fwd_pkts;
+	chan_flush(w, ch->peer, &fl);
+	chan_flush(w, ch, &fl);
+	if (ch->bl_head != ch->bl_tail) {
+		chan_backlog_drain(w, ch, &fl);
+		chan_flush(w, ch, &fl);
+	}
+	if (nrx)
+		hist_add(&w->lat, now_ns() - b.now, nrx);
+	fl_flush(w, &fl);
+	if (ch->rq_depth - ch->rq_posted >= BR_REFILL_MIN)
+		chan_refill(w, ch);
 }
 
 /*
@@ -519,34 +908,10 @@ void chan_refill(struct worker *w, struct channel *ch)
 __attribute__((noinline)) static unsigned chan_burst(struct worker *w, struct channel *ch,
 						     struct ibv_wc *wc, int n)
 {
-	struct freelist fl;
-	uint64_t t0, t1;
-	unsigned nrx = 0;
-
-	fl.n = 0;
-	t0 = now_ns();
-	chan_caches_check(w, ch);
-	for (int i = 0; i < n; i++) {
-		if (wc[i].wr_id & TX_TAG) {
-			chan_tx_done(w, ch, &wc[i], &fl);
-		} else {
-			chan_rx(w, ch, &wc[i], &fl, t0);
-			nrx++;
-		}
-	}
-	chan_flush(w, ch->peer, &fl);
-	chan_flush(w, ch, &fl);
-	if (ch->bl_head != ch->bl_tail) {
-		chan_backlog_drain(w, ch, &fl);
-		chan_flush(w, ch, &fl);
-	}
-	if (nrx) {
-		t1 = now_ns();
-		hist_add(&w->lat, t1 - t0, nrx);
-	}
-	fl_flush(w, &fl);
-	if (ch->rq_depth - ch->rq_posted >= BR_REFILL_MIN)
-		chan_refill(w, ch);
+	if (ch->side == SIDE_IB)
+		chan_burst_side(w, ch, SIDE_IB, wc, n);
+	else
+		chan_burst_side(w, ch, SIDE_ROCE, wc, n);
 	return (unsigned)n;
 }
 
@@ -560,19 +925,16 @@ unsigned chan_poll(struct worker *w, struct channel *ch)
 
 /* ---- cross-worker hand-off ---- */
 
-void fwd_handoff(struct worker *w, struct channel *out, uint32_t buf, uint32_t len, bool has_imm,
-		 uint32_t imm, struct ibv_ah *ah, uint32_t qkey, struct freelist *fl)
+bool fwd_handoff(struct worker *w, struct channel *out, uint32_t buf, uint32_t len, bool has_imm,
+		 uint32_t imm, struct ibv_ah *ah, uint32_t qkey)
 {
 	struct handoff_ring *r = out->w->in[w->id];
 	uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
 	struct handoff_ent *e;
 
 	/* Pairs with the release store of head by the consumer. */
-	if (tail - atomic_load_explicit(&r->head, memory_order_acquire) > r->mask) {
-		out->st.drops[DROP_TX_FULL]++;
-		fl_put(w, fl, buf);
-		return;
-	}
+	if (tail - atomic_load_explicit(&r->head, memory_order_acquire) > r->mask)
+		return false;
 	e = &r->ent[tail & r->mask];
 	e->buf = buf;
 	e->len = len;
@@ -584,10 +946,12 @@ void fwd_handoff(struct worker *w, struct channel *out, uint32_t buf, uint32_t l
 	pool_set_state(w->br->pool, buf, POOL_HANDOFF);
 	/* Pairs with the acquire load of tail by the consumer. */
 	atomic_store_explicit(&r->tail, tail + 1, memory_order_release);
+	return true;
 }
 
 unsigned fwd_handoff_drain(struct worker *w)
 {
+	struct pool *pool = w->br->pool;
 	struct freelist fl;
 	unsigned n = 0;
 
@@ -603,9 +967,10 @@ unsigned fwd_handoff_drain(struct worker *w)
 		for (; head != tail; head++, n++) {
 			struct handoff_ent *e = &r->ent[head & r->mask];
 
-			pool_set_owner(w->br->pool, e->buf, w->id);
-			chan_send(w, e->out, &fl, e->buf, e->len, e->has_imm, e->imm, e->ah,
-				  e->qkey);
+			pool_set_owner(pool, e->buf, w->id);
+			chan_send(w, pool, e->out, &fl, e->buf,
+				  (uintptr_t)pool_data(pool, e->buf) + BR_GRH_LEN, e->len,
+				  e->has_imm, e->imm, e->ah, e->qkey);
 		}
 		atomic_store_explicit(&r->head, head, memory_order_release);
 	}

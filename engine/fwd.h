@@ -28,15 +28,23 @@ static inline bool fwd_own_qpn(const struct side_ctx *sd, uint32_t qpn)
  */
 unsigned chan_poll(struct worker *w, struct channel *ch);
 
-/* Post receives until the receive queue is full (or the pool is empty: counted). */
+/*
+ * Post receives until the receive queue is full (or the pool is empty: counted). The
+ * first call on a channel also prepares its data-path state (work request templates,
+ * caches): every channel is refilled once before any other function here uses it (bridge
+ * setup does so before the workers start).
+ */
 void chan_refill(struct worker *w, struct channel *ch);
 
 /* Post the sends chained on a channel. */
 void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl);
 
-/* Hand a packet to the worker that owns `out` (single-producer ring per worker pair). */
-void fwd_handoff(struct worker *w, struct channel *out, uint32_t buf, uint32_t len, bool has_imm,
-		 uint32_t imm, struct ibv_ah *ah, uint32_t qkey, struct freelist *fl);
+/*
+ * Hand a packet to the worker that owns `out` (single-producer ring per worker pair).
+ * False when the ring is full: the caller drops the packet (tx_full on its channel).
+ */
+bool fwd_handoff(struct worker *w, struct channel *out, uint32_t buf, uint32_t len, bool has_imm,
+		 uint32_t imm, struct ibv_ah *ah, uint32_t qkey);
 
 /* Send what other workers handed to this one. Returns the number of packets. */
 unsigned fwd_handoff_drain(struct worker *w);

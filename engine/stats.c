@@ -20,6 +20,7 @@ const char *const drop_reason_name[DROP_NREASONS] = {
 	[DROP_TX_FULL] = "tx_full",
 	[DROP_TX_ERROR] = "tx_error",
 	[DROP_PGM] = "pgm",
+	[DROP_TOO_BIG] = "too_big",
 };
 
 uint64_t hist_quantile(const struct hist *h, double q)

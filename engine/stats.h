@@ -31,6 +31,7 @@ enum drop_reason {
 	DROP_TX_FULL,	    /* send queue and backlog full */
 	DROP_TX_ERROR,	    /* send completion with an error status */
 	DROP_PGM,	    /* PGM inspection said drop (policy) */
+	DROP_TOO_BIG,	    /* payload larger than the other side's MTU */
 	DROP_NREASONS
 };
 

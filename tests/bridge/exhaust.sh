@@ -19,7 +19,9 @@ usage() {
 	exit 2
 }
 
-[ $# -ge 1 ] && [ $# -le 2 ] || usage
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+	usage
+fi
 workers=$1
 case $workers in
 0 | 1) ;;

@@ -63,9 +63,10 @@ for r in 1 2; do
 	if [ "$r" = 1 ]; then pid=$r1; else pid=$r2; fi
 	sf_wait_exit "$pid"
 	[ "$SF_RC" = 0 ] || br_fail "mckey receiver $r exited with $SF_RC" "recv$r" bridge
-	grep -q '^data transfers complete$' "$out/recv$r.out" &&
-		grep -q '^return status 0$' "$out/recv$r.out" ||
-		br_fail "mckey receiver $r did not receive all $count messages" "recv$r" bridge
+	if ! grep -q '^data transfers complete$' "$out/recv$r.out" ||
+		! grep -q '^return status 0$' "$out/recv$r.out"; then
+		br_fail "mckey receiver $r did not receive all $count messages" "recv$r"
+	fi
 done
 
 br_alive bridge

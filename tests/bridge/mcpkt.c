@@ -16,10 +16,13 @@
  * bridge) and sends `count` packets from every QP to every group: for seq in 0..count-1,
  * for each group, for each QP. A packet's payload is a header (magic, run id, sender =
  * QP index, group index, seq, length, flags, checksum) followed by bytes generated from
- * (run, sender, group, seq). With --imm the immediate data is seq in network order. One
+ * (run, sender, group, seq). With --imm the immediate data is seq in network order.
+ * --rate paces all QPs together (packets per second), --delay waits after the joins. One
  * send in SIG_EVERY is signaled (and the last of each QP); a QP never has more than its
- * send queue depth outstanding. It prints "mcpkt: joined ..." when ready and
- * "mcpkt: sent=N errors=E" at the end; exit 0 when every send completed successfully.
+ * send queue depth outstanding; completions missing --timeout seconds after the start
+ * are an error. It prints "mcpkt: joined ..." when ready and, at the end,
+ * "mcpkt: sent=N completed=N errors=E qps=Q groups=G size=S imm=0|1"; exit 0 when every
+ * send completed successfully.
  *
  * The receiver joins every group as a full member, attaches its QPs (up to
  * GROUPS_PER_QP groups each), prints "mcpkt: joined ..." once every group is joined and
@@ -38,7 +41,9 @@
  * senders counts distinct (source address, source QPN, run, sender), sources distinct
  * (source address, source QPN) on the wire, groups the groups that got a packet. Exit 0
  * when bad, dup and imm_bad are 0 and received equals expected (when -n was given), else
- * 1; 2 for usage or setup errors.
+ * 1; 2 for usage or setup errors. Receives are reposted as soon as their completion is
+ * polled; one that finds its queue still full is posted again later and counted in a
+ * note on stderr (simfabric releases the slot just after publishing the completion).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -60,15 +65,15 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#define GRH_LEN	       40	  /* UD receive header space (GRH, or IPv4 at offset 20) */
-#define IPV4_OFF       20	  /* RoCEv2: the IPv4 header inside the 40 bytes */
+#define GRH_LEN	       40 /* UD receive header space (GRH, or IPv4 at offset 20) */
+#define IPV4_OFF       20 /* RoCEv2: the IPv4 header inside the 40 bytes */
 #define IPV4_DST_OFF   (IPV4_OFF + 16)
 #define IPV4_SRC_OFF   (IPV4_OFF + 12)
 #define MCAST_QPN      0xffffffu
 #define MCPKT_MAGIC    0x4d43504bu /* "MCPK" */
-#define MCPKT_F_IMM    0x1u	  /* the sender set the immediate data (= seq) */
-#define GROUPS_PER_QP  200	  /* below max_mcast_qp_attach (240 on ConnectX) */
-#define SIG_EVERY      16	  /* one signaled send in SIG_EVERY */
+#define MCPKT_F_IMM    0x1u	   /* the sender set the immediate data (= seq) */
+#define GROUPS_PER_QP  200	   /* below max_mcast_qp_attach (240 on ConnectX) */
+#define SIG_EVERY      16	   /* one signaled send in SIG_EVERY */
 #define CQ_BURST       64
 #define JOIN_TIMEOUT_S 20
 #define DEF_SIZE       100
@@ -163,8 +168,8 @@ static uint64_t now_ns(void)
 
 static void sleep_ns(uint64_t ns)
 {
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000ull),
-			       .tv_nsec = (long)(ns % 1000000000ull) };
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ull),
+			      .tv_nsec = (long)(ns % 1000000000ull)};
 
 	while (nanosleep(&ts, &ts) && errno == EINTR && !stop_flag)
 		;
@@ -187,7 +192,7 @@ static uint32_t fnv1a(uint32_t h, const void *p, size_t n)
 
 static uint32_t pattern_seed(uint32_t run, uint32_t sender, uint32_t group, uint32_t seq)
 {
-	uint32_t k[4] = { run, sender, group, seq };
+	uint32_t k[4] = {run, sender, group, seq};
 
 	return fnv1a(FNV_SEED, k, sizeof(k)) | 1;
 }
@@ -234,8 +239,8 @@ static uint32_t payload_csum(const uint8_t *p, size_t len)
 	return fnv1a(h, p + off + 4, len - off - 4);
 }
 
-static void payload_build(uint8_t *p, uint32_t len, uint32_t run, uint32_t sender,
-			  uint32_t group, uint32_t seq, uint32_t flags)
+static void payload_build(uint8_t *p, uint32_t len, uint32_t run, uint32_t sender, uint32_t group,
+			  uint32_t seq, uint32_t flags)
 {
 	struct mcpkt_hdr h = {
 		.magic = htonl(MCPKT_MAGIC),
@@ -259,7 +264,7 @@ static void payload_build(uint8_t *p, uint32_t len, uint32_t run, uint32_t sende
 static struct rdma_cm_event *cm_wait_event(struct cm *c, int timeout_ms)
 {
 	struct rdma_cm_event *ev;
-	struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = c->ch->fd, .events = POLLIN};
 	uint64_t end = now_ns() + (uint64_t)timeout_ms * 1000000ull;
 
 	for (;;) {
@@ -278,7 +283,7 @@ static struct rdma_cm_event *cm_wait_event(struct cm *c, int timeout_ms)
 
 static void cm_open(struct cm *c, const struct opts *o)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in sin = {.sin_family = AF_INET};
 	struct ibv_port_attr pa;
 	struct in_addr g;
 	int fl;
@@ -321,13 +326,13 @@ static void cm_open(struct cm *c, const struct opts *o)
  * on_join(g) runs for each group as its MULTICAST_JOIN arrives (the receiver attaches
  * its QP there). Dies on MULTICAST_ERROR, a failed join or after JOIN_TIMEOUT_S.
  */
-static void cm_join_all(struct cm *c, bool send_only, void (*on_join)(void *, uint32_t),
-			void *arg)
+static void cm_join_all(struct cm *c, bool send_only, void (*on_join)(void *, uint32_t), void *arg)
 {
 	uint32_t pending = 0;
 
 	for (uint32_t i = 0; i < c->ngroups; i++) {
-		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = c->groups[i].addr };
+		struct sockaddr_in sin = {.sin_family = AF_INET,
+					  .sin_addr.s_addr = c->groups[i].addr};
 		struct rdma_cm_join_mc_attr_ex ja = {
 			.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS,
 			.join_flags = send_only ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
@@ -377,7 +382,7 @@ static void cm_close(struct cm *c)
 {
 	for (uint32_t i = 0; i < c->ngroups; i++) {
 		struct mc_group *g = &c->groups[i];
-		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = g->addr };
+		struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = g->addr};
 
 		if (g->ah)
 			ibv_destroy_ah(g->ah);
@@ -396,7 +401,7 @@ static struct ibv_qp *ud_qp_create(struct cm *c, struct ibv_cq *cq, uint32_t sq,
 	struct ibv_qp_init_attr ia = {
 		.send_cq = cq,
 		.recv_cq = cq,
-		.cap = { .max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = {.max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = 1, .max_recv_sge = 1},
 		.qp_type = IBV_QPT_UD,
 	};
 	struct ibv_qp_attr a;
@@ -495,8 +500,8 @@ static int run_send(const struct opts *o)
 {
 	uint32_t run, flags = o->imm ? MCPKT_F_IMM : 0;
 	uint64_t total, k = 0, t0, deadline;
-	struct sender s = { .nq = o->nqps };
-	struct cm c = { 0 };
+	struct sender s = {.nq = o->nqps};
+	struct cm c = {0};
 	size_t bufsz;
 	int cqe;
 
@@ -531,16 +536,19 @@ static int run_send(const struct opts *o)
 		for (uint32_t gi = 0; gi < o->ngroups && !stop_flag; gi++) {
 			for (uint32_t qi = 0; qi < o->nqps; qi++, k++) {
 				struct sqp *q = &s.q[qi];
-				uint8_t *p = s.buf + ((size_t)qi * s.sq_depth +
-						      q->posted % s.sq_depth) * o->size;
-				struct ibv_sge sge = { .addr = (uintptr_t)p, .length = o->size,
-						       .lkey = s.mr->lkey };
-				struct ibv_send_wr wr = { 0 }, *bad;
+				uint8_t *p =
+					s.buf + ((size_t)qi * s.sq_depth + q->posted % s.sq_depth) *
+							o->size;
+				struct ibv_sge sge = {.addr = (uintptr_t)p,
+						      .length = o->size,
+						      .lkey = s.mr->lkey};
+				struct ibv_send_wr wr = {0}, *bad;
 				bool last = seq + 1 == (uint64_t)o->count && gi + 1 == o->ngroups;
 				int r;
 
 				if (o->rate) {
-					uint64_t due = t0 + k * 1000000000ull / o->rate, now = now_ns();
+					uint64_t due = t0 + k * 1000000000ull / o->rate,
+						 now = now_ns();
 
 					if (now < due)
 						sleep_ns(due - now);
@@ -617,7 +625,7 @@ static struct src_rec *src_get(struct src_table *t, const struct src_key *k, boo
 	uint64_t i;
 
 	if (2 * (t->n + 1) > t->cap) {
-		struct src_table nt = { .cap = t->cap ? 2 * t->cap : 1024 };
+		struct src_table nt = {.cap = t->cap ? 2 * t->cap : 1024};
 
 		nt.r = calloc(nt.cap, sizeof(*nt.r));
 		if (!nt.r)
@@ -702,10 +710,10 @@ struct receiver {
 static void recv_post(struct receiver *rv, uint32_t qi, uint32_t slot, bool first)
 {
 	struct rqp *q = &rv->q[qi];
-	struct ibv_sge sge = { .addr = (uintptr_t)(q->buf + (size_t)slot * rv->bufsz),
-			       .length = rv->bufsz,
-			       .lkey = q->mr->lkey };
-	struct ibv_recv_wr wr = { .wr_id = (uint64_t)qi << 32 | slot, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_sge sge = {.addr = (uintptr_t)(q->buf + (size_t)slot * rv->bufsz),
+			      .length = rv->bufsz,
+			      .lkey = q->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = (uint64_t)qi << 32 | slot, .sg_list = &sge, .num_sge = 1};
 	struct ibv_recv_wr *bad;
 	int r = ibv_post_recv(q->qp, &wr, &bad);
 
@@ -751,7 +759,7 @@ static void recv_one(struct receiver *rv, const struct ibv_wc *wc)
 	const struct opts *o = rv->o;
 	uint32_t qi = (uint32_t)(wc->wr_id >> 32), slot = (uint32_t)wc->wr_id;
 	const uint8_t *p = rv->q[qi].buf + (size_t)slot * rv->bufsz, *pl = p + GRH_LEN;
-	struct mcpkt_hdr h = { 0 };
+	struct mcpkt_hdr h = {0};
 	struct src_key k;
 	struct src_rec *rec;
 	struct mc_group *g;
@@ -846,8 +854,8 @@ static void recv_drain(struct receiver *rv, int *npolled)
 
 static int run_recv(const struct opts *o)
 {
-	struct receiver rv = { .o = o };
-	struct cm c = { 0 };
+	struct receiver rv = {.o = o};
+	struct cm c = {0};
 	uint64_t deadline, groups_hit = 0;
 	int fl, cqe, status;
 
@@ -915,7 +923,7 @@ static int run_recv(const struct opts *o)
 		if (n)
 			continue;
 		{
-			struct pollfd pfd = { .fd = rv.cc->fd, .events = POLLIN };
+			struct pollfd pfd = {.fd = rv.cc->fd, .events = POLLIN};
 			uint64_t wait_ms = (deadline - now) / 1000000ull + 1;
 			struct ibv_cq *ecq;
 			void *ectx;
@@ -936,7 +944,9 @@ static int run_recv(const struct opts *o)
 	       o->count);
 	fflush(stdout);
 	if (rv.reposts_deferred)
-		fprintf(stderr, "mcpkt: %" PRIu64 " receives found the receive queue full and were posted late\n",
+		fprintf(stderr,
+			"mcpkt: %" PRIu64
+			" receives found the receive queue full and were posted late\n",
 			rv.reposts_deferred);
 	status = rv.bad || rv.dup || rv.imm_bad ||
 		 (o->count >= 0 && rv.received != (uint64_t)o->count);
@@ -1005,22 +1015,22 @@ enum {
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-		{ "bind", required_argument, NULL, 'b' },
-		{ "group", required_argument, NULL, 'g' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "groups", required_argument, NULL, OPT_GROUPS },
-		{ "qps", required_argument, NULL, OPT_QPS },
-		{ "imm", no_argument, NULL, OPT_IMM },
-		{ "rate", required_argument, NULL, OPT_RATE },
-		{ "sendonly", no_argument, NULL, OPT_SENDONLY },
-		{ "full", no_argument, NULL, OPT_FULL },
-		{ "delay", required_argument, NULL, OPT_DELAY },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-		{ "verify", no_argument, NULL, OPT_VERIFY },
-		{ "linger", required_argument, NULL, OPT_LINGER },
-		{ "rq", required_argument, NULL, OPT_RQ },
-		{ "size", required_argument, NULL, OPT_SIZE },
-		{ NULL, 0, NULL, 0 },
+		{"bind", required_argument, NULL, 'b'},
+		{"group", required_argument, NULL, 'g'},
+		{"count", required_argument, NULL, 'n'},
+		{"groups", required_argument, NULL, OPT_GROUPS},
+		{"qps", required_argument, NULL, OPT_QPS},
+		{"imm", no_argument, NULL, OPT_IMM},
+		{"rate", required_argument, NULL, OPT_RATE},
+		{"sendonly", no_argument, NULL, OPT_SENDONLY},
+		{"full", no_argument, NULL, OPT_FULL},
+		{"delay", required_argument, NULL, OPT_DELAY},
+		{"timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"verify", no_argument, NULL, OPT_VERIFY},
+		{"linger", required_argument, NULL, OPT_LINGER},
+		{"rq", required_argument, NULL, OPT_RQ},
+		{"size", required_argument, NULL, OPT_SIZE},
+		{NULL, 0, NULL, 0},
 	};
 	struct opts o = {
 		.count = -1,
@@ -1031,7 +1041,7 @@ int main(int argc, char **argv)
 		.linger_ms = DEF_LINGER_MS,
 		.rq = DEF_RQ,
 	};
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = {.sa_handler = on_signal};
 	bool size_set = false;
 	int c;
 
@@ -1055,7 +1065,8 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 		case OPT_SIZE:
-			o.size = (uint32_t)parse_num("-s", optarg, sizeof(struct mcpkt_hdr), MAX_MTU);
+			o.size = (uint32_t)parse_num("-s", optarg, sizeof(struct mcpkt_hdr),
+						     MAX_MTU);
 			size_set = true;
 			break;
 		case OPT_GROUPS:

@@ -12,10 +12,10 @@ set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-[ $# = 1 ] && { [ "$1" = lb ] || [ "$1" = nolb ]; } || {
+if [ $# != 1 ] || { [ "$1" != lb ] && [ "$1" != nolb ]; }; then
 	echo "usage: $0 lb|nolb" >&2
 	exit 2
-}
+fi
 mode=$1
 sf_init "bridge-noecho-$mode"
 group=239.1.2.3
