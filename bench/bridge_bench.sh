@@ -12,7 +12,7 @@
 # of record. Needs the machine otherwise idle.
 #
 # Paths measured (64-byte payload, sf_bench -J: rdma_cm joins, sender sim_ib1 on CPU 0,
-# listener on CPU 1):
+# listener on CPU 1, the bridge's worker on CPU 0):
 #   direct:  sim_ib1 -> sim_ib2 (IB multicast, no bridge)
 #   bridged: sim_ib1 -> ib2roce (sim_ib0 <-> sim_roce0, 1 worker) -> sim_roce2
 set -euo pipefail
@@ -116,7 +116,10 @@ if [ "$do_timed" = 1 ]; then
 		rm -f /dev/shm/simfabric."$SIMFABRIC"*
 		d=$(rate sim_ib2)
 		dl=$(ping sim_ib2)
-		bridge_start "$tmp/b$i" "$bridge" --workers 1 -e buffers=65536 -e rqdepth=16384
+		# The worker shares CPU 0 with the sender (idle between pings), the listener
+		# spins on CPU 1: three busy threads on two CPUs in the rate runs.
+		bridge_start "$tmp/b$i" "$bridge" --workers 1 --cpus 0 -e buffers=65536 \
+			-e rqdepth=16384
 		b=$(rate sim_roce2)
 		bl=$(ping sim_roce2)
 		bridge_stop
