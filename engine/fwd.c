@@ -161,6 +161,29 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 }
 
 /*
+ * Fill the per-packet fields of a send WR whose constant fields (chain, QPN, lkey) the
+ * channel's template already holds, and account the buffer as sent at ring slot `head`.
+ */
+static inline __attribute__((always_inline)) void
+send_wr_fill(struct channel *out, struct pool *pool, struct ibv_send_wr *wr, struct ibv_sge *sge,
+	     uint64_t head, uint32_t buf, uintptr_t addr, uint32_t len, bool has_imm, uint32_t imm,
+	     unsigned int flags, struct ibv_ah *ah, uint32_t qkey)
+{
+	sge->addr = addr;
+	sge->length = len;
+	wr->wr_id = TX_TAG | head;
+	wr->opcode = has_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	wr->imm_data = imm;
+	wr->send_flags = flags;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qkey = qkey;
+	out->tx_buf[head & out->tx_mask] = buf;
+	out->st.tx_pkts++;
+	out->st.tx_bytes += len;
+	pool_set_state(pool, buf, POOL_TX);
+}
+
+/*
  * Chain a send of buffer `buf` (payload at `addr`) on `out`, which has send-queue room.
  * Only the per-packet fields are written (chan_prepare wrote the others). Fields are read
  * into locals once: with -fno-strict-aliasing every store would force their reload.
@@ -189,19 +212,9 @@ chan_post(struct worker *w, struct pool *pool, struct channel *out, struct freel
 	out->nwr = nwr + 1;
 	out->unsignaled = unsignaled;
 	out->tx_head = head + 1;
-	out->sge[nwr].addr = addr;
-	out->sge[nwr].length = len;
 	wr = &out->wr[nwr];
-	wr->wr_id = TX_TAG | head;
-	wr->opcode = has_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-	wr->imm_data = imm;
-	wr->send_flags = flags;
-	wr->wr.ud.ah = ah;
-	wr->wr.ud.remote_qkey = qkey;
-	out->tx_buf[head & out->tx_mask] = buf;
-	out->st.tx_pkts++;
-	out->st.tx_bytes += len;
-	pool_set_state(pool, buf, POOL_TX);
+	send_wr_fill(out, pool, wr, &out->sge[nwr], head, buf, addr, len, has_imm, imm, flags, ah,
+		     qkey);
 }
 
 /*
@@ -362,18 +375,7 @@ static inline __attribute__((always_inline)) void burst_peer_post(struct burst *
 		flags = IBV_SEND_SIGNALED;
 		b->peer_to_signal = out->sig_every;
 	}
-	sge->addr = addr;
-	sge->length = len;
-	wr->wr_id = TX_TAG | head;
-	wr->opcode = has_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-	wr->imm_data = imm;
-	wr->send_flags = flags;
-	wr->wr.ud.ah = ah;
-	wr->wr.ud.remote_qkey = qkey;
-	out->tx_buf[head & out->tx_mask] = buf;
-	out->st.tx_pkts++;
-	out->st.tx_bytes += len;
-	pool_set_state(b->pool, buf, POOL_TX);
+	send_wr_fill(out, b->pool, wr, sge, head, buf, addr, len, has_imm, imm, flags, ah, qkey);
 }
 
 /*
