@@ -70,7 +70,8 @@ bridge_start() {
 
 	shift
 	rm -f /dev/shm/simfabric."$SIMFABRIC"*
-	"$@" -d sim_ib0 -r sim_roce0 -e statint=0 -m "$group" >"$logf" 2>"$logf.err" &
+	"$@" --debug --control "$logf.sock" -d sim_ib0 -r sim_roce0 -e statint=0 -m "$group" \
+		>"$logf" 2>"$logf.err" &
 	bpid=$!
 	until grep -q 'RoCE joined' "$logf.err" && grep -q 'IB joined' "$logf.err"; do
 		n=$((n + 1))

@@ -22,27 +22,25 @@
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
+#include <systemd/sd-daemon.h>
 
 #include "bridge.h"
+#include "console.h"
 #include "ctl.h"
 #include "fwd.h"
 #include "log.h"
+#include "options.h"
 #include "pool.h"
 #include "senders.h"
 #include "setup.h"
+#include "show.h"
 #include "stream.h"
 
 #define JOIN_RETRY_MIN_MS 500
 #define JOIN_RETRY_MAX_MS 30000
 #define TICK_MS		  250
 
-enum ev_kind {
-	EV_SIGNAL,
-	EV_TIMER,
-	EV_CM,
-	EV_ASYNC,
-	EV_COMP,
-};
+const char *const group_dir_name[3] = {"both", "in", "out"};
 
 static uint64_t mono_ms(void)
 {
@@ -124,23 +122,41 @@ static void join_issue(struct ctl *c, struct group *g, int s)
 struct ah_free {
 	struct rcu_head rcu;
 	struct ibv_ah *ah;
+	int periods; /* grace periods still to wait */
 };
 
 static void ah_free_rcu(struct rcu_head *h)
 {
 	struct ah_free *f = caa_container_of(h, struct ah_free, rcu);
 
+	if (--f->periods > 0) {
+		urcu_qsbr_call_rcu(&f->rcu, ah_free_rcu);
+		return;
+	}
 	ibv_destroy_ah(f->ah);
 	free(f);
 }
 
-/* Destroy an AH after every worker passed a quiescent state (it may still send with it). */
+/*
+ * Destroy an AH once no worker can still send with it. One grace period covers the
+ * group table readers and the backlogs (a worker with a backlog skips its quiescent
+ * state). A packet in a cross-worker hand-off ring also carries the AH, across the
+ * producer's quiescent states: the consumer drains its rings once per pass, before its
+ * own quiescent state, so an entry pushed before the first grace period ended is posted
+ * (or dropped) before the third one ends. Three periods, then.
+ */
+static bool workers_gone; /* ctl_leave_all: no worker runs any more */
+
 static void ah_retire(struct ibv_ah *ah)
 {
 	struct ah_free *f;
 
 	if (!ah)
 		return;
+	if (workers_gone) {
+		ibv_destroy_ah(ah);
+		return;
+	}
 	f = malloc(sizeof(*f));
 	if (!f) {
 		/* Cannot defer: leak the AH rather than free it under a worker. */
@@ -148,6 +164,7 @@ static void ah_retire(struct ibv_ah *ah)
 		return;
 	}
 	f->ah = ah;
+	f->periods = 3;
 	urcu_qsbr_call_rcu(&f->rcu, ah_free_rcu);
 }
 
@@ -157,19 +174,30 @@ static void join_drop(struct ctl *c, struct group *g, int s, bool leave)
 	struct group_side *js = &g->js[s];
 	struct side_ctx *sd = &c->br->sd[s];
 	struct sockaddr_storage ss;
+	bool joined = js->state != JOIN_IDLE;
 
-	if (js->attached) {
-		ibv_detach_mcast(sd->chan[g->pair]->qp, &g->mgid[s], (uint16_t)js->mlid);
-		js->attached = false;
-		sd->chan[g->pair]->ngroups--;
-	}
-	atomic_store(&g->ah_out[s], NULL);
+	/* Forwarding stops first (ready bits), then the AH goes (see rx_classify). */
+	js->state = JOIN_IDLE;
 	group_update_ready(g);
+	atomic_store(&g->ah_out[s], NULL);
+	if (js->attached) {
+		ibv_detach_mcast(g->out_chan[s]->qp, &g->mgid[s], (uint16_t)js->mlid);
+		js->attached = false;
+		g->out_chan[s]->ngroups--;
+	}
 	ah_retire(js->ah);
 	js->ah = NULL;
-	if (leave && js->state != JOIN_IDLE)
+	if (leave && joined && sd->cm_id)
 		rdma_leave_multicast(sd->cm_id, join_addr(c, g, s, &ss));
-	js->state = JOIN_IDLE;
+}
+
+/* Is g still one of our groups? (events may name a group removed meanwhile) */
+static bool group_known(struct ctl *c, const struct group *g)
+{
+	for (uint32_t i = 0; i < c->br->ngroups; i++)
+		if (c->br->groups[i] == g)
+			return true;
+	return false;
 }
 
 static void on_join(struct ctl *c, struct rdma_cm_event *ev)
@@ -181,6 +209,8 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 	int s;
 
 	g = join_group((void *)ud->private_data, &s);
+	if (!group_known(c, g))
+		return; /* left at run time while the answer was on its way */
 	sd = &c->br->sd[s];
 	if (g->js[s].state != JOIN_PENDING)
 		return;
@@ -210,7 +240,7 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 		log_warn("%s %s: joined MGID %s, expected %s", side_name[s], g->spec, a, b);
 	}
 	if (group_dir_rx(g->dir, s)) {
-		int r = ibv_attach_mcast(sd->chan[g->pair]->qp, &aa.grh.dgid, aa.dlid);
+		int r = ibv_attach_mcast(g->out_chan[s]->qp, &aa.grh.dgid, aa.dlid);
 
 		if (r) {
 			log_err("%s %s: ibv_attach_mcast: %s", side_name[s], g->spec, strerror(r));
@@ -220,23 +250,35 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 			return;
 		}
 		g->js[s].attached = true;
-		sd->chan[g->pair]->ngroups++;
+		g->out_chan[s]->ngroups++;
 	}
 	g->qkey_out[s] = ud->qkey;
 	atomic_store_explicit(&g->ah_out[s], g->js[s].ah, memory_order_release);
 	g->js[s].state = JOIN_DONE;
+	g->joined_ms[s] = mono_ms();
 	group_update_ready(g);
-	log_info("%s joined %s (mlid %#x)%s", side_name[s], g->spec, aa.dlid,
-		 group_dir_rx(g->dir, s) ? "" : " send-only");
+	log_ctx(LOG_INFO, sd->dev, g->spec, "%s joined %s (mlid %#x)%s", side_name[s], g->spec,
+		aa.dlid, group_dir_rx(g->dir, s) ? "" : " send-only");
 	if (g->ready)
 		log_debug("forwarding %s", g->spec);
 }
 
+static void side_stop(struct ctl *c, int s, const char *why);
+static void joins_tick(struct ctl *c);
+
 static void on_cm_event(struct ctl *c, int s)
 {
-	struct rdma_cm_event *ev;
+	struct rdma_cm_event *evp, e, *ev = &e;
 
-	while (!rdma_get_cm_event(c->br->sd[s].cm_ch, &ev)) {
+	while (c->br->sd[s].cm_ch && !rdma_get_cm_event(c->br->sd[s].cm_ch, &evp)) {
+		/*
+		 * Ack first, work on a copy: rdma_leave_multicast (join_drop) waits until every
+		 * event of its join was acked, so leaving from inside an unacked event would
+		 * wait forever. Nothing used below points into the event (private_data is our
+		 * own context value).
+		 */
+		e = *evp;
+		rdma_ack_cm_event(evp);
 		switch (ev->event) {
 		case RDMA_CM_EVENT_MULTICAST_JOIN:
 			on_join(c, ev);
@@ -245,8 +287,11 @@ static void on_cm_event(struct ctl *c, int s)
 			int gs;
 			struct group *g = join_group((void *)ev->param.ud.private_data, &gs);
 
-			log_warn("%s %s: multicast error %d (%s); joining again", side_name[gs],
-				 g->spec, ev->status, strerror(-ev->status));
+			if (!group_known(c, g))
+				break;
+			log_ctx(LOG_WARNING, c->br->sd[gs].dev, g->spec,
+				"%s %s: multicast error %d (%s); joining again", side_name[gs],
+				g->spec, ev->status, strerror(-ev->status));
 			g->js[gs].last_error = -ev->status;
 			if (g->js[gs].state == JOIN_PENDING || g->js[gs].state == JOIN_DONE)
 				g->js[gs].state = JOIN_DONE;
@@ -255,42 +300,125 @@ static void on_cm_event(struct ctl *c, int s)
 			break;
 		}
 		case RDMA_CM_EVENT_DEVICE_REMOVAL:
-			log_err("%s device %s removed: stopping", side_name[s], c->br->sd[s].dev);
-			c->stop = true;
-			break;
+			/* The id must go before the removal can complete: stop here. */
+			side_stop(c, s, "device removed");
+			return;
 		default:
 			log_debug("%s rdma_cm event %s", side_name[s], rdma_event_str(ev->event));
 			break;
 		}
-		rdma_ack_cm_event(ev);
 	}
+}
+
+/*
+ * Drop every join of side s (detach, retire the AH, leave), so that forwarding of the
+ * groups stops in both directions; they are joined again at next_try (UINT64_MAX: not
+ * until the port comes back).
+ */
+static uint32_t side_drop_joins(struct ctl *c, int s, uint64_t next_try)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		struct group *g = c->br->groups[i];
+
+		if (g->js[s].state != JOIN_IDLE)
+			n++;
+		join_drop(c, g, s, true);
+		g->js[s].tries = 0;
+		g->js[s].next_try_ms = next_try;
+	}
+	return n;
+}
+
+/*
+ * Device removed or fatal: that side stops for good. Its groups are left and its
+ * rdma_cm id destroyed (the kernel waits for it before the device can go); the other
+ * side keeps its joins, and nothing is forwarded until a restart. The channels' QPs stay
+ * until shutdown: a worker owns them.
+ */
+static void side_stop(struct ctl *c, int s, const char *why)
+{
+	struct side_ctx *sd = &c->br->sd[s];
+
+	if (sd->state == SIDE_REMOVED)
+		return;
+	side_drop_joins(c, s, UINT64_MAX);
+	sd->state = SIDE_REMOVED;
+	c->status = 1; /* the eventual exit says the bridge did not run as configured */
+	if (sd->cm_id) {
+		ctl_unwatch(c, sd->cm_ch->fd);
+		rdma_destroy_id(sd->cm_id);
+		rdma_destroy_event_channel(sd->cm_ch);
+		sd->cm_id = NULL;
+		sd->cm_ch = NULL;
+	}
+	log_ctx(LOG_ERR, sd->dev, NULL,
+		"%s %s: %s: this side is stopped, nothing is forwarded; restart the bridge "
+		"once the device is back",
+		side_name[s], sd->dev, why);
+	if (c->sd)
+		sd_notifyf(0, "STATUS=%s %s %s: not forwarding", side_name[s], sd->dev, why);
+}
+
+/* The port is usable again, or the fabric forgot our memberships: join everything anew. */
+static void side_rejoin(struct ctl *c, int s, const char *why)
+{
+	struct side_ctx *sd = &c->br->sd[s];
+	uint32_t n;
+
+	if (sd->state == SIDE_REMOVED)
+		return;
+	sd->state = SIDE_UP;
+	ibv_query_port(sd->ctx, sd->port, &sd->pattr);
+	n = side_drop_joins(c, s, mono_ms());
+	sd->rejoins += c->br->ngroups;
+	log_ctx(LOG_NOTICE, sd->dev, NULL, "%s %s: %s: joining %u group%s again (%u were joined)",
+		side_name[s], sd->dev, why, c->br->ngroups, c->br->ngroups == 1 ? "" : "s", n);
+	joins_tick(c);
 }
 
 static void on_async(struct ctl *c, int s)
 {
+	struct side_ctx *sd = &c->br->sd[s];
 	struct ibv_async_event ae;
+	const char *what;
 
-	if (ibv_get_async_event(c->br->sd[s].ctx, &ae))
+	if (ibv_get_async_event(sd->ctx, &ae))
 		return;
+	what = ibv_event_type_str(ae.event_type);
 	switch (ae.event_type) {
 	case IBV_EVENT_PORT_ERR:
+		if (ae.element.port_num != sd->port)
+			break;
+		sd->port_events++;
+		if (sd->state == SIDE_UP) {
+			uint32_t n = side_drop_joins(c, s, UINT64_MAX);
+
+			sd->state = SIDE_DOWN;
+			log_ctx(LOG_WARNING, sd->dev, NULL,
+				"%s %s port %u down: %u group%s left, forwarding stopped until it "
+				"is back",
+				side_name[s], sd->dev, sd->port, n, n == 1 ? "" : "s");
+		}
+		break;
 	case IBV_EVENT_PORT_ACTIVE:
 	case IBV_EVENT_CLIENT_REREGISTER:
 	case IBV_EVENT_SM_CHANGE:
 	case IBV_EVENT_LID_CHANGE:
 	case IBV_EVENT_GID_CHANGE:
 	case IBV_EVENT_PKEY_CHANGE:
-		log_warn("%s %s port %d: %s", side_name[s], c->br->sd[s].dev, ae.element.port_num,
-			 ibv_event_type_str(ae.event_type));
+		if (ae.element.port_num != sd->port)
+			break;
+		sd->port_events++;
+		side_rejoin(c, s, what);
 		break;
 	case IBV_EVENT_DEVICE_FATAL:
-		log_err("%s %s: %s: stopping", side_name[s], c->br->sd[s].dev,
-			ibv_event_type_str(ae.event_type));
-		c->stop = true;
-		break;
+		ibv_ack_async_event(&ae);
+		side_stop(c, s, what);
+		return;
 	default:
-		log_err("%s %s: %s", side_name[s], c->br->sd[s].dev,
-			ibv_event_type_str(ae.event_type));
+		log_ctx(LOG_ERR, sd->dev, NULL, "%s %s: %s", side_name[s], sd->dev, what);
 		break;
 	}
 	ibv_ack_async_event(&ae);
@@ -305,7 +433,8 @@ static void joins_tick(struct ctl *c)
 		struct group *g = c->br->groups[i];
 
 		for (int s = 0; s < NSIDES; s++)
-			if (g->js[s].state == JOIN_IDLE && now >= g->js[s].next_try_ms)
+			if (c->br->sd[s].state == SIDE_UP && g->js[s].state == JOIN_IDLE &&
+			    now >= g->js[s].next_try_ms)
 				join_issue(c, g, s);
 	}
 }
@@ -336,46 +465,6 @@ static void print_stats_line(struct ctl *c)
 	c->last_rx[0] = st[0].rx_pkts;
 	c->last_rx[1] = st[1].rx_pkts;
 	c->last_stats_ms = now;
-}
-
-/*
- * One line per side of a PGM stream that saw packets on that side, in the format of
- * tests/pgm/pgmtool's "streams" (prefixed with "pgm side=IB|RoCE").
- */
-static int print_pgm_stream(const struct pgm_stream *s, void *arg)
-{
-	FILE *out = arg;
-	struct pgm_stream_stats st;
-
-	pgm_stream_snapshot(s, &st);
-	for (int side = 0; side < NSIDES; side++) {
-		const struct pgm_stream_side_stats *sd = &st.side[side];
-
-		if (!sd->first_ns)
-			continue;
-		fprintf(out,
-			"pgm side=%s stream gsi=%02x%02x%02x%02x%02x%02x sport=%u dport=%u "
-			"group=0x%08" PRIx64 " state=%s",
-			side_name[side], st.key.gsi[0], st.key.gsi[1], st.key.gsi[2], st.key.gsi[3],
-			st.key.gsi[4], st.key.gsi[5], st.key.sport, st.dport, st.key.group,
-			pgm_stream_state_name(st.state));
-		for (unsigned k = 0; k < PGM_COUNT_TYPES; k++)
-			fprintf(out, " %s=%" PRIu64,
-				pgm_stream_count_name((enum pgm_stream_count)k), sd->types[k]);
-		fprintf(out,
-			" gaps=%" PRIu64 " missed=%" PRIu64 " late=%" PRIu64 " repairs=%" PRIu64
-			" dups=%" PRIu64 " rdata_dups=%" PRIu64 " syn=%" PRIu64 " fin=%" PRIu64
-			" rst=%" PRIu64 " malformed=%" PRIu64 " bad_checksum=%" PRIu64,
-			st.gaps, st.missed, st.late, st.repairs, st.dups, st.rdata_dups, st.syn,
-			st.fin, st.rst, sd->malformed, sd->bad_checksum);
-		if (st.have_data)
-			fprintf(out, " odata_last=%u rx_lead=%u", st.odata_last, st.rx_lead);
-		if (st.have_window)
-			fprintf(out, " trail=%u lead=%u", st.trail, st.lead);
-		fprintf(out, " loops=%" PRIu64 " opx_discard=%" PRIu64 "\n", sd->loops,
-			sd->opx_discard);
-	}
-	return 0;
 }
 
 void ctl_print_final(struct ctl *c, FILE *out)
@@ -418,7 +507,11 @@ void ctl_print_final(struct ctl *c, FILE *out)
 		hist_quantile(&lat, 0.5), hist_quantile(&lat, 0.9), hist_quantile(&lat, 0.99),
 		hist_quantile(&lat, 0.999), hist_quantile(&lat, 0.9999), lat.max, lat.count);
 	fprintf(out, "senders=%zu\n", sender_table_count(br->senders));
-	pgm_stream_table_for_each(br->pgm, print_pgm_stream, out);
+	show_tsi(c, NULL, out);
+	if (atomic_load(&br->left_groups))
+		fprintf(out, "groups_left count=%u ib_to_roce=%" PRIu64 " roce_to_ib=%" PRIu64 "\n",
+			atomic_load(&br->left_groups), atomic_load(&br->left_fwd_pkts[SIDE_IB]),
+			atomic_load(&br->left_fwd_pkts[SIDE_ROCE]));
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		struct group *g = br->groups[i];
 
@@ -538,15 +631,93 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 			}
 		}
 	}
-	c->last_stats_ms = mono_ms();
+	c->start_ms = mono_ms();
+	c->start_wall = (int64_t)time(NULL);
+	c->last_stats_ms = c->last_rate_ms = c->last_age_ms = c->start_ms;
+	for (uint32_t i = 0; i < br->nworkers; i++)
+		br->workers[i].hb_changed_ms = c->start_ms;
+	if (!c->join_timeout_ms)
+		c->join_timeout_ms = 30000;
+	if (c->sd) {
+		uint64_t usec = 0;
+
+		if (sd_watchdog_enabled(0, &usec) > 0)
+			c->wd_usec = usec;
+		c->last_wd_ms = c->start_ms;
+	}
 	return 0;
 }
 
 void ctl_start_joins(struct ctl *c)
 {
-	for (uint32_t i = 0; i < c->br->ngroups; i++)
-		for (int s = 0; s < NSIDES; s++)
-			join_issue(c, c->br->groups[i], s);
+	for (int s = 0; s < NSIDES; s++)
+		if (c->br->sd[s].state != SIDE_UP)
+			log_ctx(LOG_WARNING, c->br->sd[s].dev, NULL,
+				"%s %s port %u is down: its joins wait for it to come up",
+				side_name[s], c->br->sd[s].dev, c->br->sd[s].port);
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		for (int s = 0; s < NSIDES; s++) {
+			if (c->br->sd[s].state == SIDE_UP)
+				join_issue(c, c->br->groups[i], s);
+			else
+				c->br->groups[i]->js[s].next_try_ms = UINT64_MAX;
+		}
+	}
+}
+
+/* A second SIGINT/SIGTERM while shutting down (workers joining, leaves): exit now. */
+static void force_exit(int sig)
+{
+	static const char msg[] = "ib2roce: second signal during shutdown: exiting now\n";
+
+	(void)sig;
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(1);
+	_exit(1);
+}
+
+/*
+ * From here on the signal descriptor is no longer read: a second SIGINT or SIGTERM
+ * must still reach us, as a forced exit.
+ */
+static void arm_force_exit(void)
+{
+	struct sigaction sa = {.sa_handler = force_exit};
+	sigset_t ss;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(&ss);
+	sigaddset(&ss, SIGINT);
+	sigaddset(&ss, SIGTERM);
+	pthread_sigmask(SIG_UNBLOCK, &ss, NULL);
+}
+
+static void do_reload(struct ctl *c, const char *why)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (!c->reload)
+		return;
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return;
+	log_notice("%s: reloading the configuration", why);
+	r = c->reload(c, f);
+	fclose(f);
+	/* The reload's report, one log line each. */
+	for (char *line = buf, *nl; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = 0;
+		if (*line)
+			log_msg(r ? LOG_ERR : LOG_NOTICE, "reload: %s", line);
+	}
+	free(buf);
 }
 
 static void on_signal(struct ctl *c)
@@ -554,6 +725,10 @@ static void on_signal(struct ctl *c)
 	struct signalfd_siginfo si;
 
 	while (read(c->sigfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			do_reload(c, "SIGHUP");
+			continue;
+		}
 		if (c->stop) {
 			log_warn("second %s: exiting now", strsignal((int)si.ssi_signo));
 			_exit(1);
@@ -561,6 +736,94 @@ static void on_signal(struct ctl *c)
 		log_notice("%s: shutting down", strsignal((int)si.ssi_signo));
 		c->stop = true;
 	}
+}
+
+/* READY=1 once every group is joined on both sides, or when the join timeout passed. */
+static void check_ready(struct ctl *c, uint64_t now)
+{
+	uint32_t missing = 0;
+	char names[256] = "";
+	size_t off = 0;
+
+	if (c->ready)
+		return;
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		struct group *g = c->br->groups[i];
+
+		if (g->js[SIDE_IB].state == JOIN_DONE && g->js[SIDE_ROCE].state == JOIN_DONE)
+			continue;
+		if (missing++ < 8 && off < sizeof(names))
+			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
+						off ? ", " : "", g->spec);
+	}
+	if (missing && now - c->start_ms < c->join_timeout_ms)
+		return;
+	c->ready = true;
+	if (missing) {
+		log_warn("%u group%s not joined after %" PRIu64 " s: %s%s; ready anyway", missing,
+			 missing == 1 ? "" : "s", c->join_timeout_ms / 1000, names,
+			 missing > 8 ? ", ..." : "");
+		if (c->sd)
+			sd_notifyf(0, "READY=1\nSTATUS=%u group%s not joined: %s%s", missing,
+				   missing == 1 ? "" : "s", names, missing > 8 ? ", ..." : "");
+		return;
+	}
+	log_notice("all %u group%s joined on both sides: forwarding", c->br->ngroups,
+		   c->br->ngroups == 1 ? "" : "s");
+	if (c->sd) {
+		char sum[256];
+
+		show_summary(c, sum, sizeof(sum));
+		sd_notifyf(0, "READY=1\nSTATUS=%s", sum);
+	}
+}
+
+/*
+ * The systemd watchdog: pinged from the control thread at half the interval, but only
+ * while every worker's heartbeat advances, so a stuck worker gets the service restarted.
+ * With --workers 0 the control thread is the data path and its own liveness is enough.
+ */
+static void watchdog_tick(struct ctl *c, uint64_t now)
+{
+	uint64_t half = c->wd_usec / 2000, limit = half > 1000 ? half : 1000;
+	static uint32_t stalled_logged = UINT32_MAX;
+
+	if (!c->sd || !c->wd_usec || now - c->last_wd_ms < half)
+		return;
+	for (uint32_t i = 0; c->br->cfg.nworkers && i < c->br->nworkers; i++) {
+		struct worker *w = &c->br->workers[i];
+
+		if (now - w->hb_changed_ms > limit) {
+			if (stalled_logged != i)
+				log_err("worker %u (CPU %d): no progress for %" PRIu64
+					" ms: withholding the watchdog",
+					i, w->cpu, now - w->hb_changed_ms);
+			stalled_logged = i;
+			return;
+		}
+	}
+	stalled_logged = UINT32_MAX;
+	sd_notify(0, "WATCHDOG=1");
+	c->last_wd_ms = now;
+}
+
+static void pps_line(struct ctl *c)
+{
+	char line[512];
+	size_t off = 0;
+
+	for (int s = 0; s < NSIDES; s++) {
+		uint64_t rx = 0, fwd = 0;
+
+		for (uint32_t k = 0; k < c->br->sd[s].nchan; k++) {
+			rx += c->br->sd[s].chan[k]->pps_rx;
+			fwd += c->br->sd[s].chan[k]->pps_fwd;
+		}
+		off += (size_t)snprintf(line + off, sizeof(line) - off,
+					"%s%s rx %" PRIu64 " pps fwd %" PRIu64 " pps", s ? " | " : "",
+					side_name[s], rx, fwd);
+	}
+	log_notice("%s", line);
 }
 
 static void on_timer(struct ctl *c)
@@ -572,6 +835,7 @@ static void on_timer(struct ctl *c)
 	while (read(c->timerfd, &exp, sizeof(exp)) == sizeof(exp))
 		;
 	joins_tick(c);
+	check_ready(c, now);
 	/* A QP in the error state (flushed completions) no longer receives: say so once. */
 	for (int s = 0; s < NSIDES; s++) {
 		for (uint32_t k = 0; k < c->br->sd[s].nchan; k++) {
@@ -579,7 +843,8 @@ static void on_timer(struct ctl *c)
 
 			if (__atomic_load_n(&ch->broken, __ATOMIC_RELAXED) && !ch->broken_reported) {
 				ch->broken_reported = true;
-				log_err("%s %s channel %u (QP %#x): queue pair in the error state, "
+				log_ctx(LOG_ERR, c->br->sd[s].dev, NULL,
+					"%s %s channel %u (QP %#x): queue pair in the error state, "
 					"no longer forwarding; restart the bridge",
 					side_name[s], c->br->sd[s].dev, k, ch->qpn);
 			}
@@ -594,8 +859,29 @@ static void on_timer(struct ctl *c)
 			if (w->chan[k]->rq_posted < w->chan[k]->rq_depth)
 				chan_refill(w, w->chan[k]);
 	}
-	if (statint > 0 && now - c->last_stats_ms >= (uint64_t)statint * 1000)
+	if (now - c->last_rate_ms >= 1000) {
+		show_tick(c, now);
+		if (atomic_load(&c->ppsdisplay))
+			pps_line(c);
+	}
+	watchdog_tick(c, now);
+	if (statint > 0 && now - c->last_stats_ms >= (uint64_t)statint * 1000) {
 		print_stats_line(c);
+		if (c->sd && c->ready) {
+			char sum[256];
+
+			show_summary(c, sum, sizeof(sum));
+			sd_notifyf(0, "STATUS=%s", sum);
+		}
+	}
+	if (c->metrics_path &&
+	    now - c->last_metrics_ms >= (uint64_t)(statint > 0 ? statint : 10) * 1000) {
+		char err[256];
+
+		if (metrics_write(c, c->metrics_path, err, sizeof(err)))
+			log_warn("%s", err);
+		c->last_metrics_ms = now;
+	}
 	if (now - c->last_age_ms >= 1000) {
 		sender_table_age(c->br->senders, now * 1000000ull,
 				 (uint64_t)atomic_load(&c->sender_idle_s) * 1000000000ull);
@@ -603,6 +889,252 @@ static void on_timer(struct ctl *c)
 				     (uint64_t)atomic_load(&c->pgm_idle_s) * 1000000000ull);
 		c->last_age_ms = now;
 	}
+}
+
+static void ms_ago(FILE *out, const char *name, uint64_t next, uint64_t now, const char *what)
+{
+	if (next == UINT64_MAX)
+		fprintf(out, "%-24s %-12s %s\n", name, "waiting", what);
+	else if (next <= now)
+		fprintf(out, "%-24s %-12s %s\n", name, "due", what);
+	else
+		fprintf(out, "%-24s in %6.1f s  %s\n", name, (double)(next - now) / 1000.0, what);
+}
+
+void ctl_events(struct ctl *c, FILE *out)
+{
+	uint64_t now = mono_ms();
+	int64_t statint = atomic_load(&c->statint);
+	uint32_t pending = 0;
+
+	fprintf(out, "%-24s %-12s %s\n", "timer", "next", "what");
+	fprintf(out, "%-24s every %4d ms joins, ready check, console, watchdog\n", "tick",
+		TICK_MS);
+	ms_ago(out, "rates", c->last_rate_ms + 1000, now, "pps and loop rates (every 1 s)");
+	if (statint > 0)
+		ms_ago(out, "stats", c->last_stats_ms + (uint64_t)statint * 1000, now,
+		       "statistics line, systemd STATUS");
+	if (c->metrics_path)
+		ms_ago(out, "metrics", c->last_metrics_ms + (uint64_t)(statint > 0 ? statint : 10) * 1000,
+		       now, c->metrics_path);
+	if (c->sd && c->wd_usec)
+		ms_ago(out, "watchdog", c->last_wd_ms + c->wd_usec / 2000, now, "WATCHDOG=1");
+	if (!c->ready)
+		ms_ago(out, "ready", c->start_ms + c->join_timeout_ms, now,
+		       "READY=1 at the latest (join timeout)");
+	ms_ago(out, "aging", c->last_age_ms + 1000, now, "idle senders and PGM streams");
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		struct group *g = c->br->groups[i];
+
+		for (int s = 0; s < NSIDES; s++) {
+			char name[64], what[160];
+
+			if (g->js[s].state != JOIN_IDLE)
+				continue;
+			pending++;
+			snprintf(name, sizeof(name), "join %s", side_name[s]);
+			snprintf(what, sizeof(what), "%s (try %u%s%s)", g->spec, g->js[s].tries + 1,
+				 g->js[s].last_error ? ", last: " : "",
+				 g->js[s].last_error ? strerror(g->js[s].last_error) : "");
+			ms_ago(out, name,
+			       c->br->sd[s].state == SIDE_UP ? g->js[s].next_try_ms : UINT64_MAX,
+			       now, what);
+		}
+	}
+	if (!pending)
+		fprintf(out, "%-24s %-12s %s\n", "joins", "-", "none pending");
+}
+
+int ctl_watch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag)
+{
+	struct epoll_event e = {.events = events, .data.ptr = tag};
+
+	return epoll_ctl(c->ep, EPOLL_CTL_ADD, fd, &e);
+}
+
+int ctl_rewatch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag)
+{
+	struct epoll_event e = {.events = events, .data.ptr = tag};
+
+	return epoll_ctl(c->ep, EPOLL_CTL_MOD, fd, &e);
+}
+
+void ctl_unwatch(struct ctl *c, int fd)
+{
+	epoll_ctl(c->ep, EPOLL_CTL_DEL, fd, NULL);
+}
+
+/* ---- Groups at run time ---- */
+
+/* Groups that receive on channel k of side s (its multicast attachments). */
+static uint32_t chan_load(struct bridge *br, int s, uint32_t k)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		if (group_dir_rx(br->groups[i]->dir, s) &&
+		    br->groups[i]->out_chan[s] == br->sd[s].chan[k])
+			n++;
+	return n;
+}
+
+/*
+ * Channels for a new group: the least loaded pair with room on each side that receives;
+ * failing that (a group received on both sides, no pair with room on both), a channel
+ * with room on each side, in different pairs: their workers hand packets over.
+ */
+static int place_group(struct bridge *br, struct group *g, char *err, size_t errlen)
+{
+	uint32_t cap = br->cfg.mcqp, best = UINT32_MAX, best_load = UINT32_MAX;
+	uint32_t k1 = UINT32_MAX, k2 = UINT32_MAX;
+
+	for (uint32_t k = 0; k < br->npairs; k++) {
+		uint32_t l0 = group_dir_rx(g->dir, SIDE_IB) ? chan_load(br, SIDE_IB, k) : 0;
+		uint32_t l1 = group_dir_rx(g->dir, SIDE_ROCE) ? chan_load(br, SIDE_ROCE, k) : 0;
+
+		if (l0 < cap && k1 == UINT32_MAX)
+			k1 = k;
+		if (l1 < cap && k2 == UINT32_MAX)
+			k2 = k;
+		if (l0 < cap && l1 < cap && l0 + l1 < best_load) {
+			best = k;
+			best_load = l0 + l1;
+		}
+	}
+	if (best != UINT32_MAX) {
+		k1 = k2 = best;
+	} else if (k1 == UINT32_MAX || k2 == UINT32_MAX) {
+		return opt_errf(err, errlen, -ENOSPC,
+				"no channel has room for another group (mcqp %u, %u channel "
+				"pair%s): restart with more",
+				cap, br->npairs, br->npairs == 1 ? "" : "s");
+	}
+	g->pair = k1;
+	g->out_chan[SIDE_IB] = br->sd[SIDE_IB].chan[k1];
+	g->out_chan[SIDE_ROCE] = br->sd[SIDE_ROCE].chan[k2];
+	return 0;
+}
+
+int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
+{
+	struct bridge *br = c->br;
+	int r;
+
+	for (int s = 0; s < NSIDES; s++) {
+		if (br->sd[s].state == SIDE_REMOVED) {
+			r = opt_errf(err, errlen, -ENODEV, "%s device %s is stopped", side_name[s],
+				     br->sd[s].dev);
+			goto fail;
+		}
+	}
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		if (br->groups[i]->addr == g->addr) {
+			r = opt_errf(err, errlen, -EEXIST, "%s is already bridged as '%s'", g->spec,
+				     br->groups[i]->spec);
+			goto fail;
+		}
+	}
+	if (br->ngroups == br->groups_cap) {
+		uint32_t cap = br->groups_cap ? 2 * br->groups_cap : 64;
+		struct group **n = realloc(br->groups, cap * sizeof(*n));
+
+		if (!n) {
+			r = opt_errf(err, errlen, -ENOMEM, "out of memory");
+			goto fail;
+		}
+		br->groups = n;
+		br->groups_cap = cap;
+	}
+	r = place_group(br, g, err, errlen);
+	if (r)
+		goto fail;
+	group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
+	group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
+	if (group_publish(br, g)) {
+		r = opt_errf(err, errlen, -EEXIST, "%s: its MGID is used by another group", g->spec);
+		goto fail;
+	}
+	br->groups[br->ngroups++] = g;
+	log_ctx(LOG_NOTICE, NULL, g->spec, "bridging %s (%s) on channels IB %u, RoCE %u%s",
+		g->spec, group_dir_name[g->dir], g->out_chan[SIDE_IB]->index,
+		g->out_chan[SIDE_ROCE]->index,
+		g->out_chan[SIDE_IB]->w != g->out_chan[SIDE_ROCE]->w ? " (workers hand over)" : "");
+	for (int s = 0; s < NSIDES; s++) {
+		if (br->sd[s].state == SIDE_UP)
+			join_issue(c, g, s);
+		else
+			g->js[s].next_try_ms = UINT64_MAX; /* joined when the port comes up */
+	}
+	return 0;
+fail:
+	free(g);
+	return r;
+}
+
+int ctl_group_add(struct ctl *c, const char *spec, enum group_dir dir, char *err, size_t errlen)
+{
+	struct group *g;
+	int r;
+
+	g = aligned_alloc(64, sizeof(*g));
+	if (!g)
+		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+	memset(g, 0, sizeof(*g));
+	r = group_spec_parse(g, spec, (enum mgid_fmt)c->def_fmt, c->def_port, c->def_tos, err,
+			     errlen);
+	if (r) {
+		free(g);
+		return r;
+	}
+	g->dir = dir;
+	return ctl_group_insert(c, g, err, errlen);
+}
+
+/* After the grace period no worker writes the group's counters: fold them in. */
+static void group_free_rcu(struct rcu_head *h)
+{
+	struct group *g = caa_container_of(h, struct group, rcu);
+	struct bridge *br = g->out_chan[SIDE_IB]->br;
+
+	for (int s = 0; s < NSIDES; s++) {
+		atomic_fetch_add(&br->left_fwd_pkts[s], g->fwd_pkts[s]);
+		atomic_fetch_add(&br->left_fwd_bytes[s], g->fwd_bytes[s]);
+	}
+	atomic_fetch_add(&br->left_groups, 1);
+	free(g);
+}
+
+int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
+{
+	struct bridge *br = c->br;
+	struct in_addr a;
+	uint32_t i;
+
+	for (i = 0; i < br->ngroups; i++)
+		if (!strcmp(br->groups[i]->spec, name))
+			break;
+	if (i == br->ngroups && inet_pton(AF_INET, name, &a) == 1)
+		for (i = 0; i < br->ngroups; i++)
+			if (br->groups[i]->addr == a.s_addr)
+				break;
+	if (i == br->ngroups)
+		return opt_errf(err, errlen, -ENOENT, "'%s' is not bridged", name);
+	{
+		struct group *g = br->groups[i];
+
+		/* Stop forwarding first, then leave, then let the workers drop the pointer. */
+		atomic_store(&g->ready, 0);
+		for (int s = 0; s < NSIDES; s++)
+			join_drop(c, g, s, true);
+		group_unpublish(br, g);
+		memmove(&br->groups[i], &br->groups[i + 1], (br->ngroups - i - 1) * sizeof(g));
+		br->ngroups--;
+		g->retired = true;
+		log_ctx(LOG_NOTICE, NULL, g->spec, "stopped bridging %s (%" PRIu64 " IB->RoCE, %" PRIu64
+			" RoCE->IB packets)", g->spec, g->fwd_pkts[SIDE_IB], g->fwd_pkts[SIDE_ROCE]);
+		urcu_qsbr_call_rcu(&g->rcu, group_free_rcu);
+	}
+	return 0;
 }
 
 int ctl_run(struct ctl *c)
@@ -637,14 +1169,25 @@ int ctl_run(struct ctl *c)
 			case EV_COMP:
 				on_comp(c, t->ch);
 				break;
+			case EV_CONSOLE:
+				if (c->con)
+					console_event(c->con, t, ev[i].events);
+				break;
 			}
 		}
+		/* After the batch: it may close clients whose events were in it. */
+		if (c->con)
+			console_tick(c->con, mono_ms());
 	}
-	return 0;
+	if (c->sd)
+		sd_notify(0, "STOPPING=1\nSTATUS=shutting down: leaving groups");
+	arm_force_exit();
+	return c->status;
 }
 
 void ctl_leave_all(struct ctl *c)
 {
+	workers_gone = true;
 	for (uint32_t i = 0; i < c->br->ngroups; i++)
 		for (int s = 0; s < NSIDES; s++)
 			join_drop(c, c->br->groups[i], s, true);

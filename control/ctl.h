@@ -10,16 +10,44 @@
 #include "bridge.h"
 
 /* What an epoll registration of the control thread is for. */
+enum ev_kind {
+	EV_SIGNAL,
+	EV_TIMER,
+	EV_CM,
+	EV_ASYNC,
+	EV_COMP,
+	EV_CONSOLE, /* a console fd: ptr is console.c's */
+};
+
 struct ev_tag {
-	int kind; /* enum ev_kind in ctl.c */
+	enum ev_kind kind;
 	int side;
 	struct channel *ch;
+	void *ptr;
 };
+
+struct console;
 
 struct ctl {
 	struct bridge *br;
 	int ep, sigfd, timerfd;
 	bool stop;
+	int status;	     /* exit status after ctl_run: 0, or 1 once a side was stopped */
+	uint64_t start_ms;   /* CLOCK_MONOTONIC ms at ctl_init */
+	int64_t start_wall;  /* time(NULL) at ctl_init */
+	bool ready;	     /* every group joined on both sides (or the join timeout passed) */
+	struct console *con; /* the console (control/console.c), NULL without one */
+	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
+	bool sd;
+	uint64_t wd_usec, last_wd_ms;
+	uint64_t join_timeout_ms; /* READY=1 at the latest this long after start */
+	const char *metrics_path; /* --metrics-file, NULL: none */
+	uint64_t last_metrics_ms, last_rate_ms, last_pps_ms;
+	const char *config_path;  /* -c FILE (for SIGHUP), NULL: none */
+	int (*reload)(struct ctl *c, FILE *out); /* re-read the configuration (main.c) */
+	/* Defaults of groups joined at run time (the last -l, -p, -t of the command line). */
+	int def_fmt, def_tos;
+	uint16_t def_port;
 	struct ev_tag tag_sig, tag_timer, tag_cm[NSIDES], tag_async[NSIDES];
 	struct ev_tag *tag_comp;
 	uint64_t last_stats_ms, last_age_ms;
@@ -29,6 +57,7 @@ struct ctl {
 	_Atomic int64_t hwrate;
 	_Atomic int64_t sender_idle_s;
 	_Atomic int64_t pgm_idle_s;
+	_Atomic int64_t ppsdisplay;
 };
 
 static inline void fcntl_nonblock(int fd)
@@ -52,5 +81,33 @@ void ctl_leave_all(struct ctl *c);
 void ctl_print_final(struct ctl *c, FILE *out);
 
 void ctl_fini(struct ctl *c);
+
+/* Register fd with the control thread's epoll for events (EPOLLIN...), tagged. */
+int ctl_watch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag);
+int ctl_rewatch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag);
+void ctl_unwatch(struct ctl *c, int fd);
+
+/*
+ * Bridge one more group at run time ("join" command, reload): parse spec with the
+ * defaults, pick channels with room (the same pair when possible), publish it and start
+ * its joins. Forwarding of other groups goes on. 0 or -errno with a message.
+ */
+int ctl_group_add(struct ctl *c, const char *spec, enum group_dir dir, char *err, size_t errlen);
+
+/* The same for a group already parsed (aligned_alloc'd, zeroed, spec/addr/dir set):
+ * takes ownership, freed on failure. */
+int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen);
+
+/*
+ * Stop bridging a group (by spec or address): leave both sides, unpublish, free it after
+ * the workers let go. 0 or -ENOENT with a message.
+ */
+int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen);
+
+/* The control thread's timers, one line each ("events" command). */
+void ctl_events(struct ctl *c, FILE *out);
+
+/* The directions' names: both, in, out. */
+extern const char *const group_dir_name[3];
 
 #endif /* CONTROL_CTL_H */

@@ -20,6 +20,9 @@ static struct {
 	struct feat_entry *feats;
 	size_t n, cap;
 	bool running;
+	/* Reload (feat_reload_mode): validate only, and report instead of refusing. */
+	bool reload, dry;
+	FILE *notes;
 } freg;
 
 static bool valid_name(const char *s)
@@ -221,6 +224,16 @@ int feat_set(const char *spec, bool enable, bool running, char *err, size_t errl
 	ret = new_value(&e->def, value, enable, &v, err, errlen);
 	if (ret)
 		goto out;
+	if (running && !e->def.runtime && freg.reload) {
+		if (v != feat_load(e->def.value) && freg.notes && !freg.dry)
+			fprintf(freg.notes,
+				"feature '%s': %" PRId64 " -> %" PRId64 " needs a restart (kept %" PRId64
+				")\n",
+				e->def.name, feat_load(e->def.value), v, feat_load(e->def.value));
+		goto out;
+	}
+	if (freg.reload && freg.dry)
+		goto out;
 	if (running && !e->def.runtime) {
 		if (v != feat_load(e->def.value))
 			ret = opt_errf(err, errlen, -EBUSY,
@@ -243,6 +256,13 @@ int feat_set(const char *spec, bool enable, bool running, char *err, size_t errl
 out:
 	free(copy);
 	return ret;
+}
+
+void feat_reload_mode(bool on, bool dry, FILE *notes)
+{
+	freg.reload = on;
+	freg.dry = on && dry;
+	freg.notes = on ? notes : NULL;
 }
 
 int feat_get(const char *name, int64_t *value)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Logging for the control thread (only control/ logs; the data path counts). Messages go
- * to stderr with a monotonic timestamp in the foreground.
+ * to stderr with a monotonic timestamp in the foreground (--debug), to syslog as a
+ * daemon, to the journal under systemd (with PRIORITY= and structured fields). Main and
+ * control thread only.
  */
 #ifndef CONTROL_LOG_H
 #define CONTROL_LOG_H
@@ -13,7 +15,29 @@
 /* Current level (syslog priorities: LOG_ERR 3 .. LOG_DEBUG 7); the loglevel feature. */
 extern _Atomic int64_t log_level;
 
+enum log_target {
+	LOG_TO_STDERR,	/* the default: "[secs.millis] ib2roce LEVEL: message" */
+	LOG_TO_SYSLOG,	/* openlog("ib2roce", LOG_PID | LOG_NDELAY, LOG_DAEMON) */
+	LOG_TO_JOURNAL, /* native journal: MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, fields;
+			 * a message the journal does not take (none running) goes to
+			 * stderr instead */
+};
+
+/*
+ * Send later messages to target (main or control thread). log_level filters messages
+ * for every target. Messages are cut at 1023 bytes; logging never allocates.
+ */
+void log_open(enum log_target target);
+
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * log_ctx - a message about a device and/or a group (either may be NULL): on the journal
+ * they become the fields IB2ROCE_DEVICE= and IB2ROCE_GROUP=; on stderr and syslog the
+ * message is written as given (it names them itself).
+ */
+void log_ctx(int prio, const char *device, const char *group, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #define log_err(...)	log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...)	log_msg(LOG_WARNING, __VA_ARGS__)

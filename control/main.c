@@ -7,32 +7,56 @@
  * control thread until a signal; then it stops the workers, leaves every group and
  * prints the final counters. Exit status: 0 after a clean shutdown, 1 when the bridge
  * could not start or failed, 2 for invalid options or configuration.
+ *
+ * Modes: --debug stays in the foreground, logs to stderr and reads console commands from
+ * the terminal; --systemd (or NOTIFY_SOCKET in the environment) stays in the foreground,
+ * logs to the journal and speaks sd_notify; otherwise it daemonizes and logs to syslog.
+ * Every mode serves the console socket and holds the pid file lock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 
 #include "bridge.h"
+#include "console.h"
 #include "ctl.h"
+#include "daemon.h"
 #include "fwd.h"
 #include "log.h"
 #include "options.h"
+#include "paths.h"
 #include "pgm.h"
 #include "setup.h"
+#include "sysgroup.h"
 
 #define DEFAULT_PORT 4711
 
+/* What the command line and config files say; a reload fills a second one. */
 struct opts {
 	struct bridge *br;
 	struct ctl *ctl;
-	enum mgid_fmt fmt; /* -l: format of the groups that follow */
-	uint16_t port;	   /* -p: default port of the groups that follow */
-	int tos;	   /* -t: traffic class of the groups that follow, -1 = join's */
+	struct bridge_cfg *cfg; /* &br->cfg, or the reload's copy */
+	enum mgid_fmt fmt;	/* -l: format of the groups that follow */
+	uint16_t port;		/* -p: default port of the groups that follow */
+	int tos;		/* -t: traffic class of the groups that follow, -1 = join's */
 	int verbose;
 	bool list_fmts;
+	bool debug, systemd, check;
+	char control[CONTROL_PATH_MAX];
+	char pidfile[256];
+	char metrics[256];
+	char control_group[64];
+	/* Reload: the groups the configuration asks for (not bridged yet). */
+	bool reloading;
+	struct group **want;
+	uint32_t nwant, want_cap;
 };
 
 static int add_group(struct opts *o, const char *spec, enum group_dir dir, char *err, size_t len)
@@ -51,6 +75,30 @@ static int add_group(struct opts *o, const char *spec, enum group_dir dir, char 
 		return r;
 	}
 	g->dir = dir;
+	if (o->reloading) {
+		for (uint32_t i = 0; i < o->nwant; i++) {
+			if (o->want[i]->addr == g->addr) {
+				opt_errf(err, len, -EINVAL,
+					 "group '%s': address already bridged by '%s'", spec,
+					 o->want[i]->spec);
+				free(g);
+				return -EINVAL;
+			}
+		}
+		if (o->nwant == o->want_cap) {
+			uint32_t cap = o->want_cap ? 2 * o->want_cap : 64;
+			struct group **n = realloc(o->want, cap * sizeof(*n));
+
+			if (!n) {
+				free(g);
+				return opt_errf(err, len, -ENOMEM, "out of memory");
+			}
+			o->want = n;
+			o->want_cap = cap;
+		}
+		o->want[o->nwant++] = g;
+		return 0;
+	}
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		if (br->groups[i]->addr == g->addr) {
 			opt_errf(err, len, -EINVAL, "group '%s': address already bridged by '%s'",
@@ -113,14 +161,14 @@ static int parse_dev(const char *arg, char *dev, size_t devlen, uint8_t *port, c
 
 static int opt_device(void *ctx, const char *arg, char *err, size_t len)
 {
-	struct bridge_cfg *c = &((struct opts *)ctx)->br->cfg;
+	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
 
 	return parse_dev(arg, c->ib_dev, sizeof(c->ib_dev), &c->ib_port, err, len);
 }
 
 static int opt_roce(void *ctx, const char *arg, char *err, size_t len)
 {
-	struct bridge_cfg *c = &((struct opts *)ctx)->br->cfg;
+	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
 
 	return parse_dev(arg, c->roce_dev, sizeof(c->roce_dev), &c->roce_port, err, len);
 }
@@ -169,13 +217,13 @@ static int opt_workers(void *ctx, const char *arg, char *err, size_t len)
 	int r = opt_parse_uint(arg, 0, 64, &v, err, len);
 
 	if (!r)
-		((struct opts *)ctx)->br->cfg.nworkers = (uint32_t)v;
+		((struct opts *)ctx)->cfg->nworkers = (uint32_t)v;
 	return r;
 }
 
 static int opt_cpus(void *ctx, const char *arg, char *err, size_t len)
 {
-	struct bridge_cfg *c = &((struct opts *)ctx)->br->cfg;
+	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
 	char buf[1024], *save = NULL, *tok;
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 
@@ -209,7 +257,7 @@ static int opt_cpus(void *ctx, const char *arg, char *err, size_t len)
 
 static int opt_peer(void *ctx, const char *arg, char *err, size_t len)
 {
-	struct bridge_cfg *c = &((struct opts *)ctx)->br->cfg;
+	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
 	struct in_addr a;
 
 	if (inet_pton(AF_INET, arg, &a) != 1)
@@ -223,7 +271,7 @@ static int opt_peer(void *ctx, const char *arg, char *err, size_t len)
 
 static int opt_idle(void *ctx, const char *arg, char *err, size_t len)
 {
-	struct bridge_cfg *c = &((struct opts *)ctx)->br->cfg;
+	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
 
 	if (!strcmp(arg, "spin"))
 		c->idle = IDLE_SPIN;
@@ -246,16 +294,90 @@ static int opt_verbose(void *ctx, const char *arg, char *err, size_t len)
 
 static int opt_debug(void *ctx, const char *arg, char *err, size_t len)
 {
-	(void)ctx;
 	(void)arg;
 	(void)err;
 	(void)len;
-	/* The bridge runs in the foreground and logs to stderr: what --debug asks for. */
+	((struct opts *)ctx)->debug = true;
 	return 0;
 }
 
+static int opt_systemd(void *ctx, const char *arg, char *err, size_t len)
+{
+	(void)arg;
+	(void)err;
+	(void)len;
+	((struct opts *)ctx)->systemd = true;
+	return 0;
+}
+
+/* Does the command line itself hold --check (or an abbreviation of it)? */
+static bool argv_has_check(int argc, char **argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		size_t n = strlen(argv[i]);
+
+		if (n >= 4 && !strncmp(argv[i], "--check", n))
+			return true;
+	}
+	return false;
+}
+
+static int opt_check(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	(void)arg;
+	/* Only the command line may say it: a file is read by a bridge that runs. */
+	if (!o->check)
+		return opt_errf(err, len, -EINVAL, "check is a command-line option");
+	return 0;
+}
+
+static int set_path(char *dst, size_t dstlen, const char *arg, const char *what, char *err,
+		    size_t len)
+{
+	if (!*arg)
+		return opt_errf(err, len, -EINVAL, "empty %s path", what);
+	if (strlen(arg) >= dstlen)
+		return opt_errf(err, len, -EINVAL, "%s path too long (max %zu bytes)", what,
+				dstlen - 1);
+	strcpy(dst, arg);
+	return 0;
+}
+
+static int opt_control(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	return set_path(o->control, sizeof(o->control), arg, "control socket", err, len);
+}
+
+static int opt_pidfile(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	return set_path(o->pidfile, sizeof(o->pidfile), arg, "pid file", err, len);
+}
+
+static int opt_metrics(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	return set_path(o->metrics, sizeof(o->metrics), arg, "metrics file", err, len);
+}
+
+static int opt_control_group(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+	gid_t gid;
+
+	if (sysgroup_lookup(arg, &gid))
+		return opt_errf(err, len, -EINVAL, "no group '%s'", arg);
+	return set_path(o->control_group, sizeof(o->control_group), arg, "group", err, len);
+}
+
 static _Atomic int64_t f_buffers, f_huge, f_mcqp, f_senders, f_backlog, f_rq, f_sq, f_sig;
-static _Atomic int64_t f_pgm_csum, f_pgm_strict, f_foreign;
+static _Atomic int64_t f_pgm_csum, f_pgm_strict, f_foreign, f_join_timeout;
 
 /* pgm_checksum / pgm_strict: one bit each of the data path's PGM drop policy. */
 static void pgm_policy_bit(struct bridge *br, int64_t bit, int64_t on)
@@ -319,8 +441,29 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 "RoCE address of another bridge: its packets are never bridged back", opt_peer, o,
 		 true},
 		{"verbose", 'v', NULL, false, "more logging", opt_verbose, o, true},
-		{"debug", 'x', NULL, false, "stay in the foreground and log to stderr", opt_debug,
+		{"debug", 'x', NULL, false,
+		 "stay in the foreground, log to stderr, read console commands from stdin",
+		 opt_debug, o, false},
+		{"systemd", 's', NULL, false,
+		 "run under systemd: foreground, journal, sd_notify (implied by NOTIFY_SOCKET)",
+		 opt_systemd, o, false},
+		{"check", 0, NULL, false,
+		 "validate the configuration and open the devices, then exit (0 valid, 2 bad "
+		 "configuration, 1 unusable devices)",
+		 opt_check, o, false},
+		{"control", 0, "path", false,
+		 "console socket (default /run/ib2roce/ib2roce.sock as root, else under "
+		 "$XDG_RUNTIME_DIR)",
+		 opt_control, o, false},
+		{"control-group", 0, "group", false,
+		 "group admitted to the console besides root and our user (socket's group)",
+		 opt_control_group, o, false},
+		{"pidfile", 0, "path", false,
+		 "pid file with a lock (default: the console socket path with .pid)", opt_pidfile,
 		 o, false},
+		{"metrics-file", 0, "path", false,
+		 "write Prometheus metrics to this file every stats interval (atomically)",
+		 opt_metrics, o, false},
 	};
 	const struct feat_def feats[] = {
 		{"bridging", FEAT_BOOL, "forward packets (off: count them as bridging_off)", 1, 0,
@@ -366,6 +509,13 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 false, 0, &f_pgm_strict, true, apply_pgm_strict, br},
 		{"pgm_idle", FEAT_INT, "seconds before an idle PGM stream is forgotten", 600, 1,
 		 86400, false, 0, false, 0, &ctl->pgm_idle_s, true, NULL, NULL},
+		{"ppsdisplay", FEAT_BOOL, "log a packet rate line every second", 0, 0, 0, false, 0,
+		 false, 0, &ctl->ppsdisplay, true, NULL, NULL},
+		{"join_timeout", FEAT_INT, "seconds before READY=1 with groups still not joined",
+		 30, 1, 3600, false, 0, false, 0, &f_join_timeout, false, NULL, NULL},
+		{"stall", FEAT_INT,
+		 "fault injection: worker N-1 stops making progress (watchdog test; 0 = off)", 0, 0,
+		 64, false, 0, true, 0, &br->stall, true, NULL, NULL},
 	};
 	int r;
 
@@ -379,18 +529,258 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 				  opt_multicast, o);
 }
 
+/* What the engine's configuration holds before the options are applied. */
+static void cfg_defaults(struct bridge_cfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nworkers = 1;
+	cfg->idle = IDLE_SPIN;
+	cfg->idle_max_us = 1000;
+}
+
+/* ---- Reload (SIGHUP, the console's reload) ---- */
+
+static struct {
+	int argc;
+	char **argv;
+	struct opts *o;
+	struct bridge_cfg given; /* br->cfg as the command line and files left it */
+	struct opts first;	 /* the options as parsed at start, before defaults */
+	int cwd; /* the directory relative config paths were given in (we chdir to /) */
+} live;
+
+static bool same_group(const struct group *a, const struct group *b)
+{
+	return a->addr == b->addr && a->dir == b->dir && a->port == b->port && a->fmt == b->fmt &&
+	       a->tos_set == b->tos_set && (!a->tos_set || a->tos == b->tos);
+}
+
+static void free_want(struct opts *o)
+{
+	for (uint32_t i = 0; i < o->nwant; i++)
+		free(o->want[i]);
+	free(o->want);
+	o->want = NULL;
+	o->nwant = o->want_cap = 0;
+}
+
+/*
+ * Parse the command line again (and with it every config file). The handlers write into
+ * the struct opts they were registered with (main's), so it is switched to reload mode
+ * for the parse: groups collected into want, settings into *shadow; the result is copied
+ * to *res and main's opts restored.
+ */
+static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_t errlen)
+{
+	struct opts *o = live.o, saved = *o;
+	int ret, here = open(".", O_PATH | O_CLOEXEC);
+
+	cfg_defaults(shadow);
+	o->cfg = shadow;
+	o->fmt = MGID_RDMA;
+	o->port = DEFAULT_PORT;
+	o->tos = -1;
+	o->control[0] = o->pidfile[0] = o->metrics[0] = o->control_group[0] = 0;
+	o->reloading = true;
+	o->want = NULL;
+	o->nwant = o->want_cap = 0;
+	if (live.cwd >= 0 && fchdir(live.cwd))
+		log_debug("reload: fchdir: %s", strerror(errno));
+	ret = opt_parse_argv(live.argc, live.argv, err, errlen);
+	if (here >= 0) {
+		if (fchdir(here))
+			log_debug("reload: fchdir back: %s", strerror(errno));
+		close(here);
+	}
+	*res = *o;
+	*o = saved;
+	return ret < 0 ? ret : 0;
+}
+
+static void note_cfg_changes(FILE *out, const struct bridge_cfg *a, const struct bridge_cfg *b,
+			     const struct opts *o, const struct opts *n)
+{
+	if (strcmp(a->ib_dev, b->ib_dev) || a->ib_port != b->ib_port)
+		fprintf(out, "device: changed, needs a restart\n");
+	if (strcmp(a->roce_dev, b->roce_dev) || a->roce_port != b->roce_port)
+		fprintf(out, "roce: changed, needs a restart\n");
+	if (a->nworkers != b->nworkers)
+		fprintf(out, "workers: %u -> %u needs a restart\n", a->nworkers, b->nworkers);
+	if (a->ncpus != b->ncpus || memcmp(a->cpus, b->cpus, a->ncpus * sizeof(a->cpus[0])))
+		fprintf(out, "cpus: changed, needs a restart\n");
+	if (a->idle != b->idle)
+		fprintf(out, "idle: changed, needs a restart\n");
+	if (a->npeers != b->npeers || memcmp(a->peers, b->peers, a->npeers * sizeof(a->peers[0])))
+		fprintf(out, "peer: changed, needs a restart\n");
+	if (strcmp(o->control, n->control) || strcmp(o->control_group, n->control_group))
+		fprintf(out, "control: changed, needs a restart\n");
+	if (strcmp(o->pidfile, n->pidfile))
+		fprintf(out, "pidfile: changed, needs a restart\n");
+	if (strcmp(o->metrics, n->metrics))
+		fprintf(out, "metrics-file: changed, needs a restart\n");
+}
+
+/*
+ * Read the configuration again: a first pass validates everything and changes nothing
+ * (an error leaves the bridge as it was); the second applies runtime features; then the
+ * groups: those no longer configured are left, new ones joined, changed ones (direction,
+ * port, format, class) left and joined again. Other changes are reported as needing a
+ * restart.
+ */
+static int reload(struct ctl *c, FILE *out)
+{
+	struct opts *o = live.o;
+	struct bridge_cfg shadow;
+	struct opts r = {0};
+	char err[OPT_ERR_LEN];
+	uint32_t added = 0, removed = 0, failed = 0;
+	int ret;
+
+	feat_reload_mode(true, true, out);
+	ret = reparse(&shadow, &r, err, sizeof(err));
+	feat_reload_mode(false, false, NULL);
+	if (ret) {
+		fprintf(out, "%s; nothing changed\n", err);
+		goto done;
+	}
+	free_want(&r);
+	feat_reload_mode(true, false, out);
+	ret = reparse(&shadow, &r, err, sizeof(err));
+	feat_reload_mode(false, false, NULL);
+	if (ret) { /* the files changed between the two passes */
+		fprintf(out, "%s\n", err);
+		goto done;
+	}
+	/* Compare with what was given (defaults filled in later are not in shadow). */
+	note_cfg_changes(out, &live.given, &shadow, &live.first, &r);
+	for (uint32_t i = 0; i < o->br->ngroups;) {
+		struct group *g = o->br->groups[i];
+		bool keep = false;
+
+		for (uint32_t k = 0; k < r.nwant && !keep; k++)
+			keep = r.want[k] && same_group(g, r.want[k]);
+		if (keep) {
+			i++;
+			continue;
+		}
+		fprintf(out, "leaving %s\n", g->spec);
+		if (ctl_group_remove(c, g->spec, err, sizeof(err))) {
+			fprintf(out, "%s\n", err);
+			i++;
+			failed++;
+			continue;
+		}
+		removed++;
+	}
+	for (uint32_t k = 0; k < r.nwant; k++) {
+		struct group *w = r.want[k];
+		bool have = false;
+
+		for (uint32_t i = 0; i < o->br->ngroups && !have; i++)
+			have = same_group(o->br->groups[i], w);
+		if (have)
+			continue;
+		r.want[k] = NULL; /* ctl_group_insert owns it now */
+		fprintf(out, "joining %s (%s)\n", w->spec, group_dir_name[w->dir]);
+		if (ctl_group_insert(c, w, err, sizeof(err))) {
+			fprintf(out, "%s\n", err);
+			failed++;
+			continue;
+		}
+		added++;
+	}
+	fprintf(out, "%u group%s added, %u removed%s\n", added, added == 1 ? "" : "s", removed,
+		failed ? ", some changes failed" : "");
+	ret = failed ? -EINVAL : 0;
+done:
+	free_want(&r);
+	live.o = o;
+	return ret;
+}
+
+/* ---- Start-up ---- */
+
+/* Copy the features the engine reads at start-up into its configuration. */
+static void cfg_from_features(struct bridge *br)
+{
+	br->cfg.nbufs = (uint32_t)atomic_load(&f_buffers);
+	br->cfg.huge = atomic_load(&f_huge);
+	br->cfg.mcqp = (uint32_t)atomic_load(&f_mcqp);
+	br->cfg.max_senders = (uint32_t)atomic_load(&f_senders);
+	br->cfg.backlog = (uint32_t)atomic_load(&f_backlog);
+	br->cfg.rq_depth = (uint32_t)atomic_load(&f_rq);
+	br->cfg.sq_depth = (uint32_t)atomic_load(&f_sq);
+	br->cfg.sig_every = (uint32_t)atomic_load(&f_sig);
+	br->cfg.allow_foreign = atomic_load(&f_foreign) != 0;
+	if (br->cfg.sig_every > br->cfg.sq_depth / 2)
+		br->cfg.sig_every = br->cfg.sq_depth / 2;
+}
+
+/* Publish the configured groups on channel pairs round-robin (before the workers run). */
+static int place_groups(struct bridge *br, uint32_t *npub)
+{
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		struct group *g = br->groups[i];
+
+		g->pair = i % br->npairs;
+		g->out_chan[SIDE_IB] = br->sd[SIDE_IB].chan[g->pair];
+		g->out_chan[SIDE_ROCE] = br->sd[SIDE_ROCE].chan[g->pair];
+		group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
+		group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
+		if (group_publish(br, g)) {
+			log_err("group %s: MGID already used by another group", g->spec);
+			return -EEXIST;
+		}
+		(*npub)++;
+	}
+	return 0;
+}
+
+/* Log the lines of a text (final counters in the background: stdout goes nowhere). */
+static void log_lines(char *text)
+{
+	for (char *line = text, *nl; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = 0;
+		log_notice("%s", line);
+	}
+}
+
+static void print_final(struct ctl *ctl, bool to_log)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (!to_log) {
+		ctl_print_final(ctl, stdout);
+		return;
+	}
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return;
+	ctl_print_final(ctl, f);
+	fclose(f);
+	log_lines(buf);
+	free(buf);
+}
+
 int main(int argc, char **argv)
 {
 	static struct bridge br;
 	static struct ctl ctl;
-	struct opts o = {.br = &br, .ctl = &ctl, .fmt = MGID_RDMA, .port = DEFAULT_PORT, .tos = -1};
-	char err[OPT_ERR_LEN];
+	struct opts o = {.br = &br, .ctl = &ctl, .cfg = &br.cfg, .fmt = MGID_RDMA,
+			 .port = DEFAULT_PORT, .tos = -1};
+	struct console_cfg ccfg = {.listen_fd = -1, .admit_gid = (gid_t)-1};
+	char err[OPT_ERR_LEN], pidpath[256];
+	int report = -1, pidfd = -1;
 	uint32_t npub = 0;
+	bool daemon_mode, background_log;
 	int r, status = 0;
 
-	br.cfg.nworkers = 1;
-	br.cfg.idle = IDLE_SPIN;
-	br.cfg.idle_max_us = 1000;
+	cfg_defaults(&br.cfg);
+	o.check = argv_has_check(argc, argv);
 	r = opt_register_builtin(stdout, "ib2roce");
 	if (!r)
 		r = register_options(&o, &ctl, &br);
@@ -412,19 +802,62 @@ int main(int argc, char **argv)
 		return 0;
 	if (o.verbose)
 		atomic_store(&log_level, LOG_DEBUG);
-	br.cfg.nbufs = (uint32_t)atomic_load(&f_buffers);
-	br.cfg.huge = atomic_load(&f_huge);
-	br.cfg.mcqp = (uint32_t)atomic_load(&f_mcqp);
-	br.cfg.max_senders = (uint32_t)atomic_load(&f_senders);
-	br.cfg.backlog = (uint32_t)atomic_load(&f_backlog);
-	br.cfg.rq_depth = (uint32_t)atomic_load(&f_rq);
-	br.cfg.sq_depth = (uint32_t)atomic_load(&f_sq);
-	br.cfg.sig_every = (uint32_t)atomic_load(&f_sig);
-	br.cfg.allow_foreign = atomic_load(&f_foreign) != 0;
-	if (br.cfg.sig_every > br.cfg.sq_depth / 2)
-		br.cfg.sig_every = br.cfg.sq_depth / 2;
+	live.given = br.cfg;
+	live.first = o;
+	cfg_from_features(&br);
+	if (!o.control[0] && control_default_path(o.control, sizeof(o.control))) {
+		fprintf(stderr, "ib2roce: default control socket path too long\n");
+		return 2;
+	}
+	if (!o.pidfile[0] && control_pid_path(o.control, o.pidfile, sizeof(o.pidfile))) {
+		fprintf(stderr, "ib2roce: pid file path too long\n");
+		return 2;
+	}
+	snprintf(pidpath, sizeof(pidpath), "%s", o.pidfile);
+	if (o.control_group[0]) {
+		sysgroup_lookup(o.control_group, &ccfg.admit_gid);
+		ccfg.set_group = true;
+	}
+	ctl.join_timeout_ms = (uint64_t)atomic_load(&f_join_timeout) * 1000;
+	ctl.def_fmt = o.fmt;
+	ctl.def_port = o.port;
+	ctl.def_tos = o.tos;
+	ctl.metrics_path = o.metrics[0] ? o.metrics : NULL;
+	ctl.reload = reload;
+	live.argc = argc;
+	live.argv = argv;
+	live.o = &o;
+	live.cwd = open(".", O_PATH | O_CLOEXEC);
+
+	ctl.sd = !o.check && (o.systemd || getenv("NOTIFY_SOCKET"));
+	daemon_mode = !o.check && !o.debug && !ctl.sd;
+	background_log = daemon_mode || (ctl.sd && !o.debug);
 	if (!br.ngroups)
 		log_warn("no multicast groups given: nothing to bridge");
+	if (daemon_mode) {
+		report = daemon_start(err, sizeof(err));
+		if (report < 0) {
+			fprintf(stderr, "ib2roce: %s\n", err);
+			return 1;
+		}
+	}
+	if (ctl.sd && !o.debug)
+		log_open(LOG_TO_JOURNAL);
+	if (!o.check) {
+		/* The socket's directory (created once, 0750/0700) also holds the default pid
+		 * file; a --pidfile elsewhere must name an existing directory. */
+		if (control_make_dir(o.control, err, sizeof(err))) {
+			log_err("%s", err);
+			status = 1;
+			goto out;
+		}
+		pidfd = pidfile_lock(pidpath, err, sizeof(err));
+		if (pidfd < 0) {
+			log_err("%s", err);
+			status = 1;
+			goto out;
+		}
+	}
 
 	urcu_qsbr_register_thread();
 	r = side_open(&br.sd[SIDE_IB], SIDE_IB, br.cfg.ib_dev, br.cfg.ib_port, err, sizeof(err));
@@ -436,7 +869,7 @@ int main(int argc, char **argv)
 	if (r) {
 		log_err("%s", err);
 		status = 1;
-		goto out;
+		goto out_engine;
 	}
 	log_info("IB %s:%u (lid %u) <-> RoCE %s:%u (%s), %u channel pair%s, %u worker%s%s",
 		 br.sd[0].dev, br.sd[0].port, br.sd[0].pattr.lid, br.sd[1].dev, br.sd[1].port,
@@ -449,27 +882,41 @@ int main(int argc, char **argv)
 	if (!br.sd[SIDE_ROCE].netmask)
 		log_info("RoCE %s: no interface holds %s, source subnet not checked", br.sd[1].dev,
 			 inet_ntoa(*(struct in_addr *)&br.sd[1].ipv4));
-	for (uint32_t i = 0; i < br.ngroups; i++) {
-		struct group *g = br.groups[i];
-
-		g->pair = i % br.npairs;
-		g->out_chan[SIDE_IB] = br.sd[SIDE_IB].chan[g->pair];
-		g->out_chan[SIDE_ROCE] = br.sd[SIDE_ROCE].chan[g->pair];
-		group_mgid_ib(g, br.sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
-		group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
-		if (group_publish(&br, g)) {
-			log_err("group %s: MGID already used by another group", g->spec);
-			status = 2;
-			goto out;
-		}
-		npub++;
+	if (place_groups(&br, &npub)) {
+		status = 2;
+		goto out_engine;
+	}
+	if (o.check) {
+		printf("configuration valid: IB %s:%u <-> RoCE %s:%u, %u group%s, %u channel "
+		       "pair%s, %u worker%s\n",
+		       br.sd[0].dev, br.sd[0].port, br.sd[1].dev, br.sd[1].port, br.ngroups,
+		       br.ngroups == 1 ? "" : "s", br.npairs, br.npairs == 1 ? "" : "s",
+		       br.cfg.nworkers, br.cfg.nworkers == 1 ? "" : "s");
+		goto out_engine;
 	}
 	r = ctl_init(&ctl, &br, err, sizeof(err));
 	if (r) {
 		log_err("%s", err);
 		status = 1;
-		goto out;
+		goto out_ctl;
 	}
+	ccfg.path = o.control;
+	ccfg.tty = o.debug && !isatty(STDIN_FILENO) ? false : o.debug;
+	if (o.debug && !isatty(STDIN_FILENO)) {
+		/* A pipe or FIFO also works as the terminal (tests, scripts); /dev/null not. */
+		struct stat st;
+
+		ccfg.tty = !fstat(STDIN_FILENO, &st) && S_ISFIFO(st.st_mode);
+	}
+	if (sd_listen_fds(1) == 1 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0)
+		ccfg.listen_fd = SD_LISTEN_FDS_START;
+	if (!console_open(&ctl, &ccfg, err, sizeof(err))) {
+		log_err("%s", err);
+		status = 1;
+		goto out_ctl;
+	}
+	log_info("console on %s%s", ccfg.listen_fd >= 0 ? "the socket from systemd, " : "",
+		 o.control);
 	if (br.cfg.nworkers && (r = workers_start(&br))) {
 		log_err("starting workers: %s", strerror(-r));
 		status = 1;
@@ -477,25 +924,49 @@ int main(int argc, char **argv)
 	}
 	feat_running_set(true);
 	ctl_start_joins(&ctl);
+	if (report >= 0) {
+		/* Started: from here on the daemon logs to syslog. */
+		log_open(LOG_TO_SYSLOG);
+		daemon_report(report, 0);
+		report = -1;
+	}
 	r = ctl_run(&ctl);
 	if (r)
 		status = 1;
 	if (br.cfg.nworkers)
 		workers_stop(&br);
-	ctl_print_final(&ctl, stdout);
+	/* Groups left at run time fold their counters in after a grace period. */
+	urcu_qsbr_thread_offline();
+	urcu_qsbr_barrier();
+	urcu_qsbr_thread_online();
+	print_final(&ctl, background_log);
 	ctl_leave_all(&ctl);
+	npub = br.ngroups; /* runtime joins and leaves changed the set; all are published */
 out_ctl:
+	console_close(ctl.con);
 	ctl_fini(&ctl);
-out:
+out_engine:
 	for (uint32_t i = 0; i < npub; i++)
 		group_unpublish(&br, br.groups[i]);
 	urcu_qsbr_thread_offline();
-	urcu_qsbr_barrier();
+	/* Address handles wait three grace periods (ctl.c): callbacks queue callbacks. */
+	for (int i = 0; i < 3; i++)
+		urcu_qsbr_barrier();
 	urcu_qsbr_thread_online();
 	bridge_destroy(&br);
 	for (uint32_t i = 0; i < br.ngroups; i++)
 		free(br.groups[i]);
 	free(br.groups);
 	urcu_qsbr_unregister_thread();
+out:
+	/* A metrics file left behind would tell node_exporter the bridge still runs. */
+	if (ctl.metrics_path && !o.check)
+		unlink(ctl.metrics_path);
+	if (pidfd >= 0)
+		pidfile_unlock(pidfd, pidpath);
+	if (report >= 0)
+		daemon_report(report, status);
+	if (live.cwd >= 0)
+		close(live.cwd);
 	return status;
 }

@@ -281,6 +281,15 @@ int feat_get(const char *name, int64_t *value);
  */
 void feat_list(FILE *out);
 
+/*
+ * feat_reload_mode - for a configuration reload while running. When on, feat_set()
+ * with running set checks everything as usual, then: a start-up-only feature whose value
+ * would change keeps its value and, unless dry, a line saying it needs a restart goes to
+ * notes; with dry nothing at all is stored (a first pass that only validates). Off
+ * restores the normal behaviour. Control thread.
+ */
+void feat_reload_mode(bool on, bool dry, FILE *notes);
+
 /* feat_count - number of registered features. Main or control thread. */
 size_t feat_count(void);
 

@@ -114,6 +114,9 @@ struct group {
 	/* Written by the pair's worker only: packets forwarded from side s. */
 	uint64_t fwd_pkts[NSIDES];
 	uint64_t fwd_bytes[NSIDES];
+	/* Control thread only: fwd_pkts at the last console "zap", when each side joined. */
+	uint64_t fwd_zap[NSIDES];
+	uint64_t joined_ms[NSIDES]; /* CLOCK_MONOTONIC ms of the last JOIN_DONE, 0 = never */
 	bool retired;
 	struct rcu_head rcu;
 } __attribute__((aligned(64)));
@@ -183,6 +186,11 @@ struct channel {
 	struct sender **scache;	    /* CH_SCACHE entries, 2-way: sets of two */
 	struct sender *prev_sender; /* the last packet's sender */
 	struct chan_stats st;
+	/* Control thread only: counters at the last console "zap" (shown values are st - zap;
+	 * stats --json and the metrics file show st), and the rates of the last second. */
+	struct chan_stats zap;
+	uint64_t rate_rx_prev, rate_fwd_prev;
+	uint64_t pps_rx, pps_fwd;
 } __attribute__((aligned(64)));
 
 /* A worker-to-worker single-producer single-consumer ring of packets. */
@@ -225,11 +233,27 @@ struct worker {
 	uint64_t drop_nth; /* fault injection counter */
 	struct hist lat;   /* poll -> post, ns */
 	uint64_t idle_sleeps;
+	/* Control thread only: latency histogram at the last "zap"; heartbeat bookkeeping. */
+	struct hist lat_zap;
+	uint64_t hb_prev;	     /* heartbeat at the last check */
+	uint64_t hb_changed_ms;	     /* CLOCK_MONOTONIC ms when it last advanced */
+	uint64_t loop_rate;	     /* passes per second over the last second */
+	uint64_t rate_passes_prev;
 } __attribute__((aligned(64)));
+
+/* What the control thread knows of a side's port. */
+enum side_state {
+	SIDE_UP,      /* port active: groups joined or joining */
+	SIDE_DOWN,    /* port not active (PORT_ERR): joins dropped, re-joined on PORT_ACTIVE */
+	SIDE_REMOVED, /* device removed or fatal error: the side is stopped */
+};
 
 /* One side of the bridge: a device port. */
 struct side_ctx {
 	enum side side;
+	enum side_state state;	/* control thread */
+	uint64_t port_events;	/* async port events seen (control thread) */
+	uint64_t rejoins;	/* groups re-joined after port events (control thread) */
 	char dev[64];
 	uint8_t port;
 	struct ibv_context *ctx;
@@ -297,6 +321,11 @@ struct bridge {
 	_Atomic int64_t pgm_on;	    /* inspect PGM */
 	_Atomic int64_t pgm_dups;   /* enum pgm_dup_policy */
 	_Atomic int64_t pgm_policy; /* PGM_DROP_* bits: drop bad checksums / malformed */
+	_Atomic int64_t stall;	    /* fault injection: worker stall-1 stops its loop (0 off) */
+	/* Packets forwarded by groups no longer bridged (left at run time), per input side. */
+	_Atomic uint64_t left_fwd_pkts[NSIDES];
+	_Atomic uint64_t left_fwd_bytes[NSIDES];
+	_Atomic uint32_t left_groups;
 };
 
 /* ---- mgid.c: group specs and MGIDs ---- */

@@ -721,6 +721,7 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 	enum drop_reason why = DROP_NREASONS;
 	struct src_addr src;
 	struct channel *out;
+	struct ibv_ah *ah;
 	struct group *g;
 	uint32_t len;
 
@@ -754,9 +755,17 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 		why = DROP_TOO_BIG;
 		goto drop;
 	}
+	/* The control thread clears the ready bit before the AH when a side leaves: a
+	 * packet classified just before may find no AH (retired AHs stay valid until a
+	 * grace period has passed, so one loaded here is safe to post). */
+	ah = atomic_load_explicit(&g->ah_out[!side], memory_order_relaxed);
+	if (__builtin_expect(!ah, 0)) {
+		why = DROP_NOT_JOINED;
+		goto drop;
+	}
 	if (__builtin_expect(out->w != w, 0)) {
 		if (!fwd_handoff(w, out, buf, len, wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
-				 g->ah_out[!side], g->qkey_out[!side])) {
+				 ah, g->qkey_out[!side])) {
 			why = DROP_TX_FULL; /* the other worker's hand-off ring is full */
 			goto drop;
 		}
@@ -771,15 +780,11 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 	b->fwd_pkts++;
 	if (__builtin_expect(out == b->peer && b->peer_fast, 1)) {
 		burst_peer_post(b, buf, (uintptr_t)p + BR_GRH_LEN, len,
-				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
-				atomic_load_explicit(&g->ah_out[!side], memory_order_relaxed),
-				g->qkey_out[!side]);
+				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side]);
 		return;
 	}
 	chan_send(w, b->pool, out, fl, buf, (uintptr_t)p + BR_GRH_LEN, len,
-		  wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
-		  atomic_load_explicit(&g->ah_out[!side], memory_order_relaxed),
-		  g->qkey_out[!side]);
+		  wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side]);
 	return;
 drop:
 	ch->st.drops[why]++;

@@ -81,12 +81,17 @@ static uint32_t ipv4_netmask(uint32_t addr)
 	return mask;
 }
 
-/* Does this port qualify for the side? Fills sd on success. */
-static bool side_try_port(struct side_ctx *sd, struct ibv_context *ctx, uint8_t port)
+/*
+ * Does this port qualify for the side? Fills sd on success. down_ok: a port that is not
+ * active qualifies too (a named device: the bridge waits for PORT_ACTIVE, sd->state
+ * SIDE_DOWN).
+ */
+static bool side_try_port(struct side_ctx *sd, struct ibv_context *ctx, uint8_t port,
+			  bool down_ok)
 {
 	struct ibv_port_attr pa;
 
-	if (ibv_query_port(ctx, port, &pa) || pa.state != IBV_PORT_ACTIVE)
+	if (ibv_query_port(ctx, port, &pa) || (pa.state != IBV_PORT_ACTIVE && !down_ok))
 		return false;
 	if (sd->side == SIDE_IB) {
 		__be16 pkey;
@@ -111,6 +116,7 @@ static bool side_try_port(struct side_ctx *sd, struct ibv_context *ctx, uint8_t 
 	sd->pattr = pa;
 	sd->port = port;
 	sd->mtu = 128u << pa.active_mtu;
+	sd->state = pa.state == IBV_PORT_ACTIVE ? SIDE_UP : SIDE_DOWN;
 	return true;
 }
 
@@ -139,13 +145,17 @@ int side_open(struct side_ctx *sd, enum side side, const char *dev, uint8_t port
 			ibv_close_device(ctx);
 			continue;
 		}
-		for (uint8_t p = port ? port : 1; p <= (port ? port : da.phys_port_cnt); p++) {
-			if (side_try_port(sd, ctx, p)) {
-				sd->ctx = ctx;
-				sd->dattr = da;
-				snprintf(sd->dev, sizeof(sd->dev), "%s", name);
-				r = 0;
-				break;
+		/* Active ports first; a named device may also have its port down for now. */
+		for (int pass = 0; pass < (dev[0] ? 2 : 1) && r; pass++) {
+			for (uint8_t p = port ? port : 1; p <= (port ? port : da.phys_port_cnt);
+			     p++) {
+				if (side_try_port(sd, ctx, p, pass == 1)) {
+					sd->ctx = ctx;
+					sd->dattr = da;
+					snprintf(sd->dev, sizeof(sd->dev), "%s", name);
+					r = 0;
+					break;
+				}
 			}
 		}
 		if (r)
@@ -155,7 +165,7 @@ int side_open(struct side_ctx *sd, enum side side, const char *dev, uint8_t port
 	if (r) {
 		if (dev[0])
 			return seterr(err, errlen, -ENODEV,
-				      "%s device %s%s%.0u: not found, not %s or no active port%s",
+				      "%s device %s%s%.0u: not found, not %s or no port%s",
 				      side_name[side], dev, port ? ":" : "", port,
 				      side == SIDE_IB ? "InfiniBand" : "Ethernet",
 				      side == SIDE_ROCE ? " with a RoCEv2 IPv4 GID" : "");

@@ -64,7 +64,18 @@ static void *worker_main(void *arg)
 	}
 	urcu_qsbr_register_thread();
 	while (!atomic_load_explicit(&w->stop, memory_order_relaxed)) {
-		unsigned work = worker_pass(w);
+		unsigned work;
+
+		if (atomic_load_explicit(&br->stall, memory_order_relaxed) == (int64_t)w->id + 1) {
+			/* Fault injection (the stall feature): a worker that stopped making
+			 * progress, heartbeat frozen, so the watchdog path can be tested. It
+			 * stays online, as a stuck worker would: grace periods wait for it. */
+			struct timespec ts = {0, 10 * 1000000L};
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		work = worker_pass(w);
 
 		/* Backlog entries hold AH pointers: no grace period may end under them. */
 		if (!worker_backlogged(w))

@@ -91,7 +91,8 @@ say "simfab devices: the default topology (fabric '$SIMFABRIC')"
 "$simfab" devices
 
 say "ib2roce: bridging $group between sim_ib0 (IB) and sim_roce0 (RoCEv2)"
-start bridge "$builddir/control/ib2roce" -d sim_ib0 -r sim_roce0 --idle backoff \
+start bridge "$builddir/control/ib2roce" --debug --control "$tmp/ib2roce.sock" \
+	-d sim_ib0 -r sim_roce0 --idle backoff \
 	-e buffers=8192 -e statint=2 -m "$group"
 wait_for bridge 'IB joined'
 wait_for bridge 'RoCE joined'

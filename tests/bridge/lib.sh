@@ -101,7 +101,8 @@ br_bridge() {
 
 	shift 2
 	BR_BRIDGES="$BR_BRIDGES $name"
-	br_start "$name" 120 "$IB2ROCE" --idle backoff -e statint=0 "$@"
+	br_start "$name" 120 "$IB2ROCE" --debug --control "$SF_TMP/$name.sock" --idle backoff \
+		-e statint=0 "$@"
 	pid=$BR_PID
 	# The exit trap kills the recorded processes (TERM, then KILL): a bridge that does not
 	# stop on TERM is killed itself, not only the timeout process above it.
@@ -268,7 +269,8 @@ br_expect_group() {
 #   counted on the channel that failed to send, i.e. against the other side's packets);
 # - every packet forwarded from one side was posted on the other or dropped there for
 #   lack of send-queue space: fwd_pkts(A) = tx_pkts(B) + drop_tx_full(B);
-# - the per-group forward counters add up to the side's fwd_pkts;
+# - the per-group forward counters (with those of groups left at run time) add up to the
+#   side's fwd_pkts;
 # - the bridge's device ports agree: simfab xmit_pkts of each bridge port = tx_pkts -
 #   drop_tx_error (a send counted in tx_pkts that failed is in drop_tx_error), and every
 #   packet the port delivered into one of the bridge's receive buffers (rcv_pkts) was
@@ -300,7 +302,8 @@ br_conservation() {
 		txf_o=$(br_field "$name" "$o" drop_tx_full)
 		[ "$fwd" = $((tx_o + txf_o)) ] ||
 			br_fail "bridge $name: $s fwd_pkts=$fwd != $o tx_pkts=$tx_o + $o drop_tx_full=$txf_o" "$name"
-		gsum=$(awk -v k="$key" '$1 == "group" { for (i = 3; i <= NF; i++) {
+		# Groups left at run time are summed in the "groups_left" line.
+		gsum=$(awk -v k="$key" '$1 == "group" || $1 == "groups_left" { for (i = 2; i <= NF; i++) {
 			split($i, kv, "="); if (kv[1] == k) n += kv[2] } } END { print n + 0 }' \
 			"$SF_TMP/$name.out")
 		[ "$gsum" = "$fwd" ] ||

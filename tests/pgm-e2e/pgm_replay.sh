@@ -96,7 +96,8 @@ pid_of() {
 bridge_start() {
 	local n=0 pid
 
-	start bridge 50 "$IB2ROCE" -d sim_ib0 -r sim_roce0 --workers 1 --idle backoff \
+	start bridge 50 "$IB2ROCE" --debug --control "$T/bridge.sock" -d sim_ib0 -r sim_roce0 \
+		--workers 1 --idle backoff \
 		-e statint=0 -m "$GROUP"
 	pid=$(pid_of bridge)
 	until grep -q "IB joined $GROUP" "$T/bridge.err" &&

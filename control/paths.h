@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Where a bridge's control socket and pid file live (shared by ib2roce and bcom).
+ *
+ * Default control socket: /run/ib2roce/ib2roce.sock for root or under systemd (the
+ * environment has NOTIFY_SOCKET or INVOCATION_ID); else $XDG_RUNTIME_DIR/ib2roce.sock;
+ * without XDG_RUNTIME_DIR, /tmp/ib2roce-UID/ib2roce.sock. The pid file is the socket's
+ * path with ".sock" replaced by ".pid" (".pid" appended when it does not end in ".sock"),
+ * so that `--control PATH` alone keeps instances apart.
+ */
+#ifndef CONTROL_PATHS_H
+#define CONTROL_PATHS_H
+
+#include <stddef.h>
+
+/* Maximum length of a control socket path (sun_path, with its terminator). */
+#define CONTROL_PATH_MAX 108
+
+/*
+ * The default control socket path into buf. Uses geteuid() and the environment (an
+ * XDG_RUNTIME_DIR that is not absolute is ignored, empty variables count as unset).
+ * 0, or -ENAMETOOLONG (the path does not fit in len or in sun_path); buf is not
+ * changed on failure.
+ */
+int control_default_path(char *buf, size_t len);
+
+/*
+ * The pid file that belongs to a control socket path; buf may be sock itself.
+ * 0, or -ENAMETOOLONG (buf unchanged).
+ */
+int control_pid_path(const char *sock, char *buf, size_t len);
+
+/*
+ * Create the directory that holds path (one level, mode 0750 for /run/ib2roce and
+ * 0700 for /tmp/ib2roce-UID; existing directories are left alone, but a /tmp one must be
+ * ours and not group/world writable). 0 or -errno with a message.
+ *
+ * "A /tmp one" is any directory whose parent is group or world writable: there it is
+ * made 0700, and an existing one must be a real directory (not a symbolic link), owned
+ * by the effective uid, and not group or world writable (-ENOTDIR, -EPERM). Elsewhere
+ * it is made 0750 and an existing one need only be a directory. Nothing is created for
+ * a path without a directory part or directly in /. err may be NULL.
+ */
+int control_make_dir(const char *path, char *err, size_t errlen);
+
+#endif /* CONTROL_PATHS_H */

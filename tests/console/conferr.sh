@@ -1,0 +1,97 @@
+#!/bin/bash
+# Configuration errors: each broken file gives "FILE:LINE: reason" on stderr and exit
+# status 2, and nothing starts (no socket, no pid file). --check: a valid file and the
+# devices give status 0 and a summary; a device that does not exist gives 1.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init console-conferr
+sock=$SF_TMP/bridge.sock
+
+# conf NAME LINE REASON_REGEX < body: write NAME.conf, run the bridge on it, expect
+# exit status 2 and "NAME.conf:LINE: REASON" on stderr.
+conf() {
+	local f=$SF_TMP/$1.conf rc=0
+
+	cat >"$f"
+	timeout 20 "$IB2ROCE" --debug --control "$sock" -c "$f" >"$SF_TMP/$1.out" \
+		2>"$SF_TMP/$1.err" || rc=$?
+	[ "$rc" = 2 ] || sf_fail "$1: exit status $rc, expected 2" "$f" "$SF_TMP/$1.err"
+	grep -Eq "^ib2roce: $f:$2: $3" "$SF_TMP/$1.err" ||
+		sf_fail "$1: expected '$f:$2: $3'" "$f" "$SF_TMP/$1.err"
+	[ "$(wc -l <"$SF_TMP/$1.err")" = 1 ] || sf_fail "$1: more than one line on stderr" "$SF_TMP/$1.err"
+	[ ! -e "$sock" ] || sf_fail "$1: a socket was created"
+	[ ! -e "$SF_TMP/bridge.pid" ] || sf_fail "$1: a pid file was created"
+}
+
+conf unknown 3 "unknown option 'frobnicate'" <<'C'
+# a comment
+device sim_ib0
+frobnicate 1
+C
+conf badgroup 2 "multicast: .*239\.1\.2\.300" <<'C'
+roce sim_roce0
+multicast 239.1.2.300
+C
+conf noarg 1 "option 'multicast' requires an argument" <<'C'
+multicast
+C
+conf noarg2 2 "option 'debug' doesn't allow an argument" <<'C'
+
+debug yes
+C
+conf badfeature 1 "enable: feature 'mcqp': 'abc' is not a number" <<'C'
+enable mcqp=abc
+C
+conf unknownfeature 1 "enable: unknown feature 'nosuch'" <<'C'
+enable nosuch
+C
+conf range 1 "workers: '99' is out of range 0\.\.64" <<'C'
+workers 99
+C
+conf dupgroup 2 "multicast: group '239\.1\.2\.3:5000': address already bridged by '239\.1\.2\.3'" <<'C'
+multicast 239.1.2.3
+multicast 239.1.2.3:5000
+C
+conf checkinfile 1 "check: check is a command-line option" <<'C'
+check
+C
+printf 'device sim_ib0\nroce \001sim\n' | conf ctrl 2 "control character 0x01 in line"
+conf badgroupname 1 "control-group: no group 'no-such-group-here'" <<'C'
+control-group no-such-group-here
+C
+# An included file: the error names the inner file and line, then where it was included.
+printf 'roce sim_roce0\nmgid NOPE\n' >"$SF_TMP/inner.conf"
+rc=0
+printf '# outer\nconfig %s\n' "$SF_TMP/inner.conf" >"$SF_TMP/outer.conf"
+timeout 20 "$IB2ROCE" --debug --control "$sock" -c "$SF_TMP/outer.conf" 2>"$SF_TMP/outer.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "include: exit status $rc" "$SF_TMP/outer.err"
+grep -q "inner.conf:2: mgid: unknown MGID format 'NOPE'.*(included from $SF_TMP/outer.conf:2)" \
+	"$SF_TMP/outer.err" || sf_fail "include: message" "$SF_TMP/outer.err"
+# A missing file.
+rc=0
+timeout 20 "$IB2ROCE" --debug --control "$sock" -c "$SF_TMP/none.conf" 2>"$SF_TMP/none.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "missing file: exit status $rc" "$SF_TMP/none.err"
+grep -q "none.conf: No such file or directory" "$SF_TMP/none.err" || sf_fail "missing file: message" "$SF_TMP/none.err"
+
+# --check: valid configuration and devices.
+cat >"$SF_TMP/good.conf" <<'C'
+device sim_ib0
+roce sim_roce0
+multicast 239.1.2.3
+inbound 239.1.2.4:5000
+enable statint=5
+C
+rc=0
+timeout 20 "$IB2ROCE" --check -c "$SF_TMP/good.conf" >"$SF_TMP/check.out" 2>"$SF_TMP/check.err" || rc=$?
+[ "$rc" = 0 ] || sf_fail "--check good: exit status $rc" "$SF_TMP/check.out" "$SF_TMP/check.err"
+grep -q "^configuration valid: IB sim_ib0:1 <-> RoCE sim_roce0:1, 2 groups" "$SF_TMP/check.out" ||
+	sf_fail "--check good: no summary" "$SF_TMP/check.out"
+# --check: a device that does not exist (after -c: the last -d wins).
+rc=0
+timeout 20 "$IB2ROCE" --check -c "$SF_TMP/good.conf" -d sim_nosuch >"$SF_TMP/check2.out" \
+	2>"$SF_TMP/check2.err" || rc=$?
+[ "$rc" = 1 ] || sf_fail "--check bad device: exit status $rc, expected 1" "$SF_TMP/check2.err"
+grep -q sim_nosuch "$SF_TMP/check2.err" || sf_fail "--check bad device: message" "$SF_TMP/check2.err"
+sf_log "PASS"

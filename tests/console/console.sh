@@ -1,0 +1,151 @@
+#!/bin/bash
+# Every console command over the socket with bcom, on a bridge in the foreground
+# (--debug): the tables, the JSON report against the traffic that was sent, zap,
+# runtime features, errors (unknown, ambiguous, bad arguments: exit status 1), hostile
+# input on the raw socket (binary, overlong, a stuck client), and quit.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init console-cmds
+g=239.1.2.3
+n=200
+
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g"
+sock=$SF_TMP/bridge.sock
+[ "$(stat -c %a "$sock")" = 660 ] || br_fail "socket mode $(stat -c %a "$sock"), expected 660" bridge
+
+br_listen rx "$ROCE_NET.2" -g "$g" -n "$n" --verify --imm --timeout 20
+br_send tx "$IB_NET.2" -g "$g" -n "$n" --imm --rate 20000
+br_expect_listener rx "$n" 1
+wait_json bridge '.sides[0].fwd_pkts' "$n"
+
+# JSON: parses, stable names, counters equal to the traffic.
+[ "$(json bridge '.program')" = ib2roce ] || br_fail "json program" bridge
+[ "$(json bridge '.sides[0].side + " " + .sides[0].device')" = "IB sim_ib0" ] ||
+	br_fail "json side 0" bridge
+[ "$(json bridge '.sides[0].rx_pkts')" = "$n" ] || br_fail "json IB rx_pkts" bridge
+[ "$(json bridge '.sides[1].tx_pkts')" = "$n" ] || br_fail "json RoCE tx_pkts" bridge
+[ "$(json bridge '.groups[0].group')" = "$g" ] || br_fail "json group" bridge
+[ "$(json bridge '.groups[0].ib_to_roce_pkts')" = "$n" ] || br_fail "json group pkts" bridge
+[ "$(json bridge '.groups[0].ib.state + " " + .groups[0].roce.state')" = "joined joined" ] ||
+	br_fail "json join states" bridge
+[ "$(json bridge '.ready')" = true ] || br_fail "json ready" bridge
+[ "$(json bridge '.senders')" = 1 ] || br_fail "json senders" bridge
+[ "$(json bridge '.workers | length')" = 1 ] || br_fail "json workers" bridge
+[ "$(json bridge '.sides[0].drop_reasons | length')" -ge 18 ] || br_fail "json drop_reasons" bridge
+
+# The tables.
+out=$(bc_ok bridge help)
+for c in buffers channels enable disable events interfaces join leave multicast quit reload \
+	senders stats status tsi workers zap; do
+	expect_in "$out" "^$c( |$)" "help lists $c"
+done
+out=$(bc_ok bridge status)
+expect_in "$out" "sim_ib0" "status names the IB device"
+expect_in "$out" "\b$n\b" "status shows $n packets"
+out=$(bc_ok bridge mult)
+expect_in "$out" "$g .*joined" "multicast (prefix 'mult') shows the group joined"
+out=$(bc_ok bridge channels)
+expect_in "$out" "IB" "channels"
+out=$(bc_ok bridge interfaces)
+expect_in "$out" "sim_roce0" "interfaces shows sim_roce0"
+expect_in "$out" "fe80:|::ffff:" "interfaces shows a GID table"
+out=$(bc_ok bridge interfaces sim_roce0)
+printf '%s\n' "$out" | grep -q sim_ib0 && br_fail "interfaces sim_roce0 also showed sim_ib0" bridge
+out=$(bc_fail bridge 1 interfaces nosuch)
+expect_in "$out" "no interface 'nosuch'" "interfaces nosuch"
+out=$(bc_ok bridge buffers)
+expect_in "$out" "free" "buffers"
+out=$(bc_ok bridge senders)
+expect_in "$out" "$IB_NET.2|::ffff:|fe80" "senders lists the sender"
+out=$(bc_ok bridge endpoints 5)
+out=$(bc_fail bridge 1 senders many)
+out=$(bc_ok bridge workers)
+expect_in "$out" "p50|p99" "workers shows latency percentiles"
+out=$(bc_ok bridge cores)
+out=$(bc_ok bridge events)
+expect_in "$out" "stats|rates" "events lists the timers"
+bc_ok bridge tsi >/dev/null
+out=$(bc_ok bridge stats)
+expect_in "$out" "^IB sim_ib0 rx_pkts=$n " "stats (final-counters format)"
+
+# zap: the tables start again from zero; the JSON report does not.
+bc_ok bridge zap >/dev/null
+out=$(bc_ok bridge multicast)
+printf '%s\n' "$out" | grep -q "\b$n\b" && br_fail "multicast still shows $n after zap: $out" bridge
+[ "$(json bridge '.sides[0].rx_pkts')" = "$n" ] || br_fail "zap changed the JSON counters" bridge
+
+# Runtime features.
+out=$(bc_ok bridge enable)
+expect_in "$out" "bridging" "enable without a name lists the features"
+bc_ok bridge disable bridging >/dev/null
+br_send tx2 "$IB_NET.2" -g "$g" -n 50 --rate 20000
+wait_json bridge '.sides[0].drop_reasons.bridging_off' 50
+bc_ok bridge enable bridging >/dev/null
+out=$(bc_fail bridge 1 enable nosuchfeature)
+expect_in "$out" "unknown feature" "enable nosuchfeature"
+out=$(bc_fail bridge 1 enable buffers=2048)
+expect_in "$out" "needs a restart" "enable buffers while running"
+bc_ok bridge enable statint=5 >/dev/null
+expect_in "$(bc_ok bridge enable)" "statint +5" "statint is 5 now"
+
+# Errors: exit status 1, a message, the bridge unchanged.
+out=$(bc_fail bridge 1 frobnicate)
+expect_in "$out" "unknown command 'frobnicate'" "unknown command"
+out=$(bc_fail bridge 1 e)
+expect_in "$out" "ambiguous command 'e'" "ambiguous prefix"
+out=$(bc_fail bridge 1 status extra)
+expect_in "$out" "unexpected argument" "status with an argument"
+out=$(bc_fail bridge 1 stats --xml)
+
+# Hostile input on the raw socket: binary, an overlong line, then a client that sends
+# half a line and stalls: each gets an error or is dropped, others are served meanwhile.
+python3 - "$sock" >"$SF_TMP/raw.out" 2>&1 <<'PY' || br_fail "raw socket checks: $(cat "$SF_TMP/raw.out")" bridge
+import socket, sys, time
+path = sys.argv[1]
+
+def reply(s):
+    buf = b""
+    while not buf.endswith(b"\n") or b"\0" not in buf:
+        d = s.recv(65536)
+        if not d:
+            raise SystemExit("connection closed early: %r after %r" % (buf, sys._getframe(1).f_lineno))
+        buf += d
+    body, _, st = buf.rpartition(b"\0")
+    return body.decode(errors="replace"), st[:1]
+
+s = socket.socket(socket.AF_UNIX); s.connect(path)
+s.sendall(b"sta\x01\x02tus\n")
+body, st = reply(s)
+assert st == b"1" and "control characters" in body, (body, st)
+s.sendall(b"x" * 5000 + b"\n")
+body, st = reply(s)
+assert st == b"1" and "too long" in body, (body, st)
+s.sendall(b"help\nstatus\n")            # pipelined: two replies, in order
+b1, st1 = reply(s)
+assert st1 == b"0" and "multicast" in b1, b1
+b2, st2 = reply(s)
+assert st2 == b"0" and "sim_ib0" in b2, b2
+stuck = socket.socket(socket.AF_UNIX); stuck.connect(path)
+stuck.sendall(b"stat")                   # never finished
+s.sendall(b"status\n")
+b3, st3 = reply(s)
+assert st3 == b"0", b3
+stuck.settimeout(15)
+data = stuck.recv(4096)                  # dropped after the line timeout
+assert b"not finished" in data, data
+print("raw ok")
+PY
+grep -q 'raw ok' "$SF_TMP/raw.out" || br_fail "raw socket checks" bridge
+
+# quit: the bridge stops gracefully (status 0, final counters).
+out=$(bc_ok bridge quit)
+expect_in "$out" "stopping" "quit"
+sf_wait_exit "$(br_pid bridge)"
+[ "$SF_RC" = 0 ] || br_fail "bridge exited $SF_RC after quit" bridge
+grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters after quit" bridge
+[ ! -e "$sock" ] || br_fail "socket left behind after quit" bridge
+br_conservation bridge sim_ib0 sim_roce0
+bc_fail bridge 3 status >/dev/null
+sf_log "PASS"

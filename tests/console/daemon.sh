@@ -1,0 +1,81 @@
+#!/bin/bash
+# Daemon mode (neither --debug nor systemd): the command returns once the bridge runs
+# in the background, the pid file names the daemon and is locked (a second instance
+# refuses to start, saying which pid runs), the console works, traffic is forwarded,
+# quit stops the daemon and removes its socket and pid file. A daemon that cannot start
+# reports the error and its exit status through the command that started it.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init console-daemon
+g=239.1.2.3
+n=200
+sock=$SF_TMP/bridge.sock
+pidf=$SF_TMP/bridge.pid
+
+rc=0
+timeout 30 "$IB2ROCE" --control "$sock" -d sim_ib0 -r sim_roce0 --idle backoff -m "$g" \
+	>"$SF_TMP/start.out" 2>"$SF_TMP/start.err" || rc=$?
+[ "$rc" = 0 ] || sf_fail "daemon start: exit status $rc" "$SF_TMP/start.out" "$SF_TMP/start.err"
+[ -s "$pidf" ] || sf_fail "no pid file $pidf"
+dpid=$(cat "$pidf")
+SF_PIDS="$SF_PIDS $dpid"
+kill -0 "$dpid" 2>/dev/null || sf_fail "daemon $dpid from the pid file is not running"
+[ "$(ps -o ppid= -p "$dpid" | tr -d ' ')" != "$$" ] || sf_fail "the daemon is still our child"
+sid=$(ps -o sid= -p "$dpid" | tr -d ' ')
+[ "$sid" != "$dpid" ] || sf_fail "the daemon is a session leader (no second fork)"
+[ "$(readlink "/proc/$dpid/cwd")" = / ] || sf_fail "the daemon did not chdir to /"
+
+wait_json bridge '.groups[0].ib.state + .groups[0].roce.state' joinedjoined 20
+out=$(bc_ok bridge status)
+expect_in "$out" "sim_roce0" "status from the daemon"
+# Every command answers the same way from the daemon.
+for c in help multicast channels interfaces buffers senders endpoints tsi events workers \
+	cores enable stats zap; do
+	bc_ok bridge "$c" >/dev/null
+done
+bc_fail bridge 1 frobnicate >/dev/null
+
+br_listen rx "$ROCE_NET.2" -g "$g" -n "$n" --verify --timeout 20
+br_send tx "$IB_NET.2" -g "$g" -n "$n" --rate 20000
+br_expect_listener rx "$n" 1
+[ "$(json bridge '.sides[0].fwd_pkts')" = "$n" ] || br_fail "daemon fwd_pkts" bridge
+
+# A second instance with the same control path: refused by the pid file lock.
+rc=0
+timeout 30 "$IB2ROCE" --control "$sock" -d sim_ib0 -r sim_roce0 -m 239.1.2.4 \
+	>"$SF_TMP/second.out" 2>"$SF_TMP/second.err" || rc=$?
+[ "$rc" = 1 ] || sf_fail "second instance: exit status $rc, expected 1" "$SF_TMP/second.err"
+grep -q "another ib2roce (pid $dpid) is running ($pidf)" "$SF_TMP/second.err" ||
+	sf_fail "second instance: no clear refusal" "$SF_TMP/second.err"
+kill -0 "$dpid" || sf_fail "the daemon died when a second instance tried"
+# The same in the foreground with only the socket path shared: refused by the socket.
+rc=0
+timeout 30 "$IB2ROCE" --debug --control "$sock" --pidfile "$SF_TMP/other.pid" -d sim_ib0 \
+	-r sim_roce0 -m 239.1.2.4 >"$SF_TMP/third.out" 2>"$SF_TMP/third.err" || rc=$?
+[ "$rc" = 1 ] || sf_fail "third instance: exit status $rc, expected 1" "$SF_TMP/third.err"
+grep -q "another bridge is listening on $sock" "$SF_TMP/third.err" ||
+	sf_fail "third instance: no clear refusal" "$SF_TMP/third.err"
+bc_ok bridge status >/dev/null
+
+# quit: the daemon leaves, cleans up.
+bc_ok bridge quit >/dev/null
+n=0
+while kill -0 "$dpid" 2>/dev/null; do
+	n=$((n + 1))
+	[ "$n" -le 100 ] || sf_fail "daemon still running 10 s after quit"
+	sleep 0.1
+done
+[ ! -e "$pidf" ] || sf_fail "pid file left behind"
+[ ! -e "$sock" ] || sf_fail "socket left behind"
+bc_fail bridge 3 status >/dev/null
+
+# Start-up failure in the background: the error and status reach the caller.
+rc=0
+timeout 30 "$IB2ROCE" --control "$sock" -d sim_nosuch -r sim_roce0 -m "$g" \
+	>"$SF_TMP/bad.out" 2>"$SF_TMP/bad.err" || rc=$?
+[ "$rc" = 1 ] || sf_fail "bad device: exit status $rc, expected 1" "$SF_TMP/bad.err"
+grep -q "sim_nosuch" "$SF_TMP/bad.err" || sf_fail "bad device: error not shown" "$SF_TMP/bad.err"
+[ ! -e "$pidf" ] || sf_fail "pid file left behind by a failed start"
+sf_log "PASS"

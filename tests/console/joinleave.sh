@@ -1,0 +1,71 @@
+#!/bin/bash
+# join and leave at run time. A bridge with two workers and one group per channel
+# (-e mcqp=1) bridges A (IB -> RoCE) and B (RoCE -> IB). While a steady stream flows on
+# A, group C (both ways) is joined: no pair has room on both sides, so C is received
+# on IB channel 1 (worker 1) and on RoCE channel 0 (worker 0), and packets cross
+# workers through the hand-off rings. C forwards both ways, byte-exact; then C is left
+# and no longer forwarded; A lost nothing meanwhile. Errors: a second join of a bridged
+# address, a bad spec, no room, leave of an unknown group.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init console-joinleave
+ga=239.1.2.3
+gb=239.1.2.4
+gc=239.1.2.5
+na=3000
+n=300
+
+br_bridge bridge 2 -d sim_ib0 -r sim_roce0 --workers 2 -e mcqp=1 -i "$ga" -o "$gb"
+
+# A steady stream on A for ~3 s, across the join and the leave of C.
+br_listen a_rx "$ROCE_NET.2" -g "$ga" -n "$na" --verify --timeout 40
+br_send_start a_tx "$IB_NET.2" -g "$ga" -n "$na" --rate 1000
+
+out=$(bc_ok bridge join "$gc" both)
+expect_in "$out" "joining $gc" "join"
+wait_json bridge ".groups[] | select(.group == \"$gc\") | .ib.state + .roce.state" joinedjoined
+grep -q "bridging $gc (both) on channels IB 1, RoCE 0 (workers hand over)" "$SF_TMP/bridge.err" ||
+	br_fail "C was not placed across workers" bridge
+expect_in "$(bc_ok bridge multicast)" "$gc" "multicast lists C"
+
+# C forwards both ways, through the hand-off rings.
+# (One direction at a time: a listener also hears its own fabric's senders.)
+br_listen c_roce "$ROCE_NET.3" -g "$gc" -n "$n" --verify --imm --timeout 20
+br_send c_tx_ib "$IB_NET.4" -g "$gc" -n "$n" --imm --rate 20000
+br_expect_listener c_roce "$n" 1
+br_listen c_ib "$IB_NET.3" -g "$gc" -n "$n" --verify --imm --timeout 20
+br_send c_tx_roce "$ROCE_NET.4" -g "$gc" -n "$n" --imm --rate 20000
+br_expect_listener c_ib "$n" 1
+ho=$(json bridge '[.channels[].handoff_out // 0] | add')
+h0=$(json bridge '.sides[0].handoff_out + .sides[1].handoff_out')
+[ "$h0" -ge $((2 * n)) ] || br_fail "hand-off counted $h0 (channels: $ho), expected >= $((2 * n))" bridge
+
+# Leave C: not forwarded any more, gone from the tables.
+out=$(bc_ok bridge leave "$gc")
+expect_in "$out" "left $gc" "leave"
+printf '%s\n' "$(bc_ok bridge multicast)" | grep -q "$gc" && br_fail "multicast still lists C" bridge
+br_listen c_gone "$ROCE_NET.3" -g "$gc" -n 0 --timeout 2
+br_send c_tx_after "$IB_NET.4" -g "$gc" -n 100 --rate 20000
+br_expect_listener c_gone 0
+
+# Errors change nothing.
+out=$(bc_fail bridge 1 join "$ga")
+expect_in "$out" "already bridged" "second join of A"
+out=$(bc_fail bridge 1 join 300.1.2.3)
+out=$(bc_fail bridge 1 join 239.1.2.9 sideways)
+expect_in "$out" "expected both, in or out" "bad direction"
+bc_ok bridge join "$gc" >/dev/null
+out=$(bc_fail bridge 1 join 239.1.2.10)
+expect_in "$out" "no channel has room" "no room"
+out=$(bc_fail bridge 1 leave 239.9.9.9)
+expect_in "$out" "not bridged" "leave of an unknown group"
+
+# A: every packet arrived while C came and went.
+br_send_end a_tx
+br_expect_listener a_rx "$na" 1
+br_stop bridge
+br_expect_group bridge "$ga" ib_to_roce "$na"
+br_conservation bridge sim_ib0 sim_roce0
+sf_log "PASS"

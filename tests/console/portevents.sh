@@ -1,0 +1,64 @@
+#!/bin/bash
+# Port events: RoCE port down while traffic flows (the bridge leaves, counts what it
+# receives meanwhile as not_joined), up again (it joins again, traffic resumes); an SM
+# client re-register on IB (it leaves and joins again); the IB port down and up. The
+# bridge never exits; every packet it received is accounted for.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init console-portevents
+g=239.1.2.3
+n=200
+
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g"
+
+round() { # round NAME: n packets IB -> RoCE must arrive
+	br_listen "$1_rx" "$ROCE_NET.2" -g "$g" -n "$n" --verify --timeout 20
+	br_send "$1_tx" "$IB_NET.2" -g "$g" -n "$n" --rate 20000
+	br_expect_listener "$1_rx" "$n" 1
+}
+round before
+
+# RoCE port down: the bridge leaves on RoCE and counts IB packets as not_joined.
+"$SIMFAB" port sim_roce0 down >/dev/null
+wait_json bridge '.sides[1].state' down
+[ "$(json bridge '.groups[0].roce.state')" != joined ] || br_fail "still joined on a down port" bridge
+br_send down_tx "$IB_NET.2" -g "$g" -n "$n" --rate 20000
+wait_json bridge '.sides[0].drop_reasons.not_joined' "$n"
+"$SIMFAB" port sim_roce0 up >/dev/null
+wait_json bridge '.groups[0].roce.state' joined 10
+round roce_up
+grep -q "RoCE sim_roce0 port 1 down: 1 group left" "$SF_TMP/bridge.err" || br_fail "no port down message" bridge
+grep -q "RoCE sim_roce0: port active: joining 1 group again" "$SF_TMP/bridge.err" ||
+	grep -q "RoCE sim_roce0: .*joining 1 group again" "$SF_TMP/bridge.err" || br_fail "no re-join message" bridge
+
+# SM client re-register on IB: leave and join again, traffic resumes.
+j0=$(grep -c 'IB joined ' "$SF_TMP/bridge.err")
+"$SIMFAB" reregister sim_ib0 >/dev/null
+k=0
+until [ "$(grep -c 'IB joined ' "$SF_TMP/bridge.err")" -gt "$j0" ]; do
+	k=$((k + 1))
+	[ "$k" -le 100 ] || br_fail "no IB re-join after client re-register" bridge
+	sleep 0.1
+done
+wait_json bridge '.groups[0].ib.state' joined
+round rereg
+
+# IB port down and up: the IB side leaves (and RoCE -> IB traffic is counted), then joins.
+"$SIMFAB" port sim_ib0 down >/dev/null
+wait_json bridge '.sides[0].state' down
+br_send down_tx2 "$ROCE_NET.4" -g "$g" -n 50 --rate 20000
+wait_json bridge '.sides[1].drop_reasons.not_joined' 50
+"$SIMFAB" port sim_ib0 up >/dev/null
+wait_json bridge '.groups[0].ib.state' joined 10
+round ib_up
+[ "$(json bridge '.sides[0].port_events')" -ge 3 ] || br_fail "IB port_events" bridge
+[ "$(json bridge '.sides[1].rejoins')" -ge 1 ] || br_fail "RoCE rejoins" bridge
+
+br_stop bridge
+br_expect bridge IB fwd_pkts $((4 * n))
+br_expect bridge IB drop_not_joined "$n"
+br_expect bridge RoCE drop_not_joined 50
+br_conservation bridge sim_ib0 sim_roce0
+sf_log "PASS"
