@@ -808,6 +808,8 @@ static int listen_path(struct console *con, const char *path, bool set_group, ch
 	mode_t old;
 	int fd, r;
 
+	if (!path)
+		return opt_errf(err, errlen, -EINVAL, "no control socket path");
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return opt_errf(err, errlen, -ENAMETOOLONG, "control socket path too long: %s",
 				path);

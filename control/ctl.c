@@ -1015,6 +1015,11 @@ static int place_group(struct bridge *br, struct group *g, char *err, size_t err
 	return 0;
 }
 
+static void group_discard_rcu(struct rcu_head *h)
+{
+	free(caa_container_of(h, struct group, rcu));
+}
+
 int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 {
 	struct bridge *br = c->br;
@@ -1027,23 +1032,14 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 			goto fail;
 		}
 	}
-	for (uint32_t i = 0; i < br->ngroups; i++) {
-		if (br->groups[i]->addr == g->addr) {
-			r = opt_errf(err, errlen, -EEXIST, "%s is already bridged as '%s'", g->spec,
-				     br->groups[i]->spec);
-			goto fail;
-		}
-	}
-	if (br->ngroups == br->groups_cap) {
-		uint32_t cap = br->groups_cap ? 2 * br->groups_cap : 64;
-		struct group **n = realloc(br->groups, cap * sizeof(*n));
+	{
+		struct group *dup = group_array_find(br->groups, br->ngroups, g->addr);
 
-		if (!n) {
-			r = opt_errf(err, errlen, -ENOMEM, "out of memory");
+		if (dup) {
+			r = opt_errf(err, errlen, -EEXIST, "%s is already bridged as '%s'", g->spec,
+				     dup->spec);
 			goto fail;
 		}
-		br->groups = n;
-		br->groups_cap = cap;
 	}
 	r = place_group(br, g, err, errlen);
 	if (r)
@@ -1051,10 +1047,15 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 	group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
 	group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
 	if (group_publish(br, g)) {
+		/* It may have been in a table for a moment: free it after a grace period. */
 		r = opt_errf(err, errlen, -EEXIST, "%s: its MGID is used by another group", g->spec);
-		goto fail;
+		goto fail_published;
 	}
-	br->groups[br->ngroups++] = g;
+	if (group_array_push(&br->groups, &br->ngroups, &br->groups_cap, g)) {
+		group_unpublish(br, g);
+		r = opt_errf(err, errlen, -ENOMEM, "out of memory");
+		goto fail_published;
+	}
 	log_ctx(LOG_NOTICE, NULL, g->spec, "bridging %s (%s) on channels IB %u, RoCE %u%s",
 		g->spec, group_dir_name[g->dir], g->out_chan[SIDE_IB]->index,
 		g->out_chan[SIDE_ROCE]->index,
@@ -1066,6 +1067,9 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 			g->js[s].next_try_ms = UINT64_MAX; /* joined when the port comes up */
 	}
 	return 0;
+fail_published:
+	urcu_qsbr_call_rcu(&g->rcu, group_discard_rcu);
+	return r;
 fail:
 	free(g);
 	return r;

@@ -75,50 +75,24 @@ static int add_group(struct opts *o, const char *spec, enum group_dir dir, char 
 		return r;
 	}
 	g->dir = dir;
-	if (o->reloading) {
-		for (uint32_t i = 0; i < o->nwant; i++) {
-			if (o->want[i]->addr == g->addr) {
-				opt_errf(err, len, -EINVAL,
-					 "group '%s': address already bridged by '%s'", spec,
-					 o->want[i]->spec);
-				free(g);
-				return -EINVAL;
-			}
-		}
-		if (o->nwant == o->want_cap) {
-			uint32_t cap = o->want_cap ? 2 * o->want_cap : 64;
-			struct group **n = realloc(o->want, cap * sizeof(*n));
+	{
+		struct group **v = o->reloading ? o->want : br->groups;
+		uint32_t n = o->reloading ? o->nwant : br->ngroups;
+		struct group *dup = group_array_find(v, n, g->addr);
 
-			if (!n) {
-				free(g);
-				return opt_errf(err, len, -ENOMEM, "out of memory");
-			}
-			o->want = n;
-			o->want_cap = cap;
-		}
-		o->want[o->nwant++] = g;
-		return 0;
-	}
-	for (uint32_t i = 0; i < br->ngroups; i++) {
-		if (br->groups[i]->addr == g->addr) {
+		if (dup) {
 			opt_errf(err, len, -EINVAL, "group '%s': address already bridged by '%s'",
-				 spec, br->groups[i]->spec);
+				 spec, dup->spec);
 			free(g);
 			return -EINVAL;
 		}
 	}
-	if (br->ngroups == br->groups_cap) {
-		uint32_t cap = br->groups_cap ? 2 * br->groups_cap : 64;
-		struct group **n = realloc(br->groups, cap * sizeof(*n));
-
-		if (!n) {
-			free(g);
-			return opt_errf(err, len, -ENOMEM, "out of memory");
-		}
-		br->groups = n;
-		br->groups_cap = cap;
+	r = o->reloading ? group_array_push(&o->want, &o->nwant, &o->want_cap, g)
+			 : group_array_push(&br->groups, &br->ngroups, &br->groups_cap, g);
+	if (r) {
+		free(g);
+		return opt_errf(err, len, r, "out of memory");
 	}
-	br->groups[br->ngroups++] = g;
 	return 0;
 }
 
@@ -901,12 +875,12 @@ int main(int argc, char **argv)
 		goto out_ctl;
 	}
 	ccfg.path = o.control;
-	ccfg.tty = o.debug && !isatty(STDIN_FILENO) ? false : o.debug;
-	if (o.debug && !isatty(STDIN_FILENO)) {
-		/* A pipe or FIFO also works as the terminal (tests, scripts); /dev/null not. */
+	if (o.debug) {
+		/* The terminal, or a pipe or FIFO (scripts); not /dev/null or a file. */
 		struct stat st;
 
-		ccfg.tty = !fstat(STDIN_FILENO, &st) && S_ISFIFO(st.st_mode);
+		ccfg.tty = isatty(STDIN_FILENO) ||
+			   (!fstat(STDIN_FILENO, &st) && S_ISFIFO(st.st_mode));
 	}
 	if (sd_listen_fds(1) == 1 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0)
 		ccfg.listen_fd = SD_LISTEN_FDS_START;

@@ -360,6 +360,14 @@ struct group *group_lookup(struct side_ctx *sd, const union ibv_gid *gid);
 /* Find by IPv4 group address (any side): for the "MGID format mismatch" verdict. */
 struct group *group_lookup_addr(struct bridge *br, uint32_t addr);
 
+/* Arrays of groups of the control thread (bridge->groups, a reload's wanted groups). */
+
+/* The group among v[0..n) with IPv4 address addr, or NULL. */
+struct group *group_array_find(struct group *const *v, uint32_t n, uint32_t addr);
+
+/* Append g to *v (n entries, room for *cap; grown as needed). 0 or -ENOMEM. */
+int group_array_push(struct group ***v, uint32_t *n, uint32_t *cap, struct group *g);
+
 /* Insert / remove a group in the tables (control thread). */
 int group_publish(struct bridge *br, struct group *g);
 void group_unpublish(struct bridge *br, struct group *g);

@@ -5,6 +5,7 @@
  * QSBR readers (no read-side cost).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bridge.h"
@@ -94,4 +95,27 @@ void group_unpublish(struct bridge *br, struct group *g)
 	cds_lfht_del(br->sd[SIDE_IB].groups, &g->node[SIDE_IB]);
 	cds_lfht_del(br->sd[SIDE_ROCE].groups, &g->node[SIDE_ROCE]);
 	cds_lfht_del(br->groups_by_addr, &g->addr_node);
+}
+
+struct group *group_array_find(struct group *const *v, uint32_t n, uint32_t addr)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i]->addr == addr)
+			return v[i];
+	return NULL;
+}
+
+int group_array_push(struct group ***v, uint32_t *n, uint32_t *cap, struct group *g)
+{
+	if (*n == *cap) {
+		uint32_t c = *cap ? 2 * *cap : 64;
+		struct group **nv = realloc(*v, c * sizeof(*nv));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = g;
+	return 0;
 }

@@ -6,7 +6,7 @@ set -eu
 PKGS="build-essential pkg-config meson ninja-build python3
 libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
-libpgm-dev tshark iproute2 nftables jq util-linux procps
+libpgm-dev tshark iproute2 nftables jq util-linux procps systemd
 valgrind clang libclang-rt-14-dev clang-format"
 
 missing=""

@@ -146,6 +146,12 @@ done
 echo "(out_of_buffer on sim_ib3: the IB sender is a full member, so its own QP gets the"
 echo " loopback copies and the bridged ones, and has no receive posted.)"
 
+say "the console (bcom): status, multicast, workers"
+for c in status multicast workers; do
+	echo "\$ bcom $c"
+	"$builddir/control/bcom" --control "$tmp/ib2roce.sock" "$c" || ok=0
+done
+
 say "ib2roce: stopping (SIGINT), final counters"
 kill -INT "$pid_bridge"
 rc=0

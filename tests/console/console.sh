@@ -1,6 +1,7 @@
 #!/bin/bash
 # Every console command over the socket with bcom, on a bridge in the foreground
-# (--debug): the tables, the JSON report against the traffic that was sent, zap,
+# (--debug): the tables, the JSON report and the metrics file (Prometheus text, written
+# every statint, removed at exit) against the traffic that was sent, zap, ppsdisplay,
 # runtime features, errors (unknown, ambiguous, bad arguments: exit status 1), hostile
 # input on the raw socket (binary, overlong, a stuck client), and quit.
 set -eu
@@ -11,7 +12,9 @@ sf_init console-cmds
 g=239.1.2.3
 n=200
 
-br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g"
+prom=$SF_TMP/ib2roce.prom
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 --metrics-file "$prom" -e statint=1 \
+	-m "$g"
 sock=$SF_TMP/bridge.sock
 [ "$(stat -c %a "$sock")" = 660 ] || br_fail "socket mode $(stat -c %a "$sock"), expected 660" bridge
 
@@ -34,6 +37,24 @@ wait_json bridge '.sides[0].fwd_pkts' "$n"
 [ "$(json bridge '.senders')" = 1 ] || br_fail "json senders" bridge
 [ "$(json bridge '.workers | length')" = 1 ] || br_fail "json workers" bridge
 [ "$(json bridge '.sides[0].drop_reasons | length')" -ge 18 ] || br_fail "json drop_reasons" bridge
+
+# The metrics file catches up within a stats interval (1 s here).
+k=0
+until grep -q "^ib2roce_forwarded_packets_total{side=\"IB\",device=\"sim_ib0\"} $n\$" "$prom" 2>/dev/null; do
+	k=$((k + 1))
+	[ "$k" -le 50 ] || br_fail "metrics file without $n forwarded packets: $(cat "$prom" 2>&1 | head -20)" bridge
+	sleep 0.1
+done
+grep -q '^# TYPE ib2roce_forwarded_packets_total counter$' "$prom" || br_fail "metrics: no TYPE line" bridge
+grep -q "^ib2roce_group_forwarded_packets_total{group=\"$g\",direction=\"ib_to_roce\"} $n\$" "$prom" ||
+	br_fail "metrics: group counter" bridge
+grep -q '^ib2roce_up 1$' "$prom" || br_fail "metrics: ib2roce_up" bridge
+[ -z "$(find "$SF_TMP" -maxdepth 1 -name '.ib2roce.prom.tmp*')" ] || br_fail "metrics: temp file left" bridge
+
+# ppsdisplay: a rate line every second while on.
+bc_ok bridge enable ppsdisplay >/dev/null
+sf_wait_line "$SF_TMP/bridge.err" 'notice: IB rx [0-9]* pps fwd [0-9]* pps' "$(br_pid bridge)" 5
+bc_ok bridge disable ppsdisplay >/dev/null
 
 # The tables.
 out=$(bc_ok bridge help)
@@ -105,15 +126,21 @@ python3 - "$sock" >"$SF_TMP/raw.out" 2>&1 <<'PY' || br_fail "raw socket checks: 
 import socket, sys, time
 path = sys.argv[1]
 
+pending = {}
+
 def reply(s):
-    buf = b""
-    while not buf.endswith(b"\n") or b"\0" not in buf:
+    """One reply: the text up to NUL, status byte, newline (replies may arrive together)."""
+    buf = pending.get(s, b"")
+    while True:
+        i = buf.find(b"\0")
+        if i >= 0 and len(buf) >= i + 3:
+            pending[s] = buf[i + 3:]
+            assert buf[i + 2:i + 3] == b"\n", buf
+            return buf[:i].decode(errors="replace"), buf[i + 1:i + 2]
         d = s.recv(65536)
         if not d:
-            raise SystemExit("connection closed early: %r after %r" % (buf, sys._getframe(1).f_lineno))
+            raise SystemExit("connection closed early: %r" % buf)
         buf += d
-    body, _, st = buf.rpartition(b"\0")
-    return body.decode(errors="replace"), st[:1]
 
 s = socket.socket(socket.AF_UNIX); s.connect(path)
 s.sendall(b"sta\x01\x02tus\n")
@@ -146,6 +173,7 @@ sf_wait_exit "$(br_pid bridge)"
 [ "$SF_RC" = 0 ] || br_fail "bridge exited $SF_RC after quit" bridge
 grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters after quit" bridge
 [ ! -e "$sock" ] || br_fail "socket left behind after quit" bridge
+[ ! -e "$prom" ] || br_fail "metrics file left behind after quit" bridge
 br_conservation bridge sim_ib0 sim_roce0
 bc_fail bridge 3 status >/dev/null
 sf_log "PASS"
