@@ -90,6 +90,14 @@ expect_in "$out" "stats|rates" "events lists the timers"
 bc_ok bridge tsi >/dev/null
 out=$(bc_ok bridge stats)
 expect_in "$out" "^IB sim_ib0 rx_pkts=$n " "stats (final-counters format)"
+# bcom without a command and stdin not a terminal: one command per line, one connection.
+out=$(printf 'status\n# a comment\n\nmulticast\n' | timeout 20 "$BCOM" --control "$sock") ||
+	br_fail "bcom batch mode failed: $out" bridge
+expect_in "$out" "sim_ib0" "batch: status"
+expect_in "$out" "$g .*joined" "batch: multicast"
+rc=0
+printf 'status\nfrobnicate\n' | timeout 20 "$BCOM" --control "$sock" >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || br_fail "bcom batch with a failed command: exit $rc, expected 1" bridge
 
 # zap: the tables start again from zero; the JSON report does not.
 bc_ok bridge zap >/dev/null

@@ -27,6 +27,7 @@ shopt -s inherit_errexit
 . "$(dirname "$0")/../simfabric/lib.sh"
 
 : "${IB2ROCE:?IB2ROCE must name the ib2roce program}"
+: "${BCOM:?BCOM must name the bcom program}"
 : "${PGMREPLAY:?PGMREPLAY must name the pgmreplay program}"
 : "${PGMTOOL:?PGMTOOL must name tests/pgm/pgmtool}"
 : "${PGM_FIXTURES:?PGM_FIXTURES must name tests/pgm/fixtures}"
@@ -109,10 +110,12 @@ bridge_start() {
 	done
 }
 
-# bridge_stop: SIGINT; the bridge must exit 0 within 10 s with its final counters.
+# bridge_stop: the console's `tsi` first, then SIGINT; the bridge must exit 0 within 10 s
+# with its final counters, whose stream lines are what `tsi` showed (nothing moved).
 bridge_stop() {
 	local tpid n=0
 
+	"$BCOM" --control "$T/bridge.sock" tsi >"$T/tsi.out" 2>&1 || fail "bcom tsi failed" bridge
 	tpid=$(pid_of bridge)
 	kill -INT "$(sf_child "$tpid")" 2>/dev/null || fail "the bridge is not running" bridge
 	while kill -0 "$tpid" 2>/dev/null; do
@@ -124,6 +127,9 @@ bridge_stop() {
 	[ "$SF_RC" = 0 ] || fail "the bridge exited with status $SF_RC" bridge
 	grep -q '^ib2roce: final counters$' "$T/bridge.out" ||
 		fail "the bridge printed no final counters" bridge
+	grep '^pgm side=' "$T/bridge.out" | cmp -s - "$T/tsi.out" ||
+		fail "bcom tsi differs from the final stream lines: $(cat "$T/tsi.out")" bridge
+	[ -s "$T/tsi.out" ] || fail "bcom tsi showed no stream" bridge
 }
 
 # recv_start NAME ADDR COUNT [LINGER_MS]: pgmreplay recv on the device of ADDR, expecting
