@@ -45,7 +45,10 @@ for f in "$bench" "$bridge"; do
 		exit 1
 	}
 done
-export LD_LIBRARY_PATH=$PWD/$builddir/simfabric
+case $builddir in
+/*) export LD_LIBRARY_PATH=$builddir/simfabric ;;
+*) export LD_LIBRARY_PATH=$PWD/$builddir/simfabric ;;
+esac
 export SIMFABRIC=bridgebench$$
 group=239.255.1.1
 mkdir -p bench/results

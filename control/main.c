@@ -426,8 +426,8 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 "configuration, 1 unusable devices)",
 		 opt_check, o, false},
 		{"control", 0, "path", false,
-		 "console socket (default /run/ib2roce/ib2roce.sock as root, else under "
-		 "$XDG_RUNTIME_DIR)",
+		 "console socket (default /run/ib2roce/ib2roce.sock as root or under systemd, "
+		 "else $XDG_RUNTIME_DIR/ib2roce.sock)",
 		 opt_control, o, false},
 		{"control-group", 0, "group", false,
 		 "group admitted to the console besides root and our user (socket's group)",
