@@ -1050,7 +1050,8 @@ int show_senders(struct ctl *c, const char *arg, FILE *out)
 		return -ENOMEM;
 	}
 	now = mono_ns();
-	qsort(rows.v, rows.n, sizeof(*rows.v), sender_cmp);
+	if (rows.n > 1) /* qsort(NULL, 0, ...) is undefined */
+		qsort(rows.v, rows.n, sizeof(*rows.v), sender_cmp);
 	fprintf(out, "%zu sender%s\n", rows.n, rows.n == 1 ? "" : "s");
 	tbl_init(&t, hdr, sizeof(hdr) / sizeof(hdr[0]));
 	for (i = 0; i < rows.n && i < max; i++) {
