@@ -665,12 +665,28 @@ void ctl_start_joins(struct ctl *c)
 	}
 }
 
+/*
+ * When the shutdown began (CLOCK_MONOTONIC ms). A second SIGINT/SIGTERM within
+ * SIGNAL_DUP_MS of the first is the same request delivered twice (timeout(1) signals its
+ * child and then its process group; kill -- -PGID reaches us once per process): it is
+ * ignored. Later ones force the exit.
+ */
+#define SIGNAL_DUP_MS 200
+static volatile sig_atomic_t stop_ms_lo; /* low bits suffice for a 200 ms window */
+
+static bool signal_is_dup(void)
+{
+	return (uint32_t)mono_ms() - (uint32_t)stop_ms_lo < SIGNAL_DUP_MS;
+}
+
 /* A second SIGINT/SIGTERM while shutting down (workers joining, leaves): exit now. */
 static void force_exit(int sig)
 {
 	static const char msg[] = "ib2roce: second signal during shutdown: exiting now\n";
 
 	(void)sig;
+	if (signal_is_dup()) /* clock_gettime is async-signal-safe */
+		return;
 	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
 		_exit(1);
 	_exit(1);
@@ -730,10 +746,13 @@ static void on_signal(struct ctl *c)
 			continue;
 		}
 		if (c->stop) {
+			if (signal_is_dup())
+				continue;
 			log_warn("second %s: exiting now", strsignal((int)si.ssi_signo));
 			_exit(1);
 		}
 		log_notice("%s: shutting down", strsignal((int)si.ssi_signo));
+		stop_ms_lo = (sig_atomic_t)(uint32_t)mono_ms();
 		c->stop = true;
 	}
 }

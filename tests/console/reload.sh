@@ -3,7 +3,7 @@
 # new ones joined, live, without disturbing the group that stays; runtime features take
 # their new values; a start-up-only change is reported as needing a restart and kept; a
 # file with an error changes nothing. The console's reload does the same and replies
-# with the report.
+# with the report. A doubled SIGINT stops it gracefully.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -85,7 +85,14 @@ expect_in "$out" "0 groups added, 1 removed" "reload summary"
 
 br_send_end a_tx
 br_expect_listener a_rx 2000 1
-br_stop bridge
+# The same SIGINT twice at once (as timeout(1) delivers it: to the child, then to the
+# group) is one request: a graceful stop with exit status 0, not a forced exit.
+child=$(sf_child "$(br_pid bridge)")
+kill -INT "$child"
+kill -INT "$child"
+sf_wait_exit "$(br_pid bridge)"
+[ "$SF_RC" = 0 ] || br_fail "exit status $SF_RC after a doubled SIGINT" bridge
+grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters" bridge
 br_expect_group bridge "$ga" ib_to_roce 2000
 br_conservation bridge sim_ib0 sim_roce0
 sf_log "PASS"
