@@ -27,13 +27,16 @@ sf_wait_line "$SF_TMP/bridge.err" 'console on' "$BR_PID" 20
 [ "$(stat -c '%a %g' "$sock")" = "660 $gid" ] ||
 	br_fail "socket: $(stat -c '%a %g' "$sock"), expected 660 $gid" bridge
 
+# A copy of bcom the other user can run whatever the build directory's permissions.
+install -m 0755 "$BCOM" "$SF_TMP/bcom"
+
 # as UID GID GROUPS COMMAND...: bcom as another user; output in $SF_TMP/as.out, status AS_RC.
 as() {
 	local uid=$1 g=$2 groups=$3
 
 	shift 3
 	AS_RC=0
-	timeout 20 setpriv --reuid="$uid" --regid="$g" $groups -- "$BCOM" --control "$sock" "$@" \
+	timeout 20 setpriv --reuid="$uid" --regid="$g" $groups -- "$SF_TMP/bcom" --control "$sock" "$@" \
 		>"$SF_TMP/as.out" 2>&1 || AS_RC=$?
 }
 
