@@ -67,14 +67,6 @@ struct console {
 	bool toverlong;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* ---- Commands ---- */
 
 typedef int cmd_fn(struct ctl *c, char *args, FILE *out);
@@ -330,7 +322,7 @@ static int cmd_stats(struct ctl *c, char *args, FILE *out)
 	if (no_args("stats", args, out))
 		return -1;
 	if (!opt) {
-		ctl_print_final(c, out);
+		show_final(c, out);
 		return 0;
 	}
 	if (strcmp(opt, "--json") && strcmp(opt, "json")) {
@@ -571,7 +563,7 @@ static bool client_process(struct console *con, struct client *k)
 			unsigned char ch = (unsigned char)k->raw[k->rawoff++];
 
 			if (!k->line_ms)
-				k->line_ms = now_ms();
+				k->line_ms = mono_ms();
 			if (ch == '\n') {
 				client_line(con, k);
 				if (k->close_after || k->outlen)

@@ -42,14 +42,6 @@
 
 const char *const group_dir_name[3] = {"both", "in", "out"};
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void *join_ctx(struct group *g, int side)
 {
 	return (void *)((uintptr_t)g | (uintptr_t)side);
@@ -439,14 +431,6 @@ static void joins_tick(struct ctl *c)
 	}
 }
 
-/* Sum of a side's channel counters (snapshots of the workers' counters). */
-static void side_stats(struct bridge *br, int s, struct chan_stats *t)
-{
-	memset(t, 0, sizeof(*t));
-	for (uint32_t k = 0; k < br->sd[s].nchan; k++)
-		chan_stats_add(t, &br->sd[s].chan[k]->st);
-}
-
 static void print_stats_line(struct ctl *c)
 {
 	struct chan_stats st[NSIDES];
@@ -454,7 +438,7 @@ static void print_stats_line(struct ctl *c)
 	double dt = (double)(now - c->last_stats_ms) / 1000.0;
 
 	for (int s = 0; s < NSIDES; s++)
-		side_stats(c->br, s, &st[s]);
+		show_side_stats(c->br, s, false, &st[s]);
 	if (dt > 0)
 		log_notice("IB rx %" PRIu64 " (%.0f pps) fwd %" PRIu64 " drop %" PRIu64
 			   " | RoCE rx %" PRIu64 " (%.0f pps) fwd %" PRIu64 " drop %" PRIu64,
@@ -465,63 +449,6 @@ static void print_stats_line(struct ctl *c)
 	c->last_rx[0] = st[0].rx_pkts;
 	c->last_rx[1] = st[1].rx_pkts;
 	c->last_stats_ms = now;
-}
-
-void ctl_print_final(struct ctl *c, FILE *out)
-{
-	struct bridge *br = c->br;
-	struct hist lat;
-
-	fprintf(out, "ib2roce: final counters\n");
-	for (int s = 0; s < NSIDES; s++) {
-		struct chan_stats st;
-
-		side_stats(br, s, &st);
-		fprintf(out,
-			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
-			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
-			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64 " pgm_pkts=%" PRIu64
-			" pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64,
-			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
-			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
-			st.backlog_max, st.pgm_pkts, st.pgm_malformed, st.pgm_bad_csum);
-		for (int r = 0; r < DROP_NREASONS; r++)
-			if (st.drops[r])
-				fprintf(out, " drop_%s=%" PRIu64, drop_reason_name[r], st.drops[r]);
-		fprintf(out, "\n");
-	}
-	memset(&lat, 0, sizeof(lat));
-	for (uint32_t i = 0; i < br->nworkers; i++) {
-		const struct hist *h = &br->workers[i].lat;
-
-		lat.count += h->count;
-		lat.sum += h->sum;
-		if (h->max > lat.max)
-			lat.max = h->max;
-		for (uint32_t b = 0; b < HIST_BUCKETS; b++)
-			lat.b[b] += h->b[b];
-	}
-	fprintf(out,
-		"latency_ns p50=%" PRIu64 " p90=%" PRIu64 " p99=%" PRIu64 " p99.9=%" PRIu64
-		" p99.99=%" PRIu64 " max=%" PRIu64 " samples=%" PRIu64 "\n",
-		hist_quantile(&lat, 0.5), hist_quantile(&lat, 0.9), hist_quantile(&lat, 0.99),
-		hist_quantile(&lat, 0.999), hist_quantile(&lat, 0.9999), lat.max, lat.count);
-	fprintf(out, "senders=%zu\n", sender_table_count(br->senders));
-	show_tsi(c, NULL, out);
-	if (atomic_load(&br->left_groups))
-		fprintf(out, "groups_left count=%u ib_to_roce=%" PRIu64 " roce_to_ib=%" PRIu64 "\n",
-			atomic_load(&br->left_groups), atomic_load(&br->left_fwd_pkts[SIDE_IB]),
-			atomic_load(&br->left_fwd_pkts[SIDE_ROCE]));
-	for (uint32_t i = 0; i < br->ngroups; i++) {
-		struct group *g = br->groups[i];
-
-		fprintf(out,
-			"group %s ib_to_roce=%" PRIu64 " roce_to_ib=%" PRIu64 " ib=%s roce=%s\n",
-			g->spec, g->fwd_pkts[SIDE_IB], g->fwd_pkts[SIDE_ROCE],
-			g->js[SIDE_IB].state == JOIN_DONE ? "joined" : "not-joined",
-			g->js[SIDE_ROCE].state == JOIN_DONE ? "joined" : "not-joined");
-	}
-	fflush(out);
 }
 
 static int epoll_add(int ep, int fd, struct ev_tag *tag)
@@ -725,14 +652,7 @@ static void do_reload(struct ctl *c, const char *why)
 	log_notice("%s: reloading the configuration", why);
 	r = c->reload(c, f);
 	fclose(f);
-	/* The reload's report, one log line each. */
-	for (char *line = buf, *nl; line && *line; line = nl) {
-		nl = strchr(line, '\n');
-		if (nl)
-			*nl++ = 0;
-		if (*line)
-			log_msg(r ? LOG_ERR : LOG_NOTICE, "reload: %s", line);
-	}
+	log_text(r ? LOG_ERR : LOG_NOTICE, "reload: ", buf);
 	free(buf);
 }
 
@@ -805,7 +725,6 @@ static void check_ready(struct ctl *c, uint64_t now)
 static void watchdog_tick(struct ctl *c, uint64_t now)
 {
 	uint64_t half = c->wd_usec / 2000, limit = half > 1000 ? half : 1000;
-	static uint32_t stalled_logged = UINT32_MAX;
 
 	if (!c->sd || !c->wd_usec || now - c->last_wd_ms < half)
 		return;
@@ -813,15 +732,15 @@ static void watchdog_tick(struct ctl *c, uint64_t now)
 		struct worker *w = &c->br->workers[i];
 
 		if (now - w->hb_changed_ms > limit) {
-			if (stalled_logged != i)
+			if (c->wd_stalled != i + 1)
 				log_err("worker %u (CPU %d): no progress for %" PRIu64
 					" ms: withholding the watchdog",
 					i, w->cpu, now - w->hb_changed_ms);
-			stalled_logged = i;
+			c->wd_stalled = i + 1;
 			return;
 		}
 	}
-	stalled_logged = UINT32_MAX;
+	c->wd_stalled = 0;
 	sd_notify(0, "WATCHDOG=1");
 	c->last_wd_ms = now;
 }
@@ -839,8 +758,8 @@ static void pps_line(struct ctl *c)
 			fwd += c->br->sd[s].chan[k]->pps_fwd;
 		}
 		off += (size_t)snprintf(line + off, sizeof(line) - off,
-					"%s%s rx %" PRIu64 " pps fwd %" PRIu64 " pps", s ? " | " : "",
-					side_name[s], rx, fwd);
+					"%s%s rx %" PRIu64 " pps fwd %" PRIu64 " pps",
+					s ? " | " : "", side_name[s], rx, fwd);
 	}
 	log_notice("%s", line);
 }
@@ -860,7 +779,8 @@ static void on_timer(struct ctl *c)
 		for (uint32_t k = 0; k < c->br->sd[s].nchan; k++) {
 			struct channel *ch = c->br->sd[s].chan[k];
 
-			if (__atomic_load_n(&ch->broken, __ATOMIC_RELAXED) && !ch->broken_reported) {
+			if (__atomic_load_n(&ch->broken, __ATOMIC_RELAXED) &&
+			    !ch->broken_reported) {
 				ch->broken_reported = true;
 				log_ctx(LOG_ERR, c->br->sd[s].dev, NULL,
 					"%s %s channel %u (QP %#x): queue pair in the error state, "
@@ -927,15 +847,15 @@ void ctl_events(struct ctl *c, FILE *out)
 	uint32_t pending = 0;
 
 	fprintf(out, "%-24s %-12s %s\n", "timer", "next", "what");
-	fprintf(out, "%-24s every %4d ms joins, ready check, console, watchdog\n", "tick",
-		TICK_MS);
+	fprintf(out, "%-24s every %4d ms joins, ready check, console, watchdog\n", "tick", TICK_MS);
 	ms_ago(out, "rates", c->last_rate_ms + 1000, now, "pps and loop rates (every 1 s)");
 	if (statint > 0)
 		ms_ago(out, "stats", c->last_stats_ms + (uint64_t)statint * 1000, now,
 		       "statistics line, systemd STATUS");
 	if (c->metrics_path)
-		ms_ago(out, "metrics", c->last_metrics_ms + (uint64_t)(statint > 0 ? statint : 10) * 1000,
-		       now, c->metrics_path);
+		ms_ago(out, "metrics",
+		       c->last_metrics_ms + (uint64_t)(statint > 0 ? statint : 10) * 1000, now,
+		       c->metrics_path);
 	if (c->sd && c->wd_usec)
 		ms_ago(out, "watchdog", c->last_wd_ms + c->wd_usec / 2000, now, "WATCHDOG=1");
 	if (!c->ready)
@@ -1067,7 +987,8 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 	group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
 	if (group_publish(br, g)) {
 		/* It may have been in a table for a moment: free it after a grace period. */
-		r = opt_errf(err, errlen, -EEXIST, "%s: its MGID is used by another group", g->spec);
+		r = opt_errf(err, errlen, -EEXIST, "%s: its MGID is used by another group",
+			     g->spec);
 		goto fail_published;
 	}
 	if (group_array_push(&br->groups, &br->ngroups, &br->groups_cap, g)) {
@@ -1075,9 +996,8 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 		r = opt_errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail_published;
 	}
-	log_ctx(LOG_NOTICE, NULL, g->spec, "bridging %s (%s) on channels IB %u, RoCE %u%s",
-		g->spec, group_dir_name[g->dir], g->out_chan[SIDE_IB]->index,
-		g->out_chan[SIDE_ROCE]->index,
+	log_ctx(LOG_NOTICE, NULL, g->spec, "bridging %s (%s) on channels IB %u, RoCE %u%s", g->spec,
+		group_dir_name[g->dir], g->out_chan[SIDE_IB]->index, g->out_chan[SIDE_ROCE]->index,
 		g->out_chan[SIDE_IB]->w != g->out_chan[SIDE_ROCE]->w ? " (workers hand over)" : "");
 	for (int s = 0; s < NSIDES; s++) {
 		if (br->sd[s].state == SIDE_UP)
@@ -1153,8 +1073,9 @@ int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
 		memmove(&br->groups[i], &br->groups[i + 1], (br->ngroups - i - 1) * sizeof(g));
 		br->ngroups--;
 		g->retired = true;
-		log_ctx(LOG_NOTICE, NULL, g->spec, "stopped bridging %s (%" PRIu64 " IB->RoCE, %" PRIu64
-			" RoCE->IB packets)", g->spec, g->fwd_pkts[SIDE_IB], g->fwd_pkts[SIDE_ROCE]);
+		log_ctx(LOG_NOTICE, NULL, g->spec,
+			"stopped bridging %s (%" PRIu64 " IB->RoCE, %" PRIu64 " RoCE->IB packets)",
+			g->spec, g->fwd_pkts[SIDE_IB], g->fwd_pkts[SIDE_ROCE]);
 		urcu_qsbr_call_rcu(&g->rcu, group_free_rcu);
 	}
 	return 0;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "bridge.h"
 
@@ -40,10 +41,11 @@ struct ctl {
 	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
 	bool sd;
 	uint64_t wd_usec, last_wd_ms;
+	uint32_t wd_stalled;	  /* 1 + the stalled worker already logged, 0: none */
 	uint64_t join_timeout_ms; /* READY=1 at the latest this long after start */
 	const char *metrics_path; /* --metrics-file, NULL: none */
 	uint64_t last_metrics_ms, last_rate_ms, last_pps_ms;
-	const char *config_path;  /* -c FILE (for SIGHUP), NULL: none */
+	const char *config_path;		 /* -c FILE (for SIGHUP), NULL: none */
 	int (*reload)(struct ctl *c, FILE *out); /* re-read the configuration (main.c) */
 	/* Defaults of groups joined at run time (the last -l, -p, -t of the command line). */
 	int def_fmt, def_tos;
@@ -59,6 +61,20 @@ struct ctl {
 	_Atomic int64_t pgm_idle_s;
 	_Atomic int64_t ppsdisplay;
 };
+
+/* CLOCK_MONOTONIC: every timer and age of the control plane. Any thread. */
+static inline uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t mono_ms(void)
+{
+	return mono_ns() / 1000000;
+}
 
 static inline void fcntl_nonblock(int fd)
 {
@@ -76,9 +92,6 @@ int ctl_run(struct ctl *c);
 
 /* Leave every group on both sides (shutdown, workers stopped). */
 void ctl_leave_all(struct ctl *c);
-
-/* Final counters, one line per side plus latency, senders and groups. */
-void ctl_print_final(struct ctl *c, FILE *out);
 
 void ctl_fini(struct ctl *c);
 

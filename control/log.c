@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -147,4 +148,15 @@ void log_ctx(int prio, const char *device, const char *group, const char *fmt, .
 	va_start(ap, fmt);
 	log_vemit(prio, device, group, fmt, ap);
 	va_end(ap);
+}
+
+void log_text(int prio, const char *prefix, char *text)
+{
+	for (char *line = text, *nl; line && *line; line = nl) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl++ = 0;
+		if (*line)
+			log_msg(prio, "%s%s", prefix, line);
+	}
 }

@@ -32,6 +32,13 @@ void log_open(enum log_target target);
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
+ * log_text - every non-empty line of text as one message, prefix before each (text is
+ * cut at its newlines; NULL logs nothing). For multi-line reports (reload, final
+ * counters in the background).
+ */
+void log_text(int prio, const char *prefix, char *text);
+
+/*
  * log_ctx - a message about a device and/or a group (either may be NULL): on the journal
  * they become the fields IB2ROCE_DEVICE= and IB2ROCE_GROUP=; on stderr and syslog the
  * message is written as given (it names them itself).

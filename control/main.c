@@ -34,6 +34,7 @@
 #include "paths.h"
 #include "pgm.h"
 #include "setup.h"
+#include "show.h"
 #include "sysgroup.h"
 
 #define DEFAULT_PORT 4711
@@ -710,17 +711,6 @@ static int place_groups(struct bridge *br, uint32_t *npub)
 	return 0;
 }
 
-/* Log the lines of a text (final counters in the background: stdout goes nowhere). */
-static void log_lines(char *text)
-{
-	for (char *line = text, *nl; line && *line; line = nl) {
-		nl = strchr(line, '\n');
-		if (nl)
-			*nl++ = 0;
-		log_notice("%s", line);
-	}
-}
-
 static void print_final(struct ctl *ctl, bool to_log)
 {
 	char *buf = NULL;
@@ -728,15 +718,15 @@ static void print_final(struct ctl *ctl, bool to_log)
 	FILE *f;
 
 	if (!to_log) {
-		ctl_print_final(ctl, stdout);
+		show_final(ctl, stdout);
 		return;
 	}
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return;
-	ctl_print_final(ctl, f);
+	show_final(ctl, f);
 	fclose(f);
-	log_lines(buf);
+	log_text(LOG_NOTICE, "", buf); /* in the background stdout goes nowhere */
 	free(buf);
 }
 
@@ -744,8 +734,12 @@ int main(int argc, char **argv)
 {
 	static struct bridge br;
 	static struct ctl ctl;
-	struct opts o = {.br = &br, .ctl = &ctl, .cfg = &br.cfg, .fmt = MGID_RDMA,
-			 .port = DEFAULT_PORT, .tos = -1};
+	struct opts o = {.br = &br,
+			 .ctl = &ctl,
+			 .cfg = &br.cfg,
+			 .fmt = MGID_RDMA,
+			 .port = DEFAULT_PORT,
+			 .tos = -1};
 	struct console_cfg ccfg = {.listen_fd = -1, .admit_gid = (gid_t)-1};
 	char err[OPT_ERR_LEN], pidpath[256];
 	int report = -1, pidfd = -1;
@@ -879,10 +873,11 @@ int main(int argc, char **argv)
 		/* The terminal, or a pipe or FIFO (scripts); not /dev/null or a file. */
 		struct stat st;
 
-		ccfg.tty = isatty(STDIN_FILENO) ||
-			   (!fstat(STDIN_FILENO, &st) && S_ISFIFO(st.st_mode));
+		ccfg.tty =
+			isatty(STDIN_FILENO) || (!fstat(STDIN_FILENO, &st) && S_ISFIFO(st.st_mode));
 	}
-	if (sd_listen_fds(1) == 1 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0)
+	if (sd_listen_fds(1) == 1 &&
+	    sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0)
 		ccfg.listen_fd = SD_LISTEN_FDS_START;
 	if (!console_open(&ctl, &ccfg, err, sizeof(err))) {
 		log_err("%s", err);

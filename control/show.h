@@ -16,7 +16,21 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <stdbool.h>
+
+struct bridge;
+struct chan_stats;
 struct ctl;
+
+/* A side's counters, the sum over its channels: since the last zap, or raw. */
+void show_side_stats(struct bridge *br, int side, bool zapped, struct chan_stats *t);
+
+/*
+ * The final counters (printed at shutdown, and the console's "stats"): one line per
+ * side, the latency percentiles, senders, the PGM streams, groups left at run time, one
+ * line per group. Raw counters; tests parse this format.
+ */
+void show_final(struct ctl *c, FILE *out);
 
 /*
  * Once a second (control thread): per-channel pps_rx/pps_fwd over the interval since

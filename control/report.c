@@ -1,0 +1,667 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * The reports (show.h): the final counters (also the console's "stats"), stats --json
+ * and the Prometheus metrics file. All show raw, monotonic counters (the tables of
+ * show.c show them since the last zap). Control thread; the snapshot rules of show.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "show.h"
+#include "show_priv.h"
+
+/* ---- the final counters (also the console's stats) ---- */
+
+void show_final(struct ctl *c, FILE *out)
+{
+	struct bridge *br = c->br;
+	struct hist lat;
+
+	fprintf(out, "ib2roce: final counters\n");
+	for (int s = 0; s < NSIDES; s++) {
+		struct chan_stats st;
+
+		show_side_stats(br, s, false, &st);
+		fprintf(out,
+			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
+			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
+			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64 " pgm_pkts=%" PRIu64
+			" pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64,
+			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
+			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
+			st.backlog_max, st.pgm_pkts, st.pgm_malformed, st.pgm_bad_csum);
+		for (int r = 0; r < DROP_NREASONS; r++)
+			if (st.drops[r])
+				fprintf(out, " drop_%s=%" PRIu64, drop_reason_name[r], st.drops[r]);
+		fprintf(out, "\n");
+	}
+	memset(&lat, 0, sizeof(lat));
+	for (uint32_t i = 0; i < br->nworkers; i++) {
+		const struct hist *h = &br->workers[i].lat;
+
+		lat.count += h->count;
+		lat.sum += h->sum;
+		if (h->max > lat.max)
+			lat.max = h->max;
+		for (uint32_t b = 0; b < HIST_BUCKETS; b++)
+			lat.b[b] += h->b[b];
+	}
+	fprintf(out,
+		"latency_ns p50=%" PRIu64 " p90=%" PRIu64 " p99=%" PRIu64 " p99.9=%" PRIu64
+		" p99.99=%" PRIu64 " max=%" PRIu64 " samples=%" PRIu64 "\n",
+		hist_quantile(&lat, 0.5), hist_quantile(&lat, 0.9), hist_quantile(&lat, 0.99),
+		hist_quantile(&lat, 0.999), hist_quantile(&lat, 0.9999), lat.max, lat.count);
+	fprintf(out, "senders=%zu\n", sender_table_count(br->senders));
+	show_tsi(c, NULL, out);
+	if (atomic_load(&br->left_groups))
+		fprintf(out, "groups_left count=%u ib_to_roce=%" PRIu64 " roce_to_ib=%" PRIu64 "\n",
+			atomic_load(&br->left_groups), atomic_load(&br->left_fwd_pkts[SIDE_IB]),
+			atomic_load(&br->left_fwd_pkts[SIDE_ROCE]));
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		struct group *g = br->groups[i];
+
+		fprintf(out,
+			"group %s ib_to_roce=%" PRIu64 " roce_to_ib=%" PRIu64 " ib=%s roce=%s\n",
+			g->spec, g->fwd_pkts[SIDE_IB], g->fwd_pkts[SIDE_ROCE],
+			g->js[SIDE_IB].state == JOIN_DONE ? "joined" : "not-joined",
+			g->js[SIDE_ROCE].state == JOIN_DONE ? "joined" : "not-joined");
+	}
+	fflush(out);
+}
+
+/* ---- JSON ---- */
+
+/* A streaming JSON writer: commas come from whether the current level has a value. */
+struct jw {
+	FILE *f;
+	bool comma;
+};
+
+static void jw_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		default:
+			if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+static void jw_key(struct jw *j, const char *key)
+{
+	if (j->comma)
+		fputc(',', j->f);
+	j->comma = true;
+	if (key) {
+		jw_str(j->f, key);
+		fputc(':', j->f);
+	}
+}
+
+/* key NULL inside arrays. */
+static void jw_open(struct jw *j, const char *key, char bracket)
+{
+	jw_key(j, key);
+	fputc(bracket, j->f);
+	j->comma = false;
+}
+
+static void jw_close(struct jw *j, char bracket)
+{
+	fputc(bracket, j->f);
+	j->comma = true;
+}
+
+static void jw_u64(struct jw *j, const char *key, uint64_t v)
+{
+	jw_key(j, key);
+	fprintf(j->f, "%" PRIu64, v);
+}
+
+static void jw_i64(struct jw *j, const char *key, int64_t v)
+{
+	jw_key(j, key);
+	fprintf(j->f, "%" PRId64, v);
+}
+
+static void jw_bool(struct jw *j, const char *key, bool v)
+{
+	jw_key(j, key);
+	fputs(v ? "true" : "false", j->f);
+}
+
+static void jw_string(struct jw *j, const char *key, const char *v)
+{
+	jw_key(j, key);
+	jw_str(j->f, v);
+}
+
+static void json_sides(struct jw *j, struct bridge *br)
+{
+	jw_open(j, "sides", '[');
+	for (int s = 0; s < NSIDES; s++) {
+		const struct side_ctx *sd = &br->sd[s];
+		struct chan_stats st;
+
+		show_side_stats(br, s, false, &st);
+		jw_open(j, NULL, '{');
+		jw_string(j, "side", side_name[s]);
+		jw_string(j, "device", sd->dev);
+		jw_u64(j, "port", sd->port);
+		jw_string(j, "state", side_state_str(sd->state));
+		jw_u64(j, "port_events", sd->port_events);
+		jw_u64(j, "rejoins", sd->rejoins);
+		jw_u64(j, "rx_pkts", st.rx_pkts);
+		jw_u64(j, "rx_bytes", st.rx_bytes);
+		jw_u64(j, "fwd_pkts", st.fwd_pkts);
+		jw_u64(j, "tx_pkts", st.tx_pkts);
+		jw_u64(j, "tx_bytes", st.tx_bytes);
+		jw_u64(j, "drops", chan_stats_drops(&st));
+		jw_u64(j, "rx_starved", st.rx_starved);
+		jw_u64(j, "backlog", st.backlog);
+		jw_u64(j, "backlog_max", st.backlog_max);
+		jw_u64(j, "handoff_out", st.handoff_out);
+		jw_u64(j, "pgm_pkts", st.pgm_pkts);
+		jw_u64(j, "pgm_malformed", st.pgm_malformed);
+		jw_u64(j, "pgm_bad_csum", st.pgm_bad_csum);
+		jw_open(j, "drop_reasons", '{');
+		for (int r = 0; r < DROP_NREASONS; r++)
+			jw_u64(j, drop_reason_name[r], st.drops[r]);
+		jw_close(j, '}');
+		jw_close(j, '}');
+	}
+	jw_close(j, ']');
+}
+
+static void json_join(struct jw *j, const char *key, const struct group *g, int s)
+{
+	char mgid[INET6_ADDRSTRLEN];
+
+	gid_str(&g->mgid[s], mgid, sizeof(mgid));
+	jw_open(j, key, '{');
+	jw_string(j, "state", join_state_name(&g->js[s]));
+	jw_bool(j, "send_only", !group_dir_rx(g->dir, s));
+	jw_u64(j, "tries", g->js[s].tries);
+	jw_u64(j, "mlid", group_joined(g, s) ? g->js[s].mlid : 0);
+	jw_string(j, "mgid", mgid);
+	jw_close(j, '}');
+}
+
+static void json_groups(struct jw *j, struct bridge *br)
+{
+	jw_open(j, "groups", '[');
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		const struct group *g = br->groups[i];
+		char a[INET_ADDRSTRLEN];
+
+		ipv4_str(g->addr, a, sizeof(a));
+		jw_open(j, NULL, '{');
+		jw_string(j, "group", g->spec);
+		jw_string(j, "addr", a);
+		jw_u64(j, "port", g->port);
+		jw_string(j, "dir", group_dir_name[g->dir]);
+		jw_u64(j, "pair", g->pair);
+		json_join(j, "ib", g, SIDE_IB);
+		json_join(j, "roce", g, SIDE_ROCE);
+		jw_u64(j, "ib_to_roce_pkts", CMM_LOAD_SHARED(g->fwd_pkts[SIDE_IB]));
+		jw_u64(j, "ib_to_roce_bytes", CMM_LOAD_SHARED(g->fwd_bytes[SIDE_IB]));
+		jw_u64(j, "roce_to_ib_pkts", CMM_LOAD_SHARED(g->fwd_pkts[SIDE_ROCE]));
+		jw_u64(j, "roce_to_ib_bytes", CMM_LOAD_SHARED(g->fwd_bytes[SIDE_ROCE]));
+		jw_string(j, "forwarding", group_forwarding(g));
+		jw_close(j, '}');
+	}
+	jw_close(j, ']');
+}
+
+static void json_channels(struct jw *j, struct bridge *br)
+{
+	jw_open(j, "channels", '[');
+	for (int s = 0; s < NSIDES; s++) {
+		for (uint32_t k = 0; k < br->sd[s].nchan; k++) {
+			const struct channel *ch = br->sd[s].chan[k];
+			struct chan_stats st;
+
+			chan_view(ch, false, &st);
+			jw_open(j, NULL, '{');
+			jw_string(j, "side", side_name[s]);
+			jw_u64(j, "index", ch->index);
+			jw_u64(j, "qpn", ch->qpn);
+			jw_u64(j, "worker", ch->w ? ch->w->id : 0);
+			jw_u64(j, "groups", ch->ngroups);
+			jw_u64(j, "rq_posted", CMM_LOAD_SHARED(ch->rq_posted));
+			jw_u64(j, "rq_depth", ch->rq_depth);
+			jw_u64(j, "sq_outstanding", chan_sq_outstanding(ch));
+			jw_u64(j, "sq_depth", ch->sq_depth);
+			jw_u64(j, "backlog", st.backlog);
+			jw_u64(j, "rx_pkts", st.rx_pkts);
+			jw_u64(j, "fwd_pkts", st.fwd_pkts);
+			jw_u64(j, "tx_pkts", st.tx_pkts);
+			jw_u64(j, "drops", chan_stats_drops(&st));
+			jw_bool(j, "broken", CMM_LOAD_SHARED(ch->broken));
+			jw_close(j, '}');
+		}
+	}
+	jw_close(j, ']');
+}
+
+static void json_workers(struct jw *j, struct bridge *br, struct hist *h)
+{
+	jw_open(j, "workers", '[');
+	for (uint32_t i = 0; i < br->nworkers; i++) {
+		const struct worker *w = &br->workers[i];
+
+		jw_open(j, NULL, '{');
+		jw_u64(j, "id", w->id);
+		jw_i64(j, "cpu", w->cpu);
+		jw_i64(j, "node", cpu_node(w->cpu));
+		jw_u64(j, "channels", w->nchan);
+		jw_u64(j, "passes", CMM_LOAD_SHARED(w->passes));
+		jw_u64(j, "heartbeat", worker_heartbeat(w));
+		jw_u64(j, "loop_rate", w->loop_rate);
+		jw_u64(j, "idle_sleeps", CMM_LOAD_SHARED(w->idle_sleeps));
+		jw_open(j, "latency_ns", '{');
+		if (h) {
+			lat_view(w, false, h);
+			for (size_t q = 0; q < NLAT_Q; q++)
+				jw_u64(j, lat_q[q].json, hist_quantile(h, lat_q[q].q));
+			jw_u64(j, "max", h->max);
+			jw_u64(j, "samples", h->count);
+		}
+		jw_close(j, '}');
+		jw_close(j, '}');
+	}
+	jw_close(j, ']');
+}
+
+void report_json(struct ctl *c, FILE *out)
+{
+	struct bridge *br = c->br;
+	struct jw j = {.f = out, .comma = false};
+	struct hist *h = malloc(sizeof(*h)); /* 8 KiB, off the stack; NULL: latency omitted */
+	struct counts n;
+
+	counts_get(br, &n);
+	jw_open(&j, NULL, '{');
+	jw_u64(&j, "version", 1);
+	jw_string(&j, "program", "ib2roce");
+	jw_i64(&j, "pid", getpid());
+	jw_u64(&j, "uptime_s", (mono_ms() - c->start_ms) / 1000);
+	jw_i64(&j, "start_time", c->start_wall);
+	jw_bool(&j, "ready", c->ready);
+	json_sides(&j, br);
+	json_groups(&j, br);
+	json_channels(&j, br);
+	json_workers(&j, br, h);
+	jw_open(&j, "pool", '{');
+	if (br->pool) {
+		uint64_t counts[POOL_NSTATES];
+
+		pool_census(br->pool, counts);
+		jw_u64(&j, "buffers", pool_nbufs(br->pool));
+		jw_u64(&j, "buf_size", pool_buf_size(br->pool));
+		jw_i64(&j, "node", br->pool->numa_node);
+		jw_bool(&j, "huge", br->pool->huge);
+		for (int s = 0; s < POOL_NSTATES; s++)
+			jw_u64(&j, pool_state_name[s], counts[s]);
+	}
+	jw_close(&j, '}');
+	jw_open(&j, "groups_left", '{');
+	jw_u64(&j, "count", atomic_load(&br->left_groups));
+	jw_u64(&j, "ib_to_roce_pkts", atomic_load(&br->left_fwd_pkts[SIDE_IB]));
+	jw_u64(&j, "ib_to_roce_bytes", atomic_load(&br->left_fwd_bytes[SIDE_IB]));
+	jw_u64(&j, "roce_to_ib_pkts", atomic_load(&br->left_fwd_pkts[SIDE_ROCE]));
+	jw_u64(&j, "roce_to_ib_bytes", atomic_load(&br->left_fwd_bytes[SIDE_ROCE]));
+	jw_close(&j, '}');
+	jw_u64(&j, "senders", n.senders);
+	jw_u64(&j, "pgm_streams", n.streams);
+	jw_close(&j, '}');
+	fputc('\n', out);
+	free(h);
+}
+
+/* ---- Prometheus text format 0.0.4 ---- */
+
+static void prom_head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value: backslash, double quote and newline escaped, as the format requires. */
+static void prom_value(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '"')
+			fputs("\\\"", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* name{side="IB",device="mlx5_0" (the caller closes the braces). */
+static void prom_side(FILE *f, const char *name, const struct side_ctx *sd)
+{
+	fprintf(f, "%s{side=\"%s\",device=\"", name, side_name[sd->side]);
+	prom_value(f, sd->dev);
+	fputc('"', f);
+}
+
+/* What the per-side metrics read, one snapshot per side. */
+struct side_vals {
+	uint64_t rx_pkts, rx_bytes, fwd_pkts, tx_pkts, tx_bytes, rx_starved, backlog, port_up,
+		port_events, rejoins, broken;
+};
+
+static const struct {
+	const char *name, *type, *help;
+	size_t off;
+} side_metric[] = {
+	{"ib2roce_rx_packets_total", "counter", "Packets received on the side.",
+	 offsetof(struct side_vals, rx_pkts)},
+	{"ib2roce_rx_bytes_total", "counter",
+	 "Payload bytes received on the side (without the 40-byte receive header).",
+	 offsetof(struct side_vals, rx_bytes)},
+	{"ib2roce_forwarded_packets_total", "counter",
+	 "Packets received on the side and forwarded to the other side.",
+	 offsetof(struct side_vals, fwd_pkts)},
+	{"ib2roce_tx_packets_total", "counter", "Packets posted for sending on the side.",
+	 offsetof(struct side_vals, tx_pkts)},
+	{"ib2roce_tx_bytes_total", "counter", "Payload bytes posted for sending on the side.",
+	 offsetof(struct side_vals, tx_bytes)},
+	{"ib2roce_rx_starved_total", "counter", "Receive refills that found the buffer pool empty.",
+	 offsetof(struct side_vals, rx_starved)},
+	{"ib2roce_backlog", "gauge", "Packets waiting for send queue space on the side.",
+	 offsetof(struct side_vals, backlog)},
+	{"ib2roce_port_up", "gauge", "1 while the side's port is up, 0 when down or removed.",
+	 offsetof(struct side_vals, port_up)},
+	{"ib2roce_port_events_total", "counter", "Asynchronous port events seen on the side.",
+	 offsetof(struct side_vals, port_events)},
+	{"ib2roce_rejoins_total", "counter", "Groups joined again after port events.",
+	 offsetof(struct side_vals, rejoins)},
+	{"ib2roce_broken_channels", "gauge",
+	 "Channels whose queue pair went to the error state (they no longer forward).",
+	 offsetof(struct side_vals, broken)},
+};
+
+static void prom_sides(FILE *f, struct bridge *br)
+{
+	struct chan_stats st[NSIDES];
+	struct side_vals v[NSIDES];
+
+	for (int s = 0; s < NSIDES; s++) {
+		show_side_stats(br, s, false, &st[s]);
+		v[s] = (struct side_vals){
+			.rx_pkts = st[s].rx_pkts,
+			.rx_bytes = st[s].rx_bytes,
+			.fwd_pkts = st[s].fwd_pkts,
+			.tx_pkts = st[s].tx_pkts,
+			.tx_bytes = st[s].tx_bytes,
+			.rx_starved = st[s].rx_starved,
+			.backlog = st[s].backlog,
+			.port_up = br->sd[s].state == SIDE_UP,
+			.port_events = br->sd[s].port_events,
+			.rejoins = br->sd[s].rejoins,
+			.broken = side_broken(br, s),
+		};
+	}
+	for (size_t m = 0; m < sizeof(side_metric) / sizeof(side_metric[0]); m++) {
+		prom_head(f, side_metric[m].name, side_metric[m].type, side_metric[m].help);
+		for (int s = 0; s < NSIDES; s++) {
+			uint64_t x;
+
+			memcpy(&x, (const char *)&v[s] + side_metric[m].off, sizeof(x));
+			prom_side(f, side_metric[m].name, &br->sd[s]);
+			fprintf(f, "} %" PRIu64 "\n", x);
+		}
+	}
+	prom_head(f, "ib2roce_drops_total", "counter",
+		  "Packets received and not forwarded, or not sent, by reason.");
+	for (int s = 0; s < NSIDES; s++) {
+		for (int r = 0; r < DROP_NREASONS; r++) {
+			prom_side(f, "ib2roce_drops_total", &br->sd[s]);
+			fprintf(f, ",reason=\"%s\"} %" PRIu64 "\n", drop_reason_name[r],
+				st[s].drops[r]);
+		}
+	}
+}
+
+static void prom_groups(FILE *f, struct bridge *br)
+{
+	static const char *const dir[NSIDES] = {"ib_to_roce", "roce_to_ib"};
+	static const struct {
+		const char *name, *help, *left, *left_help;
+		bool bytes;
+	} gm[] = {
+		{"ib2roce_group_forwarded_packets_total", "Packets forwarded for the group.",
+		 "ib2roce_left_groups_forwarded_packets_total",
+		 "Packets forwarded by groups before they left at run time.", false},
+		{"ib2roce_group_forwarded_bytes_total", "Payload bytes forwarded for the group.",
+		 "ib2roce_left_groups_forwarded_bytes_total",
+		 "Payload bytes forwarded by groups before they left at run time.", true},
+	};
+
+	prom_head(f, "ib2roce_groups_left_total", "counter",
+		  "Groups no longer bridged (left at run time).");
+	fprintf(f, "ib2roce_groups_left_total %u\n", atomic_load(&br->left_groups));
+	for (size_t m = 0; m < sizeof(gm) / sizeof(gm[0]); m++) {
+		prom_head(f, gm[m].left, "counter", gm[m].left_help);
+		for (int s = 0; s < NSIDES; s++)
+			fprintf(f, "%s{direction=\"%s\"} %" PRIu64 "\n", gm[m].left, dir[s],
+				gm[m].bytes ? atomic_load(&br->left_fwd_bytes[s])
+					    : atomic_load(&br->left_fwd_pkts[s]));
+	}
+	if (!br->ngroups)
+		return; /* a family without samples is legal but noise */
+	for (size_t m = 0; m < sizeof(gm) / sizeof(gm[0]); m++) {
+		prom_head(f, gm[m].name, "counter", gm[m].help);
+		for (uint32_t i = 0; i < br->ngroups; i++) {
+			const struct group *g = br->groups[i];
+
+			for (int s = 0; s < NSIDES; s++) {
+				fprintf(f, "%s{group=\"", gm[m].name);
+				prom_value(f, g->spec);
+				fprintf(f, "\",direction=\"%s\"} %" PRIu64 "\n", dir[s],
+					gm[m].bytes ? CMM_LOAD_SHARED(g->fwd_bytes[s])
+						    : CMM_LOAD_SHARED(g->fwd_pkts[s]));
+			}
+		}
+	}
+	prom_head(f, "ib2roce_group_joined", "gauge", "1 when the group is joined on the side.");
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		const struct group *g = br->groups[i];
+
+		for (int s = 0; s < NSIDES; s++) {
+			fputs("ib2roce_group_joined{group=\"", f);
+			prom_value(f, g->spec);
+			fprintf(f, "\",side=\"%s\"} %d\n", side_name[s], group_joined(g, s));
+		}
+	}
+}
+
+/* {worker="0",cpu="3" (the caller closes the braces); cpu "none" when unpinned. */
+static void prom_worker(FILE *f, const char *name, const struct worker *w)
+{
+	if (w->cpu >= 0)
+		fprintf(f, "%s{worker=\"%u\",cpu=\"%d\"", name, w->id, w->cpu);
+	else
+		fprintf(f, "%s{worker=\"%u\",cpu=\"none\"", name, w->id);
+}
+
+static void prom_workers(FILE *f, struct ctl *c, uint64_t now_ms)
+{
+	struct bridge *br = c->br;
+	struct hist *h = malloc(sizeof(*h) * br->nworkers);
+
+	prom_head(f, "ib2roce_worker_passes_total", "counter",
+		  "Polling passes of the worker over its channels.");
+	for (uint32_t i = 0; i < br->nworkers; i++) {
+		prom_worker(f, "ib2roce_worker_passes_total", &br->workers[i]);
+		fprintf(f, "} %" PRIu64 "\n", CMM_LOAD_SHARED(br->workers[i].passes));
+	}
+	prom_head(f, "ib2roce_worker_heartbeat_age_seconds", "gauge",
+		  "Seconds since the worker's heartbeat last advanced.");
+	for (uint32_t i = 0; i < br->nworkers; i++) {
+		const struct worker *w = &br->workers[i];
+
+		prom_worker(f, "ib2roce_worker_heartbeat_age_seconds", w);
+		fprintf(f, "} %.3f\n", (double)worker_hb_age_ms(c, w, now_ms) / 1000.0);
+	}
+	if (!h)
+		return; /* 8 KiB per worker; without it, no latency this time */
+	for (uint32_t i = 0; i < br->nworkers; i++)
+		lat_view(&br->workers[i], false, &h[i]);
+	prom_head(f, "ib2roce_worker_latency_nanoseconds", "gauge",
+		  "Poll-to-post latency quantiles since start, in nanoseconds.");
+	for (uint32_t i = 0; i < br->nworkers; i++)
+		for (size_t q = 0; q < NLAT_Q; q++)
+			fprintf(f,
+				"ib2roce_worker_latency_nanoseconds{worker=\"%u\",quantile=\"%s\"} "
+				"%" PRIu64 "\n",
+				br->workers[i].id, lat_q[q].prom, hist_quantile(&h[i], lat_q[q].q));
+	prom_head(f, "ib2roce_worker_latency_max_nanoseconds", "gauge",
+		  "Highest poll-to-post latency since start, in nanoseconds.");
+	for (uint32_t i = 0; i < br->nworkers; i++)
+		fprintf(f, "ib2roce_worker_latency_max_nanoseconds{worker=\"%u\"} %" PRIu64 "\n",
+			br->workers[i].id, h[i].max);
+	prom_head(f, "ib2roce_worker_latency_samples_total", "counter",
+		  "Packets whose poll-to-post latency was recorded.");
+	for (uint32_t i = 0; i < br->nworkers; i++)
+		fprintf(f, "ib2roce_worker_latency_samples_total{worker=\"%u\"} %" PRIu64 "\n",
+			br->workers[i].id, h[i].count);
+	free(h);
+}
+
+static void prom_write(FILE *f, struct ctl *c)
+{
+	struct bridge *br = c->br;
+	uint64_t now = mono_ms();
+	struct counts n;
+
+	counts_get(br, &n);
+	prom_head(f, "ib2roce_up", "gauge", "1 while the bridge runs.");
+	fprintf(f, "ib2roce_up 1\n");
+	prom_head(f, "ib2roce_ready", "gauge",
+		  "1 once every group is joined on both sides (or the join timeout passed).");
+	fprintf(f, "ib2roce_ready %d\n", c->ready);
+	prom_head(f, "ib2roce_uptime_seconds", "gauge", "Seconds since the bridge started.");
+	fprintf(f, "ib2roce_uptime_seconds %" PRIu64 "\n", sub0(now, c->start_ms) / 1000);
+	prom_head(f, "ib2roce_start_time_seconds", "gauge",
+		  "Start time of the bridge since the Unix epoch, in seconds.");
+	fprintf(f, "ib2roce_start_time_seconds %" PRId64 "\n", (int64_t)c->start_wall);
+	prom_sides(f, br);
+	prom_groups(f, br);
+	prom_workers(f, c, now);
+	if (br->pool) {
+		uint64_t counts[POOL_NSTATES];
+
+		pool_census(br->pool, counts);
+		prom_head(f, "ib2roce_pool_buffers", "gauge", "Packet buffers by state.");
+		for (int s = 0; s < POOL_NSTATES; s++)
+			fprintf(f, "ib2roce_pool_buffers{state=\"%s\"} %" PRIu64 "\n",
+				pool_state_name[s], counts[s]);
+	}
+	prom_head(f, "ib2roce_senders", "gauge", "Senders seen and not aged out.");
+	fprintf(f, "ib2roce_senders %zu\n", n.senders);
+	prom_head(f, "ib2roce_pgm_streams", "gauge", "PGM streams tracked.");
+	fprintf(f, "ib2roce_pgm_streams %" PRIu64 "\n", n.streams);
+}
+
+int metrics_write(struct ctl *c, const char *path, char *err, size_t errlen)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	int dirlen = slash ? (int)(slash - path + 1) : 0;
+	char tmp[PATH_MAX];
+	FILE *f;
+	int fd, r;
+
+	/*
+	 * Same directory as the target, so that rename() is atomic: node_exporter reads
+	 * the old file or the new one, never half of one. A leading dot keeps the temp file
+	 * out of the collector's *.prom glob.
+	 */
+	if (!*base || snprintf(tmp, sizeof(tmp), "%.*s.%s.tmp.%ld", dirlen, path, base,
+			       (long)getpid()) >= (int)sizeof(tmp)) {
+		snprintf(err, errlen, "metrics file %s: %s", path,
+			 strerror(*base ? ENAMETOOLONG : EISDIR));
+		return *base ? -ENAMETOOLONG : -EISDIR;
+	}
+	/*
+	 * O_EXCL | O_NOFOLLOW: we may run as root in a directory others can write to; never
+	 * write through a link someone placed there. A temp file left by a crash of a
+	 * process with our pid is removed once.
+	 */
+	for (int tries = 0;; tries++) {
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd >= 0)
+			break;
+		if (errno != EEXIST || tries || (unlink(tmp) && errno != ENOENT)) {
+			r = -errno;
+			goto fail;
+		}
+	}
+	f = fdopen(fd, "w");
+	if (!f) {
+		r = -errno;
+		close(fd);
+		goto fail_unlink;
+	}
+	prom_write(f, c);
+	errno = 0;
+	if (fflush(f) || ferror(f)) {
+		r = errno ? -errno : -EIO;
+		goto fail_close;
+	}
+	/* fsync before rename: after a crash the file is the old one or a whole new one. */
+	if (fsync(fileno(f))) {
+		r = -errno;
+		goto fail_close;
+	}
+	r = fclose(f);
+	if (r) {
+		r = -errno;
+		goto fail_unlink;
+	}
+	if (rename(tmp, path)) {
+		r = -errno;
+		goto fail_unlink;
+	}
+	return 0;
+
+fail_close:
+	fclose(f);
+fail_unlink:
+	unlink(tmp);
+fail:
+	snprintf(err, errlen, "metrics file %s: %s", path, strerror(-r));
+	return r;
+}
