@@ -641,11 +641,12 @@ int metrics_write(struct ctl *c, const char *path, char *err, size_t errlen)
 		r = errno ? -errno : -EIO;
 		goto fail_close;
 	}
-	/* fsync before rename: after a crash the file is the old one or a whole new one. */
-	if (fsync(fileno(f))) {
-		r = -errno;
-		goto fail_close;
-	}
+	/*
+	 * No fsync: rename() alone makes readers see the old file or the whole new one.
+	 * fsync would only matter after a machine crash, when stale metrics are worthless
+	 * anyway, and it can block the control thread (joins, console, watchdog) for as
+	 * long as the disk is busy.
+	 */
 	r = fclose(f);
 	if (r) {
 		r = -errno;

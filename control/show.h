@@ -92,9 +92,9 @@ void report_json(struct ctl *c, FILE *out);
 
 /*
  * Write the Prometheus text file (format 0.0.4, docs/metrics.md) atomically: a temp
- * file ".<name>.tmp.<pid>" in the same directory, fsync, rename over path. Returns 0,
- * or -errno with "metrics file PATH: reason" in err (the temp file removed).
- * Control thread; blocks for the fsync.
+ * file ".<name>.tmp.<pid>" in the same directory, renamed over path (no fsync: see
+ * there). Returns 0, or -errno with "metrics file PATH: reason" in err (the temp file
+ * removed). Control thread.
  */
 int metrics_write(struct ctl *c, const char *path, char *err, size_t errlen);
 
