@@ -33,17 +33,56 @@
 #include "paths.h"
 #include "show.h"
 
+/* A command line being put together from bytes (a socket client's, or the terminal's). */
+struct con_line {
+	char buf[CON_LINE_MAX];
+	size_t len;
+	bool overlong; /* passed CON_LINE_MAX - 1 bytes: refused at its end */
+	bool binary;   /* holds a control character: refused at its end */
+};
+
+/* Add one byte. true when it ended the line: buf then holds it, without a final CR. */
+static bool line_put(struct con_line *l, unsigned char ch)
+{
+	if (ch == '\n') {
+		if (l->len && l->buf[l->len - 1] == '\r')
+			l->len--;
+		l->buf[l->len] = 0;
+		return true;
+	}
+	if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch == 0x7f)
+		l->binary = true;
+	if (l->len + 1 >= sizeof(l->buf))
+		l->overlong = true;
+	else
+		l->buf[l->len++] = (char)ch;
+	return false;
+}
+
+/* Why a completed line is not run (the reply), or NULL. */
+static const char *line_refused(const struct con_line *l)
+{
+	if (l->overlong)
+		return "command line too long (max 1023 bytes)\n";
+	if (l->binary)
+		return "control characters in the command line\n";
+	return NULL;
+}
+
+static void line_reset(struct con_line *l)
+{
+	l->len = 0;
+	l->overlong = l->binary = false;
+}
+
 struct client {
 	struct ev_tag tag; /* first: the epoll tag points at the client */
 	int fd;
-	char in[CON_LINE_MAX];
-	size_t inlen;
+	struct con_line in;
 	char raw[4096]; /* bytes received, not yet looked at (pipelined commands) */
 	size_t rawlen, rawoff;
-	bool overlong;	   /* the current line passed CON_LINE_MAX: answer an error at '\n' */
-	bool binary;	   /* the current line holds a control character */
-	uint64_t line_ms;  /* when the current line started, 0 = no partial line */
-	char *out;	   /* reply bytes not yet written */
+	uint64_t line_ms; /* when the current line started, 0 = no partial line */
+	char *out;	  /* reply bytes not yet written */
 	size_t outlen, outoff;
 	bool close_after;  /* close once out is written (refusal, quit) */
 	unsigned watching; /* epoll events registered */
@@ -62,9 +101,7 @@ struct console {
 	/* The terminal console (--debug): commands from stdin, replies to stdout. */
 	bool tty;
 	struct ev_tag ttytag;
-	char tin[CON_LINE_MAX];
-	size_t tinlen;
-	bool toverlong;
+	struct con_line tin;
 };
 
 /* ---- Commands ---- */
@@ -361,12 +398,10 @@ static const struct cmd cmds[] = {
 	{"quit", NULL, "stop the bridge (graceful: leave groups, final counters)", cmd_quit},
 	{"reload", NULL, "re-read the configuration (as SIGHUP)", cmd_reload},
 	{"senders", "[N]", "who sends into the bridge (N rows, default 100)", cmd_senders},
-	{"stats", "[--json]", "all counters: final-counters format, or one JSON object",
-	 cmd_stats},
+	{"stats", "[--json]", "all counters: final-counters format, or one JSON object", cmd_stats},
 	{"status", NULL, "per-side counters, drops by reason, join summary", cmd_status},
 	{"tsi", "[filter]", "PGM streams (lines containing filter)", cmd_tsi},
-	{"workers", NULL, "worker threads: CPU, node, loop rate, heartbeat, latency",
-	 cmd_workers},
+	{"workers", NULL, "worker threads: CPU, node, loop rate, heartbeat, latency", cmd_workers},
 	{"zap", NULL, "reset the counters the console shows", cmd_zap},
 	{NULL, NULL, NULL, NULL},
 };
@@ -522,18 +557,14 @@ static bool client_flush(struct console *con, struct client *k)
 
 static void client_line(struct console *con, struct client *k)
 {
+	const char *refused = line_refused(&k->in);
 	char *reply;
 	size_t len;
 
-	k->in[k->inlen] = 0;
-	if (k->inlen && k->in[k->inlen - 1] == '\r')
-		k->in[--k->inlen] = 0;
-	if (k->overlong) {
-		client_reply(con, k, "command line too long (max 1023 bytes)\n", false);
-	} else if (k->binary) {
-		client_reply(con, k, "control characters in the command line\n", false);
+	if (refused) {
+		client_reply(con, k, refused, false);
 	} else {
-		reply = run_line(con, k->in, &len);
+		reply = run_line(con, k->in.buf, &len);
 		if (!reply) {
 			client_reply(con, k, "out of memory\n", false);
 		} else {
@@ -547,8 +578,7 @@ static void client_line(struct console *con, struct client *k)
 			free(reply);
 		}
 	}
-	k->inlen = 0;
-	k->overlong = k->binary = false;
+	line_reset(&k->in);
 	k->line_ms = 0;
 }
 
@@ -564,18 +594,11 @@ static bool client_process(struct console *con, struct client *k)
 
 			if (!k->line_ms)
 				k->line_ms = mono_ms();
-			if (ch == '\n') {
-				client_line(con, k);
-				if (k->close_after || k->outlen)
-					break;
+			if (!line_put(&k->in, ch))
 				continue;
-			}
-			if ((ch < 0x20 && ch != '\t' && ch != '\r') || ch == 0x7f)
-				k->binary = true;
-			if (k->inlen + 1 >= sizeof(k->in))
-				k->overlong = true;
-			else
-				k->in[k->inlen++] = (char)ch;
+			client_line(con, k);
+			if (k->close_after || k->outlen)
+				break;
 		}
 		if (k->rawoff == k->rawlen)
 			k->rawoff = k->rawlen = 0;
@@ -712,21 +735,17 @@ static void tty_read(struct console *con)
 		return;
 	}
 	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] != '\n') {
-			if (con->tinlen + 1 >= sizeof(con->tin))
-				con->toverlong = true;
-			else
-				con->tin[con->tinlen++] = buf[i];
+		const char *refused;
+
+		if (!line_put(&con->tin, (unsigned char)buf[i]))
 			continue;
-		}
-		con->tin[con->tinlen] = 0;
-		if (con->toverlong)
-			printf("command line too long (max %d bytes)\n", CON_LINE_MAX - 1);
+		refused = line_refused(&con->tin);
+		if (refused)
+			fputs(refused, stdout);
 		else
-			console_exec(con->c, con->tin, stdout);
+			console_exec(con->c, con->tin.buf, stdout);
 		fflush(stdout);
-		con->tinlen = 0;
-		con->toverlong = false;
+		line_reset(&con->tin);
 	}
 }
 
@@ -771,7 +790,7 @@ void console_tick(struct console *con, uint64_t now)
 		client_reply(con, k, "command line not finished in time\n", false);
 		k->close_after = true;
 		k->line_ms = 0;
-		k->inlen = 0;
+		line_reset(&k->in);
 		if (!client_flush(con, k))
 			client_free(con, i);
 	}
@@ -820,7 +839,8 @@ static int listen_path(struct console *con, const char *path, bool set_group, ch
 			if (!stat(dir, &st) && st.st_uid == geteuid() &&
 			    (chown(dir, (uid_t)-1, con->admit_gid) ||
 			     chmod(dir, (st.st_mode & 07777) | 0010)))
-				return opt_errf(err, errlen, -errno, "%s: %s", dir, strerror(errno));
+				return opt_errf(err, errlen, -errno, "%s: %s", dir,
+						strerror(errno));
 		}
 	}
 	if (!lstat(path, &st)) {
@@ -853,8 +873,7 @@ static int listen_path(struct console *con, const char *path, bool set_group, ch
 	return 0;
 }
 
-struct console *console_open(struct ctl *c, const struct console_cfg *cfg, char *err,
-			     size_t errlen)
+struct console *console_open(struct ctl *c, const struct console_cfg *cfg, char *err, size_t errlen)
 {
 	struct console *con = calloc(1, sizeof(*con));
 	int r;
