@@ -11,35 +11,10 @@
 
 #include "pgm.h"
 
-/* Offsets inside the common header. */
-#define PGM_OFF_SPORT	 0u
-#define PGM_OFF_DPORT	 2u
-#define PGM_OFF_TYPE	 4u
-#define PGM_OFF_OPTIONS	 5u
-#define PGM_OFF_CHECKSUM 6u
-#define PGM_OFF_GSI	 8u
-#define PGM_OFF_TSDU_LEN 14u
-
-/* Offsets inside an option. */
-#define PGM_OPT_OFF_TYPE  0u
-#define PGM_OPT_OFF_LEN	  1u
-#define PGM_OPT_OFF_BITS  2u
-#define PGM_OPT_OFF_SPEC  3u
-#define PGM_OPT_OFF_TOTAL 2u /* OPT_LENGTH: 16-bit total length */
-
-/* An NLA block on the wire: AFI (16), reserved (16), address. */
-#define PGM_NLA_HDR_LEN	     4u
-#define PGM_NLA_OFF_AFI	     0u
-#define PGM_NLA_OFF_RESERVED 2u
-
-/* Fixed-size parts of the type-specific fields. */
-#define PGM_SPM_FIXED_LEN  12u /* SQN, TRAIL, LEAD; then an NLA block */
-#define PGM_POLL_FIXED_LEN 8u  /* SQN, ROUND, S_TYPE; then an NLA block */
-#define PGM_POLL_TAIL_LEN  12u /* BO_IVL, RAND, MASK after the NLA */
-#define PGM_POLR_LEN	   8u  /* SQN, ROUND, reserved */
-#define PGM_DATA_LEN	   8u  /* DATA_SQN, DATA_TRAIL */
-#define PGM_NAK_FIXED_LEN  4u  /* NAK_SQN; then two NLA blocks */
-#define PGM_ACK_LEN	   8u  /* RX_MAX, bitmap */
+/*
+ * The wire layout pgm_surely_malformed() needs (common header and option header offsets,
+ * the NLA block, the fixed sizes of the type-specific fields) is in pgm.h.
+ */
 
 /* Field offsets inside the type-specific part (from its first byte). */
 #define PGM_SPM_OFF_SQN	    0u

@@ -95,10 +95,40 @@ static inline struct pgm_stream *stream_of(struct cds_lfht_node *node)
 struct pgm_stream_table {
 	struct cds_lfht *ht;
 	uint64_t seed[2];
+	uint64_t id; /* unique over the process's lifetime, never 0 (stream_cache) */
 	int label_opt;
-	/* Updated with uatomic on insert/remove/free only. */
+	/*
+	 * Updated with uatomic on insert/remove/free only. removed also validates every
+	 * thread's stream_cache: it is incremented before a record is handed to call_rcu.
+	 */
 	uint64_t streams, inserted, removed, freed, enomem;
 };
+
+/*
+ * The last stream this thread found or inserted with pgm_stream_update(): a steady stream
+ * (the same TSI and group packet after packet) then costs a key compare instead of a hash
+ * and a table lookup. Owned by its thread, never read by another.
+ *
+ * Why a hit is safe under QSBR, where a record pointer normally dies at the thread's next
+ * quiescent state: a record is only freed by stream_remove(), which increments
+ * table->removed before call_rcu(). If this thread still reads the value of removed it
+ * cached, then (RCU's guarantee, the increment precedes the grace period) the grace period
+ * that frees the record has not ended before this thread's current read-side critical
+ * section, so the record stays valid until this thread's next quiescent state; a record
+ * removed meanwhile is one the caller raced with aging, which stream.h already allows.
+ * table_id tells tables apart (a freed table's address may be reused).
+ */
+struct stream_cache {
+	uint64_t table_id; /* 0: empty */
+	uint64_t removed;  /* table->removed when s was found */
+	struct pgm_stream_key key;
+	struct pgm_stream *s;
+};
+
+static __thread struct stream_cache stream_cache __attribute__((tls_model("initial-exec")));
+
+/* Source of pgm_stream_table.id. */
+static uint64_t table_ids;
 
 static const char *const state_names[PGM_STREAM_STATE_COUNT] = {
 	[PGM_STREAM_NEW] = "new",
@@ -185,10 +215,10 @@ static unsigned long key_hash(const struct pgm_stream_table *t, const struct pgm
 	return (unsigned long)mix64(mix64(tsi ^ t->seed[0]) ^ k->group ^ t->seed[1]);
 }
 
+/* The key has no padding (asserted above): two 8-byte compares. */
 static inline bool key_equal(const struct pgm_stream_key *a, const struct pgm_stream_key *b)
 {
-	return a->sport == b->sport && a->group == b->group &&
-	       memcmp(a->gsi, b->gsi, PGM_GSI_LEN) == 0;
+	return memcmp(a, b, sizeof(*a)) == 0;
 }
 
 static int key_match(struct cds_lfht_node *node, const void *arg)
@@ -227,6 +257,7 @@ struct pgm_stream_table *pgm_stream_table_new(const struct pgm_stream_params *pa
 	if (!t)
 		return NULL;
 	t->label_opt = p.label_opt;
+	t->id = uatomic_add_return(&table_ids, 1);
 	seed_init(t->seed);
 	t->ht = cds_lfht_new_flavor(p.init_size, p.init_size, 0,
 				    CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, &urcu_qsbr_flavor,
@@ -253,7 +284,7 @@ static bool stream_remove(struct pgm_stream_table *t, struct pgm_stream *s)
 	if (cds_lfht_del(t->ht, &s->node) != 0)
 		return false; /* someone else removed it */
 	uatomic_dec(&t->streams);
-	uatomic_inc(&t->removed);
+	uatomic_inc(&t->removed); /* before call_rcu: invalidates every stream_cache */
 	urcu_qsbr_call_rcu(&s->rcu, stream_free_rcu);
 	return true;
 }
@@ -308,9 +339,10 @@ static struct pgm_stream *stream_new(struct pgm_stream_table *t, const struct pg
 	return s;
 }
 
-/* Find the stream or insert a new one; NULL when out of memory. */
-static struct pgm_stream *stream_get(struct pgm_stream_table *t, const struct pgm_stream_key *key,
-				     const struct pgm_packet *pkt)
+/* Find the stream or insert a new one (slow path of stream_get()); NULL when out of memory. */
+static struct pgm_stream *stream_find_or_add(struct pgm_stream_table *t,
+					     const struct pgm_stream_key *key,
+					     const struct pgm_packet *pkt)
 {
 	unsigned long hash = key_hash(t, key);
 	struct pgm_stream *s = stream_find(t, key, hash);
@@ -331,6 +363,27 @@ static struct pgm_stream *stream_get(struct pgm_stream_table *t, const struct pg
 	}
 	uatomic_inc(&t->streams);
 	uatomic_inc(&t->inserted);
+	return s;
+}
+
+/* stream_find_or_add() behind this thread's stream_cache. */
+static inline struct pgm_stream *stream_get(struct pgm_stream_table *t,
+					    const struct pgm_stream_key *key,
+					    const struct pgm_packet *pkt)
+{
+	struct stream_cache *c = &stream_cache;
+	uint64_t removed = LOAD(t->removed); /* before the lookup: see struct stream_cache */
+	struct pgm_stream *s;
+
+	if (c->table_id == t->id && c->removed == removed && key_equal(&c->key, key))
+		return c->s;
+	s = stream_find_or_add(t, key, pkt);
+	if (s) {
+		c->table_id = t->id;
+		c->removed = removed;
+		c->key = *key;
+		c->s = s;
+	}
 	return s;
 }
 
@@ -362,6 +415,12 @@ static void win_reset(struct stream_data *d, uint32_t sqn)
 /* Move the window's lead to sqn, ahead by n > 0, forgetting the SQNs it passes over. */
 static void win_advance(struct stream_data *d, uint32_t sqn, uint32_t n)
 {
+	if (n == 1) {
+		/* In order, the common case: the one bit to forget is sqn's own, set again. */
+		win_set(d, sqn);
+		STORE(d->rx_lead, sqn);
+		return;
+	}
 	if (n >= PGM_STREAM_WINDOW) {
 		memset(d->win, 0, sizeof(d->win));
 	} else {
@@ -469,7 +528,7 @@ static void label_note(struct pgm_stream_table *t, struct stream_data *d,
 	const struct pgm_opt_rec *rec;
 	unsigned n;
 
-	if (t->label_opt < 0)
+	if (t->label_opt < 0 || pkt->n_recs == 0)
 		return;
 	rec = pgm_packet_opt_find(pkt, (uint8_t)t->label_opt);
 	if (!rec)

@@ -150,7 +150,9 @@ void pgm_stream_table_free(struct pgm_stream_table *t);
  * opx_discard and changes no SQN state. Malformed packets and bad checksums are counted
  * and change no other state.
  * Caller: the worker owning (group, side), a registered QSBR thread, online.
- * Cost: one hash lookup, a few stores; one allocation when the stream is new.
+ * Cost: about 160 instructions for in-order ODATA of the stream this thread updated last
+ * (a per-thread cache, emptied by any removal from the table, see stream.c); otherwise
+ * one hash lookup more; one allocation when the stream is new.
  * Returns 0, -EINVAL (no header, bad side, a packet pgm_parse() did not accept marked
  * PGM_OK), -ENOMEM (new stream not tracked; the packet gets PGM_VERDICT_PASS).
  */

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * fuzz_pgm_parse.c - libFuzzer target for pgm/: every input is parsed (with and without
- * checksum verification), the parser's invariants are checked, accepted packets go
- * through the OPX rewrite and are re-parsed, and every packet with a header is
- * accounted in a stream table (SQN window, loops, aging). Any broken invariant traps.
+ * checksum verification), the parser's invariants are checked (pgm_surely_malformed()
+ * never rejects what the parser accepts, and agrees with it exactly without options),
+ * accepted packets go through the OPX rewrite and are re-parsed, and every packet with a
+ * header is accounted in a stream table (SQN window, loops, aging). Any broken invariant
+ * traps.
  * Built and run by run_fuzz.sh (suite 'fuzz').
  */
 #include <stdlib.h>
@@ -44,8 +46,9 @@ static void check_accepted(const uint8_t *data, size_t size, const struct pgm_pa
 		REQUIRE(o->offset > pkt->opts_offset && (size_t)o->offset + o->len <= opts_end);
 		REQUIRE(o->end == (i + 1 == pkt->n_opts));
 	}
-	for (unsigned i = 0; i < pkt->opt.nak_list.count; i++)
-		(void)pgm_packet_nak_list_sqn(pkt, i); /* reads inside the packet (ASan) */
+	if (pkt->opt_seen & PGM_OPT_BIT(PGM_OPT_NAK_LIST))
+		for (unsigned i = 0; i < pkt->opt.nak_list.count; i++)
+			(void)pgm_packet_nak_list_sqn(pkt, i); /* reads inside the packet (ASan) */
 	REQUIRE((pkt->result == PGM_BAD_CHECKSUM) ==
 		(pkt->checksum != 0 && !pgm_checksum_verify(data, size)));
 	REQUIRE(pkt->checksum == 0 || pkt->csum != PGM_CSUM_GOOD ||
@@ -99,6 +102,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum pgm_result r = pgm_parse(data, size, 0, &pkt);
 
 	REQUIRE((unsigned)r < PGM_RESULT_COUNT && pkt.result == r);
+	/* The pre-check only ever rejects what the parser rejects. */
+	REQUIRE(!pgm_surely_malformed(data, size) || pgm_result_malformed(r));
+	/* Without options it is exact. */
+	if (size >= PGM_HDR_LEN && !(data[PGM_OFF_OPTIONS] & PGM_HDR_OPT_PRESENT))
+		REQUIRE(pgm_surely_malformed(data, size) == pgm_result_malformed(r));
 	REQUIRE(strcmp(pgm_result_name(r), "unknown") != 0);
 	REQUIRE(pkt.err_offset <= size || r == PGM_ERR_TOO_LONG);
 
