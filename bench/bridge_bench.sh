@@ -144,32 +144,30 @@ fi
 
 # Engine instructions per forwarded packet. The bridge (1 spinning worker) runs under
 # callgrind, collecting only inside chan_burst (what a non-empty burst of completions
-# costs: classify, forward, post, retire, refill), minus the simulated library's
-# post_send and post_recv it calls, so what is counted is the engine's own work,
-# without idle polls. The sender offers 200 kpps in chained bursts of 32; the bridge is slowed by
-# callgrind, so its bursts are full. Per packet = the difference of two runs' counts
-# divided by the difference of their forwarded packets.
-cg_run() { # N SENDERS -> "Ir forwarded"
-	local n=$1 qps=$2 f="$tmp/cg.$1.$2" t fwd
+# costs: classify, forward, post, retire, refill); counted are the instructions executed
+# in the ib2roce binary itself (bench/cg_engine.awk: the engine, pool and PGM code, not
+# the simulated libibverbs it calls, not libc). The sender offers 500 kpps in chained
+# bursts; the bridge is slowed by callgrind, so its bursts are full. Per packet = the
+# difference of two runs' counts divided by the difference of their forwarded packets
+# (start-up and first-sight costs cancel: with 10 000 senders the runs offer 40 and 120
+# packets per sender, so that every sender is recorded in both).
+cg_run() { # N SENDERS PGM_ARGS -> "Ir forwarded"
+	local n=$1 qps=$2 f="$tmp/cg.$1.$2" fwd
 
+	# shellcheck disable=SC2086 # $3: the PGM option, or nothing
 	bridge_start "$f.log" valgrind --tool=callgrind --callgrind-out-file="$f" \
 		--collect-atstart=no --toggle-collect=chan_burst \
-		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=8192 -e senders=16384 $cg_pgm
+		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=8192 -e senders=16384 $3
 	if [ "$qps" = 1 ]; then
 		timeout 300 "$bench" -J -s sim_ib1 -r sim_roce2 -n "$n" -R 500000 >/dev/null
 	else
-		timeout 300 "$mcpkt" send -b 198.18.0.2 -g "$group" -n $((n / qps)) --qps "$qps" \
+		timeout 600 "$mcpkt" send -b 198.18.0.2 -g "$group" -n $((n / qps)) --qps "$qps" \
 			-s 64 --rate 500000 >/dev/null
 	fi
 	sleep 2
 	bridge_stop
 	fwd=$(sed -n 's/^IB .* fwd_pkts=\([0-9]*\).*/\1/p' "$f.log")
-	# Collected = chan_burst and what it calls; take out the simulated library's
-	# post_send and post_recv (inclusive).
-	echo "$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null |
-		awk '/PROGRAM TOTALS/ { gsub(",", "", $1); t = $1 }
-		     / [^ ]*:sf_post_(send|recv) \[/ { gsub(",", "", $1); s += $1 }
-		     END { print t - s }') $fwd"
+	echo "$(awk -v obj=ib2roce -f bench/cg_engine.awk "$f") $fwd"
 }
 
 if [ "$do_cg" = 1 ]; then
@@ -177,15 +175,18 @@ if [ "$do_cg" = 1 ]; then
 		echo "bridge_bench: valgrind missing" >&2
 		exit 1
 	}
-	cg_pgm=${CG_PGM:-}
-	for qps in 1 10000; do
-		if [ "$qps" != 1 ] && [ ! -x "$mcpkt" ]; then
-			log "callgrind with $qps senders: skipped ($mcpkt missing)"
-			continue
-		fi
-		read -r ia fa <<<"$(cg_run 40000 "$qps")"
-		read -r ib fb <<<"$(cg_run 120000 "$qps")"
-		log "callgrind, $qps sender(s)${cg_pgm:+ ($cg_pgm)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
+	for pgm in "" "-y pgm"; do
+		for qps in 1 10000; do
+			if [ "$qps" != 1 ] && [ ! -x "$mcpkt" ]; then
+				log "callgrind with $qps senders: skipped ($mcpkt missing)"
+				continue
+			fi
+			na=40000
+			[ "$qps" = 1 ] || na=$((40 * qps))
+			read -r ia fa <<<"$(cg_run "$na" "$qps" "$pgm")"
+			read -r ib fb <<<"$(cg_run $((3 * na)) "$qps" "$pgm")"
+			log "callgrind, $qps sender(s), PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
+		done
 	done
 fi
 log "results: $out"

@@ -40,7 +40,7 @@ struct pgm_stream_table;
 #define BR_REFILL_MIN	       (BR_BURST / 2) /* refill receives when this many are missing */
 #define BR_IB_MARKER_HOP_LIMIT 1     /* hop limit the bridge sets on IB: "already bridged" */
 #define CH_GCACHE	       256   /* group cache entries per channel (direct-mapped) */
-#define CH_SCACHE	       16384 /* sender cache entries per channel (2-way) */
+#define CH_SCACHE	       65536 /* sender cache entries per channel (2-way) */
 
 enum side {
 	SIDE_IB = 0,
@@ -131,6 +131,42 @@ struct backlog_ent {
 	uint32_t qkey;
 };
 
+/*
+ * The source address of a sender key as two words (bytes 0-7 and 8-15 of
+ * sender_key.addr): the source GID, or ::ffff:a.b.c.d on RoCE.
+ */
+struct src_addr {
+	uint64_t hi, lo;
+};
+
+/* Two 64-bit lanes (SSE2 on x86-64, NEON on arm64; plain code elsewhere). */
+typedef uint64_t u64x2 __attribute__((vector_size(16)));
+
+/*
+ * The flow of a channel (fwd.c, owner thread only): the network addresses of the last
+ * packet the data path forwarded to the peer channel's fast path, with everything its
+ * classification found (group, sender, address handle, the other side's MTU). Packets
+ * come in runs; a packet whose addresses match needs none of the table lookups and rule
+ * checks again (rx_fast_run). Checked again at the start of every burst (flow_valid) and
+ * dropped with the channel's caches when a table's epoch moves.
+ */
+struct chan_flow {
+	union {
+		uint64_t key[4]; /* IB: source GID, then MGID; RoCE: key[0] = saddr, daddr */
+		u64x2 kv[2];
+	};
+	struct src_addr src;
+	uint64_t mix; /* src_mix(&src) */
+	struct group *g;
+	struct sender *s;
+	struct ibv_ah *ah;
+	uint32_t qkey;
+	uint32_t lim; /* the other side's MTU + 1; 0 while no flow is set: nothing matches */
+	/* rx_fast_run's packets since flow_set, counted to the group and channels by flow_flush. */
+	uint32_t pkts;
+	uint64_t bytes;
+};
+
 struct channel {
 	enum side side;
 	uint32_t index;
@@ -159,8 +195,10 @@ struct channel {
 	 * Their constant fields (chaining, scatter lists, lkeys, QPN) are written once
 	 * (chan_prepare, fwd.c), the data path fills in only what changes per packet.
 	 */
-	struct ibv_send_wr wr[BR_BURST];
-	struct ibv_sge sge[BR_BURST];
+	struct tx_slot {
+		struct ibv_send_wr wr; /* first: a WR pointer converts back to its slot */
+		struct ibv_sge sge;    /* wr.sg_list */
+	} tx[BR_BURST];
 	uint32_t nwr;
 	bool prepared; /* chan_prepare ran */
 	struct ibv_recv_wr rwr[BR_BURST];
@@ -185,6 +223,7 @@ struct channel {
 	uint64_t scache_epoch;
 	struct sender **scache;	    /* CH_SCACHE entries, 2-way: sets of two */
 	struct sender *prev_sender; /* the last packet's sender */
+	struct chan_flow flow;	    /* the data path's fast path (fwd.c) */
 	struct chan_stats st;
 	/* Control thread only: counters at the last console "zap" (shown values are st - zap;
 	 * stats --json and the metrics file show st), and the rates of the last second. */

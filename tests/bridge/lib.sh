@@ -275,7 +275,10 @@ br_expect_group() {
 #   drop_tx_error (a send counted in tx_pkts that failed is in drop_tx_error), and every
 #   packet the port delivered into one of the bridge's receive buffers (rcv_pkts) was
 #   counted in rx_pkts, which also counts the error completions (drop_rx_error) the
-#   port did not deliver.
+#   port did not deliver;
+# - PGM inspection counted each packet once at most (pgm_pkts + pgm_malformed <=
+#   rx_pkts), and every packet when nothing was dropped and inspection was on all along
+#   (set BR_PGM_PARTIAL=1 when a test switches it during the run).
 # Arguments: NAME IB_DEV ROCE_DEV.
 br_conservation() {
 	local name=$1 s o dev sum_drops r v rx fwd drops txf txe tx_o txf_o key gsum
@@ -308,6 +311,13 @@ br_conservation() {
 			"$SF_TMP/$name.out")
 		[ "$gsum" = "$fwd" ] ||
 			br_fail "bridge $name: the groups' $key add up to $gsum, $s fwd_pkts=$fwd" "$name"
+		# PGM inspection sees a packet once at most; with nothing dropped, every packet
+		# (unless inspection was off, or switched during the run: BR_PGM_PARTIAL=1).
+		v=$(($(br_field "$name" "$s" pgm_pkts) + $(br_field "$name" "$s" pgm_malformed)))
+		[ "$v" -le "$rx" ] ||
+			br_fail "bridge $name: $s pgm_pkts + pgm_malformed = $v > rx_pkts=$rx" "$name"
+		[ "$v" = 0 ] || [ "$drops" != 0 ] || [ "${BR_PGM_PARTIAL:-0}" = 1 ] || [ "$v" = "$rx" ] ||
+			br_fail "bridge $name: $s inspected $v of rx_pkts=$rx packets, nothing dropped" "$name"
 		v=$(sf_counter "$dev" xmit_pkts)
 		tx_o=$(br_field "$name" "$s" tx_pkts)
 		[ "$v" = $((tx_o - txe)) ] ||
