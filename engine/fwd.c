@@ -1127,6 +1127,21 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 __attribute__((noinline)) static unsigned chan_burst(struct worker *w, struct channel *ch,
 						     struct ibv_wc *wc, int n)
 {
+	/*
+	 * A lone signaled send completion, the usual burst of a channel that only sends:
+	 * retire, and move what waits in the backlog; none of a receive burst's set-up.
+	 */
+	if (n == 1 && (wc[0].wr_id & TX_TAG)) {
+		chan_tx_done(w, ch, &wc[0]);
+		if (ch->bl_head != ch->bl_tail) {
+			struct freelist fl = {.n = 0};
+
+			chan_backlog_drain(w, ch, &fl);
+			chan_flush(w, ch, &fl);
+			fl_flush(w, &fl);
+		}
+		return 1;
+	}
 	if (ch->side == SIDE_IB)
 		chan_burst_side(w, ch, SIDE_IB, wc, n);
 	else
