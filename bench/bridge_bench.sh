@@ -2,7 +2,8 @@
 # The bridge's benchmark on the simulated fabric (issue 3): forwarded packets/s with one
 # worker and the latency the bridge adds, against a direct sender -> listener path on
 # the same fabric, and the engine's instructions per forwarded packet (callgrind,
-# excluding the simulated libraries) with 1 and 10 000 senders.
+# excluding the simulated libraries) with 1 and 10 000 senders of payloads that are not
+# PGM, PGM inspection on and off, and with one PGM ODATA stream.
 #
 # Usage: bench/bridge_bench.sh [-n RUNS] [-B BUILDDIR] [-c] [-C]
 #   -n RUNS  repetitions of the timed measurements (default 5; medians are reported)
@@ -151,15 +152,17 @@ fi
 # difference of two runs' counts divided by the difference of their forwarded packets
 # (start-up and first-sight costs cancel: with 10 000 senders the runs offer 40 and 120
 # packets per sender, so that every sender is recorded in both).
-cg_run() { # N SENDERS PGM_ARGS -> "Ir forwarded"
+cg_run() { # N SENDERS|pgm PGM_ARGS -> "Ir forwarded" (pgm: one sender of PGM ODATA)
 	local n=$1 qps=$2 f="$tmp/cg.$1.$2" fwd
 
 	# shellcheck disable=SC2086 # $3: the PGM option, or nothing
 	bridge_start "$f.log" valgrind --tool=callgrind --callgrind-out-file="$f" \
 		--collect-atstart=no --toggle-collect=chan_burst \
 		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=8192 -e senders=16384 $3
-	if [ "$qps" = 1 ]; then
-		timeout 300 "$bench" -J -s sim_ib1 -r sim_roce2 -n "$n" -R 500000 >/dev/null
+	if [ "$qps" = 1 ] || [ "$qps" = pgm ]; then
+		# shellcheck disable=SC2046 # -P (PGM ODATA payloads) or nothing
+		timeout 300 "$bench" -J -s sim_ib1 -r sim_roce2 -n "$n" -R 500000 \
+			$([ "$qps" = pgm ] && echo -P) >/dev/null
 	else
 		timeout 600 "$mcpkt" send -b 198.18.0.2 -g "$group" -n $((n / qps)) --qps "$qps" \
 			-s 64 --rate 500000 >/dev/null
@@ -176,16 +179,19 @@ if [ "$do_cg" = 1 ]; then
 		exit 1
 	}
 	for pgm in "" "-y pgm"; do
-		for qps in 1 10000; do
+		for qps in 1 10000 pgm; do
+			[ "$qps" != pgm ] || [ -z "$pgm" ] || continue
 			if [ "$qps" != 1 ] && [ ! -x "$mcpkt" ]; then
 				log "callgrind with $qps senders: skipped ($mcpkt missing)"
 				continue
 			fi
 			na=40000
-			[ "$qps" = 1 ] || na=$((40 * qps))
+			[ "$qps" = 1 ] || [ "$qps" = pgm ] || na=$((40 * qps))
 			read -r ia fa <<<"$(cg_run "$na" "$qps" "$pgm")"
 			read -r ib fb <<<"$(cg_run $((3 * na)) "$qps" "$pgm")"
-			log "callgrind, $qps sender(s), PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
+			what="$qps sender(s)"
+			[ "$qps" != pgm ] || what="1 sender of PGM ODATA (sf_bench -P)"
+			log "callgrind, $what, PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
 		done
 	done
 fi

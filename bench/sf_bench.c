@@ -17,6 +17,15 @@
  *         CLOCK_MONOTONIC send time; the receiver takes the difference to its own clock
  *         when it polls the completion. Reports percentiles of that one-way latency.
  *
+ * -P: every datagram is a valid PGM ODATA packet (RFC 3208) of exactly the payload size,
+ * one stream (TSI 02:00:00:00:00:01.7000, destination port 7500): data SQN 0, 1, 2, ...
+ * in posting order, TRAIL equal to the SQN, a filler TSDU (ping: the send time first),
+ * checksum valid. Each packet lives in its own slot of a ring as deep as the send queue
+ * (so no slot is rewritten before its send has retired), formatted once at setup; just
+ * before a post only the SQN, TRAIL (and ping time) are written and the checksum is
+ * updated from the template's sum, a few instructions whatever the size. Without -P the
+ * payload is as it always was (zeros; ping: the send time in the first 8 bytes).
+ *
  * Output: a human-readable summary, or with -j one JSON object per run (bench/run.sh).
  */
 #include <errno.h>
@@ -40,6 +49,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "pgm.h"
+
 #define BENCH_PORT	  1
 #define BENCH_QKEY	  0x11000000u /* the Q_Key both QPs use (any, but the same) */
 #define BENCH_MCAST_QPN	  0xffffffu
@@ -54,6 +65,13 @@
 #define NSEC_PER_SEC	  1000000000ull
 #define BENCH_MAX_PAYLOAD 4096
 #define BENCH_MAX_BATCH	  1024
+
+/* -P: the one PGM stream the sender emits (its GSI is in bench_pgm_format()). */
+#define BENCH_PGM_SPORT	   7000
+#define BENCH_PGM_DPORT	   7500
+#define BENCH_PGM_SQN_OFF  PGM_HDR_LEN /* ODATA's DATA_SQN, then DATA_TRAIL */
+#define BENCH_PGM_TSDU_OFF (PGM_HDR_LEN + PGM_DATA_LEN)
+#define BENCH_PGM_FILL	   0xa5 /* TSDU filler byte */
 
 enum bench_mode {
 	BENCH_RATE,
@@ -78,6 +96,7 @@ struct bench_opts {
 	bool inline_send;
 	bool json;
 	bool join; /* -J: join through rdma_cm (any link layer; the path through a bridge) */
+	bool pgm;  /* -P: payloads are PGM ODATA packets of one stream */
 };
 
 /* What the sender reports to the receiver (parent) at the end. */
@@ -378,6 +397,54 @@ static void side_close(struct bench_side *s)
 
 /* ---- sender (child process) ---- */
 
+/*
+ * -P: format each of the nslots slots as an ODATA packet of size bytes (size >=
+ * BENCH_PGM_TSDU_OFF, checked in main()) with the filler TSDU, then zero the checksum field
+ * and the stamp_len bytes from BENCH_PGM_SQN_OFF that bench_pgm_stamp() writes per packet.
+ * Returns the ones' complement sum of that template, the same for every slot.
+ */
+static uint16_t bench_pgm_format(struct bench_side *s, uint32_t size, size_t stamp_len)
+{
+	static const struct pgm_tsi tsi = {
+		.gsi = {0x02, 0x00, 0x00, 0x00, 0x00, 0x01},
+		.sport = BENCH_PGM_SPORT,
+	};
+	uint8_t tsdu[BENCH_MAX_PAYLOAD];
+	size_t tsdu_len = size - BENCH_PGM_TSDU_OFF;
+
+	memset(tsdu, BENCH_PGM_FILL, tsdu_len);
+	for (uint32_t i = 0; i < s->nslots; i++) {
+		uint8_t *pkt = s->buf + (size_t)i * s->slot;
+
+		if (pgm_build_odata(pkt, size, &tsi, BENCH_PGM_DPORT, 0, 0, 0, tsdu, tsdu_len) !=
+		    (ssize_t)size)
+			die("sender: cannot build a %u-byte ODATA packet", size);
+		memset(pkt + PGM_OFF_CHECKSUM, 0, 2);
+		memset(pkt + BENCH_PGM_SQN_OFF, 0, stamp_len);
+	}
+	return pgm_csum_sum(s->buf, size);
+}
+
+/*
+ * -P, hot path: give the packet at pkt (a bench_pgm_format() template) data SQN and TRAIL
+ * sqn and its checksum. The stamp_len bytes from BENCH_PGM_SQN_OFF (SQN, TRAIL, and for
+ * ping the send time the caller wrote after them) are summed onto base, the template's
+ * sum: RFC 1624 incremental update, the cost independent of the packet size.
+ */
+static inline void bench_pgm_stamp(uint8_t *pkt, uint16_t base, uint32_t sqn, size_t stamp_len)
+{
+	uint32_t be = htonl(sqn), sum;
+	uint16_t csum;
+
+	memcpy(pkt + BENCH_PGM_SQN_OFF, &be, sizeof(be));
+	memcpy(pkt + BENCH_PGM_SQN_OFF + sizeof(be), &be, sizeof(be)); /* TRAIL */
+	sum = (uint32_t)base + pgm_csum_sum(pkt + BENCH_PGM_SQN_OFF, stamp_len);
+	sum = (sum & 0xffff) + (sum >> 16);
+	csum = (uint16_t)~sum;
+	csum = htons(csum ? csum : 0xffff); /* 0 would mean "no checksum" */
+	memcpy(pkt + PGM_OFF_CHECKSUM, &csum, sizeof(csum));
+}
+
 /* Retire signaled sends: returns how many WRs the polled completions retired up to. */
 static uint64_t tx_retire(struct bench_side *s, uint64_t retired)
 {
@@ -404,17 +471,22 @@ static void tx_run(const struct bench_opts *o, int ready_fd, int result_fd)
 	struct bench_side s;
 	uint64_t posted = 0, retired = 0;
 	uint32_t batch = o->mode == BENCH_PING ? 1 : o->batch;
+	/* -P: bytes bench_pgm_stamp() rewrites: SQN and TRAIL, then the ping send time. */
+	size_t stamp_len = PGM_DATA_LEN + (o->mode == BENCH_PING ? sizeof(uint64_t) : 0);
+	uint16_t pgm_base = 0;
 	char ready;
 
 	pin_cpu(o->scpu, "sender");
 	side_open(&s, o->sdev, o->group, o->join);
 	side_qp(&s, o->sdev, o->sq_depth, 1, o->sq_depth, o->inline_send ? o->size : 0);
 	/*
-	 * Rate: the payload is never rewritten, one slot per WR of a batch. Ping: every send
-	 * carries a new timestamp; a ring as deep as the send queue keeps a buffer untouched
-	 * until its send has retired (hardware reads it after ibv_post_send returns).
+	 * Rate: the payload is never rewritten, one slot per WR of a batch. Ping and -P: every
+	 * send carries a new timestamp or SQN; a ring as deep as the send queue keeps a buffer
+	 * untouched until its send has retired (hardware reads it after ibv_post_send returns).
 	 */
-	side_buffers(&s, o->sdev, o->mode == BENCH_PING ? o->sq_depth : batch, o->size);
+	side_buffers(&s, o->sdev, o->mode == BENCH_PING || o->pgm ? o->sq_depth : batch, o->size);
+	if (o->pgm)
+		pgm_base = bench_pgm_format(&s, o->size, stamp_len);
 
 	memset(&aa, 0, sizeof(aa));
 	aa.is_global = 1;
@@ -468,6 +540,16 @@ static void tx_run(const struct bench_opts *o, int ready_fd, int result_fd)
 			for (uint32_t i = 0; i < n; i++) {
 				uint64_t seq = posted + i;
 
+				/*
+				 * -P: slot seq % sq_depth; the room check above keeps fewer than
+				 * sq_depth sends in flight, none of them in this slot.
+				 */
+				if (o->pgm) {
+					uint8_t *pkt = s.buf + (seq % s.nslots) * s.slot;
+
+					bench_pgm_stamp(pkt, pgm_base, (uint32_t)seq, stamp_len);
+					sges[i].addr = (uintptr_t)pkt;
+				}
 				wrs[i].wr_id = seq;
 				wrs[i].send_flags =
 					((seq + 1) % o->signal == 0 || seq + 1 == o->count
@@ -519,7 +601,14 @@ static void tx_run(const struct bench_opts *o, int ready_fd, int result_fd)
 				(o->inline_send ? IBV_SEND_INLINE : 0);
 			sges[0].addr = (uintptr_t)(s.buf + (posted % s.nslots) * s.slot);
 			ts = now_ns();
-			memcpy((void *)(uintptr_t)sges[0].addr, &ts, sizeof(ts));
+			if (o->pgm) {
+				uint8_t *pkt = (uint8_t *)(uintptr_t)sges[0].addr;
+
+				memcpy(pkt + BENCH_PGM_TSDU_OFF, &ts, sizeof(ts));
+				bench_pgm_stamp(pkt, pgm_base, (uint32_t)posted, stamp_len);
+			} else {
+				memcpy((void *)(uintptr_t)sges[0].addr, &ts, sizeof(ts));
+			}
 			ret = ibv_post_send(s.qp, wrs, &bad);
 			if (ret)
 				die("sender: post_send: %s", strerror(ret));
@@ -614,17 +703,18 @@ static void report(const struct bench_opts *o, const struct bench_tx_result *tx,
 		if (o->json) {
 			printf("{\"mode\": \"%s\", \"sender\": \"%s\", \"receiver\": \"%s\", "
 			       "\"payload\": %u, \"batch\": %u, \"signal\": %u, "
-			       "\"offered_pps\": %" PRIu64 ", \"inline\": %s, \"sent\": %" PRIu64
-			       ", \"received\": %" PRIu64 ", \"lost\": %" PRIu64
-			       ", \"errors\": %" PRIu64 ", \"rq_full\": %" PRIu64
-			       ", \"tx_pps\": %.0f, \"rx_pps\": %.0f}\n",
+			       "\"offered_pps\": %" PRIu64 ", \"inline\": %s, \"pgm\": %s, "
+			       "\"sent\": %" PRIu64 ", \"received\": %" PRIu64
+			       ", \"lost\": %" PRIu64 ", \"errors\": %" PRIu64
+			       ", \"rq_full\": %" PRIu64 ", \"tx_pps\": %.0f, \"rx_pps\": %.0f}\n",
 			       mode, o->sdev, o->rdev, o->size, o->batch, o->signal, o->rate,
-			       o->inline_send ? "true" : "false", tx->sent, rx->received,
-			       tx->sent - rx->received, rx->errors, rx->rq_full, tx_pps, rx_pps);
+			       o->inline_send ? "true" : "false", o->pgm ? "true" : "false",
+			       tx->sent, rx->received, tx->sent - rx->received, rx->errors,
+			       rx->rq_full, tx_pps, rx_pps);
 		} else {
-			printf("rate: %s -> %s, %u-byte payload, batch %u, signal 1/%u%s", o->sdev,
-			       o->rdev, o->size, o->batch, o->signal,
-			       o->inline_send ? ", inline" : "");
+			printf("rate: %s -> %s, %u-byte payload%s, batch %u, signal 1/%u%s",
+			       o->sdev, o->rdev, o->size, o->pgm ? " (PGM ODATA)" : "", o->batch,
+			       o->signal, o->inline_send ? ", inline" : "");
 			if (o->rate)
 				printf(", offered %.3f Mpps", (double)o->rate / 1e6);
 			printf("\n");
@@ -652,16 +742,18 @@ static void report(const struct bench_opts *o, const struct bench_tx_result *tx,
 
 	if (o->json) {
 		printf("{\"mode\": \"%s\", \"sender\": \"%s\", \"receiver\": \"%s\", "
-		       "\"payload\": %u, \"interval_us\": %u, \"inline\": %s, \"sent\": %" PRIu64
-		       ", \"received\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"min_ns\": %" PRIu64
-		       ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64 ", \"p99_ns\": %" PRIu64
-		       ", \"p999_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64 "}\n",
+		       "\"payload\": %u, \"interval_us\": %u, \"inline\": %s, \"pgm\": %s, "
+		       "\"sent\": %" PRIu64 ", \"received\": %" PRIu64 ", \"errors\": %" PRIu64
+		       ", \"min_ns\": %" PRIu64 ", \"p50_ns\": %" PRIu64 ", \"p90_ns\": %" PRIu64
+		       ", \"p99_ns\": %" PRIu64 ", \"p999_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
+		       "}\n",
 		       mode, o->sdev, o->rdev, o->size, o->interval_us,
-		       o->inline_send ? "true" : "false", tx->sent, rx->received, rx->errors, min,
-		       p50, p90, p99, p999, max);
+		       o->inline_send ? "true" : "false", o->pgm ? "true" : "false", tx->sent,
+		       rx->received, rx->errors, min, p50, p90, p99, p999, max);
 	} else {
-		printf("ping: %s -> %s, %u-byte payload, one every %u us%s\n", o->sdev, o->rdev,
-		       o->size, o->interval_us, o->inline_send ? ", inline" : "");
+		printf("ping: %s -> %s, %u-byte payload%s, one every %u us%s\n", o->sdev, o->rdev,
+		       o->size, o->pgm ? " (PGM ODATA)" : "", o->interval_us,
+		       o->inline_send ? ", inline" : "");
 		printf("  sent %" PRIu64 ", received %" PRIu64 ", errors %" PRIu64 "\n", tx->sent,
 		       rx->received, rx->errors);
 		printf("  one-way latency ns: min %" PRIu64 " p50 %" PRIu64 " p90 %" PRIu64
@@ -746,7 +838,9 @@ static int rx_run(const struct bench_opts *o, pid_t child, int ready_fd, int res
 			if (o->mode == BENCH_PING && rx.nlat < o->count) {
 				uint64_t ts;
 
-				memcpy(&ts, s.buf + wc[i].wr_id * s.slot + BENCH_GRH_LEN,
+				memcpy(&ts,
+				       s.buf + wc[i].wr_id * s.slot + BENCH_GRH_LEN +
+					       (o->pgm ? BENCH_PGM_TSDU_OFF : 0),
 				       sizeof(ts));
 				rx.lat[rx.nlat++] = t - ts;
 			}
@@ -796,6 +890,9 @@ static void usage(FILE *f)
 	      "  -C CPU        receiver CPU (1)\n"
 	      "  -I            inline sends\n"
 	      "  -J            join through rdma_cm (IB or RoCE devices; the path through a bridge)\n"
+	      "  -P            payloads are PGM ODATA packets of one stream: TSI\n"
+	      "                02:00:00:00:00:01.7000, dport 7500, SQN 0, 1, 2, ..., checksum\n"
+	      "                valid (-S at least 24 bytes; ping: 32, the send time in the TSDU)\n"
 	      "  -j            one JSON object instead of text\n",
 	      f);
 }
@@ -835,7 +932,7 @@ int main(int argc, char **argv)
 	const char *group = "239.255.1.1";
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "m:s:r:g:n:S:b:N:q:Q:i:R:c:C:IJjh")) != -1) {
+	while ((opt = getopt(argc, argv, "m:s:r:g:n:S:b:N:q:Q:i:R:c:C:IJPjh")) != -1) {
 		switch (opt) {
 		case 'm':
 			if (!strcmp(optarg, "rate"))
@@ -893,6 +990,9 @@ int main(int argc, char **argv)
 		case 'J':
 			o.join = true;
 			break;
+		case 'P':
+			o.pgm = true;
+			break;
 		case 'j':
 			o.json = true;
 			break;
@@ -920,6 +1020,19 @@ int main(int argc, char **argv)
 		die("signal interval must be below the send queue depth (%u)", o.sq_depth);
 	if (o.batch > o.rq_depth / 2)
 		die("batch must be at most half the receive queue depth");
+	if (o.pgm) {
+		/* ODATA header and fields; ping also carries its 8-byte send time in the TSDU. */
+		uint32_t min = BENCH_PGM_TSDU_OFF + (o.mode == BENCH_PING ? sizeof(uint64_t) : 0);
+
+		if (o.size < min) {
+			fprintf(stderr,
+				"sf_bench: -P: a %u-byte payload cannot hold a PGM ODATA packet "
+				"(%s needs -S %u or more: %u-byte header + %u-byte SQN/TRAIL%s)\n",
+				o.size, o.mode == BENCH_PING ? "ping" : "rate", min, PGM_HDR_LEN,
+				PGM_DATA_LEN, o.mode == BENCH_PING ? " + 8-byte send time" : "");
+			return 2;
+		}
+	}
 
 	/* A side that dies closes its pipe ends: the other side reports it, not SIGPIPE. */
 	signal(SIGPIPE, SIG_IGN);

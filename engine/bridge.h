@@ -41,6 +41,7 @@ struct pgm_stream_table;
 #define BR_IB_MARKER_HOP_LIMIT 1     /* hop limit the bridge sets on IB: "already bridged" */
 #define CH_GCACHE	       256   /* group cache entries per channel (direct-mapped) */
 #define CH_SCACHE	       65536 /* sender cache entries per channel (2-way) */
+#define CH_QCACHE	       16384 /* flow sender cache entries per channel (by QPN) */
 
 enum side {
 	SIDE_IB = 0,
@@ -157,6 +158,7 @@ struct chan_flow {
 	};
 	struct src_addr src;
 	uint64_t mix; /* src_mix(&src) */
+	uint64_t gen; /* this flow's generation << 32: the tag of its qcache entries */
 	struct group *g;
 	struct sender *s;
 	struct ibv_ah *ah;
@@ -223,6 +225,16 @@ struct channel {
 	uint64_t scache_epoch;
 	struct sender **scache;	    /* CH_SCACHE entries, 2-way: sets of two */
 	struct sender *prev_sender; /* the last packet's sender */
+	/*
+	 * The flow's senders by QPN (direct-mapped): an entry is (flow generation << 32 |
+	 * QPN, sender), valid while the flow is the one of that generation, whose source
+	 * address is fixed: so a QPN compare finds the sender. flow_gen counts flow_set.
+	 */
+	struct qcache_ent {
+		uint64_t tag;
+		struct sender *s;
+	} *qcache;
+	uint32_t flow_gen;
 	struct chan_flow flow;	    /* the data path's fast path (fwd.c) */
 	struct chan_stats st;
 	/* Control thread only: counters at the last console "zap" (shown values are st - zap;

@@ -682,10 +682,13 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
  * stream's only writer). Returns true when the packet must be dropped: a loop (the
  * stream was first seen on the other side), an unknown option asking for discard, a
  * duplicate under pgm_dups=drop, or a bad checksum / malformed payload under the strict
- * policy. Never modifies the payload.
+ * policy. Never modifies the payload. For a payload pgm_surely_malformed passed (rx_pgm
+ * checks that first).
  */
-static bool rx_pgm(struct bridge *br, struct channel *ch, const struct group *g,
-		   const uint8_t *payload, uint32_t len, uint64_t now)
+static __attribute__((noinline)) bool rx_pgm_inspect(struct bridge *br, struct channel *ch,
+						     const struct group *g,
+						     const uint8_t *payload, uint32_t len,
+						     uint64_t now)
 {
 	unsigned policy = (unsigned)atomic_load_explicit(&br->pgm_policy, memory_order_relaxed);
 	struct pgm_stream_key key;
@@ -699,10 +702,6 @@ static bool rx_pgm(struct bridge *br, struct channel *ch, const struct group *g,
 	 * pkt.csum does, unused here); a well-formed one then gets the verdict pgm_parse
 	 * would have given with the checksum (pgm.h: enum pgm_csum_status, PGM_BAD_CHECKSUM).
 	 */
-	if (pgm_surely_malformed(payload, len)) {
-		ch->st.pgm_malformed++;
-		return (policy & PGM_DROP_MALFORMED) != 0; /* pgm_result_drop of any malformed */
-	}
 	r = pgm_parse(payload, len, PGM_PARSE_NO_CSUM, &pkt);
 	if (pgm_result_malformed(r)) {
 		ch->st.pgm_malformed++;
@@ -727,6 +726,19 @@ static bool rx_pgm(struct bridge *br, struct channel *ch, const struct group *g,
 	return pgm_result_drop(r, policy);
 }
 
+/* rx_pgm_inspect behind the cheap test: what is surely not PGM is counted, not parsed. */
+static inline bool rx_pgm(struct bridge *br, struct channel *ch, const struct group *g,
+			  const uint8_t *payload, uint32_t len, uint64_t now)
+{
+	if (pgm_surely_malformed(payload, len)) {
+		ch->st.pgm_malformed++;
+		/* pgm_result_drop of any malformed result */
+		return (atomic_load_explicit(&br->pgm_policy, memory_order_relaxed) &
+			PGM_DROP_MALFORMED) != 0;
+	}
+	return rx_pgm_inspect(br, ch, g, payload, len, now);
+}
+
 /* Count the packets rx_fast_run forwarded in the flow (it counts only to the sender). */
 static inline __attribute__((always_inline)) void flow_flush(struct burst *b, struct chan_flow *f,
 							     const enum side side)
@@ -747,7 +759,7 @@ static inline __attribute__((always_inline)) void flow_flush(struct burst *b, st
  * that has no sender record.
  */
 static inline __attribute__((always_inline)) void
-flow_set(struct burst *b, struct chan_flow *f, const struct channel *ch, const enum side side,
+flow_set(struct burst *b, struct chan_flow *f, struct channel *ch, const enum side side,
 	 const uint8_t *p, const struct src_addr *src, struct group *g, struct sender *s,
 	 struct ibv_ah *ah, uint32_t qkey, uint32_t mtu)
 {
@@ -771,6 +783,12 @@ flow_set(struct burst *b, struct chan_flow *f, const struct channel *ch, const e
 		flow_flush(b, f, side);
 	f->src = *src;
 	f->mix = src_mix(src);
+	/* A new generation: the qcache entries of earlier flows no longer match. */
+	if (++ch->flow_gen == 0) {
+		memset(ch->qcache, 0, CH_QCACHE * sizeof(*ch->qcache));
+		ch->flow_gen = 1;
+	}
+	f->gen = (uint64_t)ch->flow_gen << 32;
 	f->g = g;
 	f->s = s;
 	f->ah = ah;
@@ -797,16 +815,18 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
 /*
  * Forward the receives wc[i], wc[i + 1], ... of the channel's flow to the peer, without
  * the table lookups and rule checks (the flow passed them), in a loop of its own that
- * holds the peer's chain position in registers. Stops, having changed nothing for it, at
- * the first completion that is anything else (a send completion, an error, another flow,
- * a sender not in the cache, a packet the PGM inspection must look at, one too big):
- * the caller hands that one to chan_tx_done or chan_rx. Returns its index (n: all done).
+ * holds the peer's chain position in registers. A packet that may be PGM gets rx_pgm
+ * here, and is dropped here when its verdict says so (into fl). Stops, having changed
+ * nothing for it, at the first completion that is anything else (a send completion, an
+ * error, another flow, a sender not in the cache, one too big): the caller hands that
+ * one to chan_tx_done or chan_rx. Returns its index (n: all done).
  */
 static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 							     struct chan_flow *f,
 							     struct channel *ch,
 							     const enum side side,
-							     const struct ibv_wc *wc, int i, int n)
+							     const struct ibv_wc *wc, int i, int n,
+							     struct freelist *fl)
 {
 	const struct region r = b->region;
 	struct tx_slot *t = b->peer_slot;
@@ -850,31 +870,48 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 			if (k != f->key[0] || p[BR_IPV4_OFF] != 0x45)
 				break;
 		}
-		/*
-		 * PGM inspection on: what is surely not PGM is counted as malformed and
-		 * forwarded here, as rx_pgm would (flow_set made sure the policy forwards it);
-		 * what may be PGM goes to chan_rx and rx_pgm.
-		 */
-		if (b->pgm_on && !pgm_surely_malformed(p + BR_GRH_LEN, len))
-			break;
 		qpn = c->src_qp;
 		if (s->key.qpn != qpn) {
-			struct sender **set = scache_set(ch, qpn, f->mix), *x = set[0];
+			/* Another sender of the flow's source: by QPN, else the 2-way cache. */
+			struct qcache_ent *q = &ch->qcache[qpn & (CH_QCACHE - 1)];
 
-			if (!sender_is(x, qpn, &f->src)) {
-				x = set[1];
-				if (!sender_is(x, qpn, &f->src))
-					break; /* chan_rx looks it up */
-				set[1] = set[0];
-				set[0] = x;
+			if (q->tag == (f->gen | qpn)) {
+				s = q->s;
+			} else {
+				struct sender **set = scache_set(ch, qpn, f->mix), *x = set[0];
+
+				if (!sender_is(x, qpn, &f->src)) {
+					x = set[1];
+					if (!sender_is(x, qpn, &f->src))
+						break; /* chan_rx looks it up */
+					set[1] = set[0];
+					set[0] = x;
+				}
+				q->tag = f->gen | qpn;
+				q->s = x;
+				s = x;
 			}
-			s = x;
 			s->last_ns = b->now;
 		}
-		/* Forwarded from here on: counted. */
-		malformed += b->pgm_on;
+		/* No way back to chan_rx from here: the packet is counted to its sender. */
 		s->pkts++;
 		s->bytes += len;
+		/*
+		 * PGM inspection on: what is surely not PGM is counted as malformed and
+		 * forwarded, as rx_pgm would (flow_set made sure the policy forwards it); what
+		 * may be PGM gets rx_pgm itself (it updates the packet's stream), and is dropped
+		 * here when its verdict says so.
+		 */
+		if (b->pgm_on) {
+			if (pgm_surely_malformed(p + BR_GRH_LEN, len)) {
+				malformed++;
+			} else if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, b->now)) {
+				b->rx_bytes += len;
+				ch->st.drops[DROP_PGM]++;
+				fl_put(b->w, fl, buf);
+				continue;
+			}
+		}
 		pkts++;
 		bytes += len;
 		if (--to_signal == 0) {
@@ -1087,7 +1124,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 			f->lim = 0;
 	}
 	for (int i = 0; i < n; i++) {
-		i = rx_fast_run(&b, f, ch, side, wc, i, n);
+		i = rx_fast_run(&b, f, ch, side, wc, i, n, &fl);
 		if (i == n)
 			break;
 		if (wc[i].wr_id & TX_TAG) {

@@ -258,8 +258,9 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->bl_mask = pow2_mask(br->cfg.backlog ? br->cfg.backlog : 1);
 	ch->bl = calloc((size_t)ch->bl_mask + 1, sizeof(*ch->bl));
 	ch->scache = calloc(CH_SCACHE, sizeof(*ch->scache));
+	ch->qcache = calloc(CH_QCACHE, sizeof(*ch->qcache));
 	*out = ch;
-	if (!ch->tx_buf || !ch->bl || !ch->scache)
+	if (!ch->tx_buf || !ch->bl || !ch->scache || !ch->qcache)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
 	if (!br->cfg.nworkers) {
 		ch->cc = ibv_create_comp_channel(sd->ctx);
@@ -317,6 +318,7 @@ static void channel_destroy(struct channel *ch)
 	free(ch->tx_buf);
 	free(ch->bl);
 	free(ch->scache);
+	free(ch->qcache);
 	free(ch);
 }
 
