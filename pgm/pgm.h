@@ -316,24 +316,16 @@ static inline __attribute__((always_inline)) bool pgm_surely_malformed(const voi
 	end = shape->end;
 	if (!end)
 		return true;
-	if (shape->nlas) {
-		/* end is the first NLA block: its AFI must be in the packet and IPv4/IPv6. */
+	for (unsigned k = 0; k < shape->nlas; k++) {
+		/* An NLA block at end (NAK, NNAK, NCF: two): its AFI in the packet, IPv4/IPv6. */
 		if (len < end + PGM_NLA_OFF_AFI + 2)
 			return true;
 		alen = pgm_wire_afi_len(p + end);
 		if (!alen)
 			return true;
 		end += PGM_NLA_HDR_LEN + alen;
-		if (shape->nlas == 2) { /* NAK, NNAK, NCF: the group NLA follows */
-			if (len < end + PGM_NLA_OFF_AFI + 2)
-				return true;
-			alen = pgm_wire_afi_len(p + end);
-			if (!alen)
-				return true;
-			end += PGM_NLA_HDR_LEN + alen;
-		}
-		end += shape->tail;
 	}
+	end += shape->tail;
 	if (end > len)
 		return true;
 	tsdu = pgm_wire16(p + PGM_OFF_TSDU_LEN);
