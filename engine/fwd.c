@@ -815,11 +815,12 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
 /*
  * Forward the receives wc[i], wc[i + 1], ... of the channel's flow to the peer, without
  * the table lookups and rule checks (the flow passed them), in a loop of its own that
- * holds the peer's chain position in registers. A packet that may be PGM gets rx_pgm
- * here, and is dropped here when its verdict says so (into fl). Stops, having changed
- * nothing for it, at the first completion that is anything else (a send completion, an
- * error, another flow, a sender not in the cache, one too big): the caller hands that
- * one to chan_tx_done or chan_rx. Returns its index (n: all done).
+ * holds the peer's chain position in registers. A packet that may be PGM gets the PGM
+ * inspection here (rx_pgm_inspect), and is dropped here when its verdict says so (into
+ * fl). Stops, having changed nothing for it, at the first completion that is anything
+ * else (a send completion, an error, another flow, a sender not in the caches, one too
+ * big): the caller hands that one to chan_tx_done or chan_rx. Returns its index (n: all
+ * done).
  */
 static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 							     struct chan_flow *f,
