@@ -227,20 +227,20 @@ static inline bool pgm_result_drop(enum pgm_result r, unsigned policy)
 
 /* ---- Structural pre-check ---- */
 
-/* Big-endian 16-bit field at p (pgm_surely_malformed() only; pgm/ has pgm_get16()). */
-static inline unsigned pgm_wire16(const uint8_t *p)
+/* Big-endian 16-bit field at p (the wire's byte order). */
+static inline uint16_t pgm_get16(const uint8_t *p)
 {
-	return (unsigned)p[0] << 8 | p[1];
+	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
 }
 
-/* Address length of the NLA block whose AFI is at p (4, 16), 0 for any other AFI. */
-static inline unsigned pgm_wire_afi_len(const uint8_t *p)
+/* Address length for an AFI, 0 when the AFI is not IPv4 or IPv6. */
+static inline unsigned pgm_afi_len(uint16_t afi)
 {
-	unsigned afi = pgm_wire16(p + PGM_NLA_OFF_AFI);
-
 	if (afi == PGM_AFI_IPV4)
 		return PGM_NLA_IPV4_LEN;
-	return afi == PGM_AFI_IPV6 ? PGM_NLA_IPV6_LEN : 0u;
+	if (afi == PGM_AFI_IPV6)
+		return PGM_NLA_IPV6_LEN;
+	return 0u;
 }
 
 /*
@@ -306,7 +306,7 @@ static inline __attribute__((always_inline)) bool pgm_surely_malformed(const voi
 	 * table lookup turns most payloads that are not PGM away.
 	 */
 	if (!(p[PGM_OFF_OPTIONS] & PGM_HDR_OPT_PRESENT)) {
-		size_t fields = len - PGM_HDR_LEN - pgm_wire16(p + PGM_OFF_TSDU_LEN);
+		size_t fields = len - PGM_HDR_LEN - pgm_get16(p + PGM_OFF_TSDU_LEN);
 
 		/* A TSDU longer than the packet wraps around to a large value: rejected. */
 		if (fields >= 64 || !((pgm_type_sizes[p[PGM_OFF_TYPE]] >> fields) & 1))
@@ -320,7 +320,7 @@ static inline __attribute__((always_inline)) bool pgm_surely_malformed(const voi
 		/* An NLA block at end (NAK, NNAK, NCF: two): its AFI in the packet, IPv4/IPv6. */
 		if (len < end + PGM_NLA_OFF_AFI + 2)
 			return true;
-		alen = pgm_wire_afi_len(p + end);
+		alen = pgm_afi_len(pgm_get16(p + end + PGM_NLA_OFF_AFI));
 		if (!alen)
 			return true;
 		end += PGM_NLA_HDR_LEN + alen;
@@ -328,7 +328,7 @@ static inline __attribute__((always_inline)) bool pgm_surely_malformed(const voi
 	end += shape->tail;
 	if (end > len)
 		return true;
-	tsdu = pgm_wire16(p + PGM_OFF_TSDU_LEN);
+	tsdu = pgm_get16(p + PGM_OFF_TSDU_LEN);
 	if (!(p[PGM_OFF_OPTIONS] & PGM_HDR_OPT_PRESENT))
 		return tsdu != len - end;
 	/*
@@ -340,7 +340,7 @@ static inline __attribute__((always_inline)) bool pgm_surely_malformed(const voi
 	total = len - end - tsdu;
 	p += end; /* OPT_LENGTH */
 	if ((p[PGM_OPT_OFF_TYPE] & PGM_OPT_TYPE_MASK) != PGM_OPT_LENGTH ||
-	    p[PGM_OPT_OFF_LEN] != PGM_OPT_LENGTH_LEN || pgm_wire16(p + PGM_OPT_OFF_TOTAL) != total)
+	    p[PGM_OPT_OFF_LEN] != PGM_OPT_LENGTH_LEN || pgm_get16(p + PGM_OPT_OFF_TOTAL) != total)
 		return true;
 	p += PGM_OPT_LENGTH_LEN; /* first option: not a second OPT_LENGTH, inside the total */
 	total -= PGM_OPT_LENGTH_LEN;

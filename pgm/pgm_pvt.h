@@ -69,11 +69,7 @@
 #define PGM_OPT_PGMCC_FIXED	12u /* header, TSTAMP, AFI, reserved/loss rate */
 #define PGM_NAK_LIST_ENTRY	4u
 
-static inline uint16_t pgm_get16(const uint8_t *p)
-{
-	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
-}
-
+/* Big-endian field access (pgm_get16() and pgm_afi_len() are in pgm.h). */
 static inline uint32_t pgm_get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
@@ -100,16 +96,6 @@ static inline void pgm_put32(uint8_t *p, uint32_t v)
 static inline bool pgm_opt_known(uint8_t type)
 {
 	return type <= PGM_OPT_KNOWN_MAX && type != PGM_OPT_UNASSIGNED;
-}
-
-/* Address length for an AFI, 0 when the AFI is not IPv4 or IPv6. */
-static inline unsigned pgm_afi_len(uint16_t afi)
-{
-	if (afi == PGM_AFI_IPV4)
-		return PGM_NLA_IPV4_LEN;
-	if (afi == PGM_AFI_IPV6)
-		return PGM_NLA_IPV6_LEN;
-	return 0u;
 }
 
 #endif /* PGM_PGM_PVT_H */
