@@ -28,6 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct ibv_pd;
 struct pool_depot;
@@ -231,38 +232,10 @@ uint32_t pool_cache_get_slow(struct pool_cache *c, uint32_t *idx, uint32_t n);
 void pool_cache_put_slow(struct pool_cache *c, const uint32_t *idx, uint32_t n);
 
 /*
- * pool_get_burst - take up to n free buffers into idx[]. From the cache (most recently
- * returned first); when it runs dry, refills it from the depot with what this call
- * still needs plus half a cache. The buffers are POOL_CACHED, owned by this worker,
- * until the caller sets their next state (pool_set_state).
- * Thread: the cache's owner only.
- * Returns the number taken (0..n). Fewer than n: the pool is exhausted, or momentarily
- * looks so while another thread is inside a depot operation; counted in short_gets.
- * Never final: a later call gets buffers once some are returned.
- * Cost: n index copies when the cache holds n; else one depot burst (one CAS, n + size/2
- * cells, n + size/2 metadata stores).
- */
-static inline uint32_t pool_get_burst(struct pool_cache *c, uint32_t *idx, uint32_t n)
-{
-	uint32_t count = atomic_load_explicit(&c->count, memory_order_relaxed);
-
-	if (__builtin_expect(n <= count, 1)) {
-		const uint32_t *slot = &c->slot[count - n];
-
-		for (uint32_t i = 0; i < n; i++)
-			idx[i] = slot[i];
-		/* Owner-only counter; relaxed: other threads only read snapshots. */
-		atomic_store_explicit(&c->count, count - n, memory_order_relaxed);
-		return n;
-	}
-	return pool_cache_get_slow(c, idx, n);
-}
-
-/*
- * pool_take_burst - pool_get_burst without the copy: points *idx at the indices taken,
- * in the cache's own slots when it holds them (valid until the next call on this cache),
- * else in tmp[] (n entries, filled from the depot). Same contract and result otherwise.
- * Cost: none per buffer when the cache holds n; else as pool_get_burst.
+ * pool_take_burst - pool_get_burst (below) without the copy: points *idx at the indices
+ * taken, in the cache's own slots when it holds them (valid until the next call on this
+ * cache), else in tmp[] (n entries, filled from the depot). Same contract and result.
+ * Cost: none per buffer when the cache holds n; else one depot burst (pool_get_burst).
  */
 static inline uint32_t pool_take_burst(struct pool_cache *c, uint32_t *tmp, uint32_t n,
 				       const uint32_t **idx)
@@ -276,6 +249,28 @@ static inline uint32_t pool_take_burst(struct pool_cache *c, uint32_t *tmp, uint
 	}
 	*idx = tmp;
 	return pool_cache_get_slow(c, tmp, n);
+}
+
+/*
+ * pool_get_burst - take up to n free buffers into idx[]. From the cache (most recently
+ * returned first); when it runs dry, refills it from the depot with what this call
+ * still needs plus half a cache. The buffers are POOL_CACHED, owned by this worker,
+ * until the caller sets their next state (pool_set_state).
+ * Thread: the cache's owner only.
+ * Returns the number taken (0..n). Fewer than n: the pool is exhausted, or momentarily
+ * looks so while another thread is inside a depot operation; counted in short_gets.
+ * Never final: a later call gets buffers once some are returned.
+ * Cost: n index copies when the cache holds n; else one depot burst (one CAS, n + size/2
+ * cells, n + size/2 metadata stores).
+ */
+static inline uint32_t pool_get_burst(struct pool_cache *c, uint32_t *idx, uint32_t n)
+{
+	const uint32_t *taken;
+	uint32_t got = pool_take_burst(c, idx, n, &taken);
+
+	if (taken != idx)
+		memcpy(idx, taken, got * sizeof(*idx));
+	return got;
 }
 
 /*
