@@ -256,7 +256,7 @@ chan_send(struct worker *w, struct pool *pool, struct channel *out, struct freel
 		out->st.backlog_max = out->st.backlog;
 }
 
-/* Move waiting packets into the send queue while there is room. */
+/* Move waiting packets into the send queue while there is room, and post them. */
 static void chan_backlog_drain(struct worker *w, struct channel *ch, struct freelist *fl)
 {
 	struct pool *pool = w->br->pool;
@@ -268,6 +268,7 @@ static void chan_backlog_drain(struct worker *w, struct channel *ch, struct free
 			  b.len, b.has_imm, b.imm, b.ah, b.qkey);
 	}
 	ch->st.backlog = ch->bl_tail - ch->bl_head;
+	chan_flush(w, ch, fl);
 }
 
 /*
@@ -315,7 +316,9 @@ struct burst {
 	bool bridging;
 	bool pgm_on;
 	bool inspect;	/* pgm_on or drop_every: the per-packet extras */
-	bool pgm_keep_malformed; /* the PGM policy forwards malformed packets */
+	/* Flows may forward (flow_set, flow_valid): no drop=N, and a PGM policy that forwards
+	 * what is not PGM (rx_fast_run forwards it without asking). */
+	bool flows_ok;
 	uint32_t pgm_malformed;	 /* rx_fast_run's count, added to the channel's at the end */
 	bool check_own; /* the channel's side cannot block our own multicast */
 	/* Added to the channel's counters at the end of the burst. */
@@ -763,9 +766,9 @@ flow_set(struct burst *b, struct chan_flow *f, struct channel *ch, const enum si
 	 const uint8_t *p, const struct src_addr *src, struct group *g, struct sender *s,
 	 struct ibv_ah *ah, uint32_t qkey, uint32_t mtu)
 {
-	/* The own-packet filter needs a sender to compare with; an MTU of 2^32 - 1 has no
-	 * room for the + 1 (no fabric has one). */
-	if (!s || mtu == UINT32_MAX || b->drop_every > 0 || (b->pgm_on && !b->pgm_keep_malformed))
+	/* A sender record (the worker's slab may be full) and a burst whose features allow
+	 * flows; an MTU of 2^32 - 1 would leave no room for lim's + 1 (no fabric has one). */
+	if (!s || !b->flows_ok || mtu == UINT32_MAX)
 		return;
 	if (side == SIDE_IB) {
 		if (b->check_own && !memcmp(p + 8, ch->sd->gid.raw, 16))
@@ -806,8 +809,7 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
 							     const struct chan_flow *f,
 							     const enum side side)
 {
-	return b->bridging && b->peer_fast && b->drop_every <= 0 &&
-	       (!b->pgm_on || b->pgm_keep_malformed) &&
+	return b->bridging && b->peer_fast && b->flows_ok &&
 	       (atomic_load_explicit(&f->g->ready, memory_order_acquire) & (1u << side)) &&
 	       atomic_load_explicit(&f->g->ah_out[!side], memory_order_relaxed) == f->ah;
 }
@@ -899,9 +901,9 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 		s->bytes += len;
 		/*
 		 * PGM inspection on: what is surely not PGM is counted as malformed and
-		 * forwarded, as rx_pgm would (flow_set made sure the policy forwards it); what
-		 * may be PGM gets rx_pgm itself (it updates the packet's stream), and is dropped
-		 * here when its verdict says so.
+		 * forwarded, as rx_pgm would (flows_ok: the policy forwards it); what may be
+		 * PGM gets rx_pgm_inspect (it updates the packet's stream), and is dropped here
+		 * when its verdict says so.
 		 */
 		if (b->pgm_on) {
 			if (pgm_surely_malformed(p + BR_GRH_LEN, len)) {
@@ -1109,9 +1111,10 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	b.pgm_on = atomic_load_explicit(&b.br->pgm_on, memory_order_relaxed) != 0;
 	b.drop_every = atomic_load_explicit(&b.br->drop_every, memory_order_relaxed);
 	b.inspect = b.pgm_on || b.drop_every > 0;
-	b.pgm_keep_malformed = !((unsigned)atomic_load_explicit(&b.br->pgm_policy,
-								memory_order_relaxed) &
-				 PGM_DROP_MALFORMED);
+	b.flows_ok = b.drop_every <= 0 &&
+		     (!b.pgm_on || !((unsigned)atomic_load_explicit(&b.br->pgm_policy,
+								    memory_order_relaxed) &
+				     PGM_DROP_MALFORMED));
 	b.pgm_malformed = 0;
 	b.check_own = !ch->sd->block_lb;
 	b.rx_errors = b.fwd_pkts = 0;
@@ -1146,10 +1149,8 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	ch->st.fwd_pkts += b.fwd_pkts;
 	chan_flush(w, ch->peer, &fl);
 	chan_flush(w, ch, &fl);
-	if (ch->bl_head != ch->bl_tail) {
+	if (ch->bl_head != ch->bl_tail)
 		chan_backlog_drain(w, ch, &fl);
-		chan_flush(w, ch, &fl);
-	}
 	if (nrx)
 		hist_add(&w->lat, now_ns() - b.now, nrx);
 	fl_flush(w, &fl);
@@ -1175,7 +1176,6 @@ __attribute__((noinline)) static unsigned chan_burst(struct worker *w, struct ch
 			struct freelist fl = {.n = 0};
 
 			chan_backlog_drain(w, ch, &fl);
-			chan_flush(w, ch, &fl);
 			fl_flush(w, &fl);
 		}
 		return 1;
