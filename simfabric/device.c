@@ -232,9 +232,10 @@ static void sf_fill_device_attr(struct sf_fabric *fab, uint32_t dev, struct ibv_
 	a->max_mcast_qp_attach = 240;
 	a->max_total_mcast_qp_attach = 503316480;
 	a->max_ah = INT32_MAX;
-	a->max_srq = 8388608;
-	a->max_srq_wr = 32767;
-	a->max_srq_sge = 31;
+	/* No shared receive queues (verbs_abi.c): advertise none, as a device without them. */
+	a->max_srq = 0;
+	a->max_srq_wr = 0;
+	a->max_srq_sge = 0;
 	a->max_pkeys = d->link == SF_LINK_IB ? SF_PKEY_TBL_IB : 1;
 	a->local_ca_ack_delay = 16;
 	a->phys_port_cnt = 1;

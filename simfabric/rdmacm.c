@@ -80,6 +80,7 @@ enum cm_state {
 	CM_IDLE = 0,
 	CM_ADDR_BOUND,
 	CM_ADDR_RESOLVED,
+	CM_ROUTE_RESOLVED,
 };
 
 /* Per simulated device: librdmacm's struct cma_device. */
@@ -120,6 +121,7 @@ struct cm_id {
 	uint16_t port; /* host order */
 	struct sockaddr_storage ksrc, kdst;
 	union ibv_gid ksgid, kdgid;
+	struct ibv_sa_path_rec path; /* id.route.path_rec after ROUTE_RESOLVED */
 	uint8_t tos;
 	bool tos_set;
 	int reuseaddr;
@@ -1269,6 +1271,66 @@ SF_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr
 	return cm_complete(idp);
 }
 
+/*
+ * rdma_resolve_route: the path to the resolved destination, one record, as the SA (IB)
+ * or the kernel's RoCE route lookup would give it on this flat fabric: the two GIDs,
+ * both LIDs on IB (none on Ethernet), the P_Key, the port's MTU, reversible, one hop.
+ * Valid once the address is resolved (EINVAL before, as upstream); queues
+ * ROUTE_RESOLVED. A route is what connected QPs need: rdma_connect is not simulated
+ * (rdmacm_conn.c), but a program may resolve it before deciding what to do.
+ */
+SF_EXPORT int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	struct ibv_sa_path_rec *p;
+	struct cm_event *evt;
+	struct cm_id *idp;
+	const struct sf_dev *d;
+	int peer;
+
+	(void)timeout_ms;
+	if (!id)
+		return cm_err(EINVAL);
+	idp = container_of(id, struct cm_id, id);
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return cm_err(ENOMEM);
+	pthread_mutex_lock(&g.lock);
+	if (idp->state != CM_ADDR_RESOLVED && idp->state != CM_ROUTE_RESOLVED) {
+		pthread_mutex_unlock(&g.lock);
+		free(evt);
+		return cm_err(EINVAL);
+	}
+	d = &g.fab->devs[idp->dev];
+	p = &idp->path;
+	memset(p, 0, sizeof(*p));
+	p->sgid = idp->ksgid;
+	p->dgid = idp->kdgid;
+	if (d->link == SF_LINK_IB) {
+		p->slid = htobe16((uint16_t)d->lid);
+		peer = cm_ib_dev_for(&idp->kdgid);
+		p->dlid = htobe16((uint16_t)(peer >= 0 ? g.fab->devs[peer].lid : d->lid));
+	} else {
+		p->hop_limit = 1;
+	}
+	p->reversible = 1;
+	p->numb_path = 1;
+	p->pkey = htobe16(idp->pkey);
+	p->mtu_selector = 2; /* exactly */
+	p->mtu = (uint8_t)d->active_mtu;
+	p->rate_selector = 2;
+	p->rate = IBV_RATE_100_GBPS;
+	p->packet_life_time_selector = 2;
+	p->packet_life_time = 18;
+	p->traffic_class = idp->tos;
+	id->route.path_rec = p;
+	id->route.num_paths = 1;
+	idp->state = CM_ROUTE_RESOLVED;
+	cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+	cm_chan_push_locked(idp->chan, evt);
+	pthread_mutex_unlock(&g.lock);
+	return cm_complete(idp);
+}
+
 /* ---- QPs ---- */
 
 /* cma_set_default_qkey: RDMA_UDP_QKEY, or the IPoIB broadcast group's for PS_IPOIB. */
@@ -1599,7 +1661,8 @@ static int cm_join_locked(struct cm_id *idp, struct cm_mc *mc, struct cm_event *
 	struct sf_join *j = NULL;
 	bool send_only = mc->join_flags == RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
 
-	if (idp->dev < 0 || (idp->state != CM_ADDR_BOUND && idp->state != CM_ADDR_RESOLVED))
+	if (idp->dev < 0 || (idp->state != CM_ADDR_BOUND && idp->state != CM_ADDR_RESOLVED &&
+			     idp->state != CM_ROUTE_RESOLVED))
 		return -EINVAL;
 	if (idp->id.qp_type != IBV_QPT_UD)
 		return -EINVAL;

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * The calls a program written for real hosts may make beyond UD multicast, on the
+ * simulated fabric: route resolution works (ROUTE_RESOLVED, one path record with the
+ * port's LIDs, GIDs and MTU); connection management, rsockets, SRQs, imports and ECE are
+ * refused with the errno rdma-core gives for an unsupported operation, and nothing
+ * aborts; rselect works over ordinary descriptors; the device advertises no SRQ.
+ *
+ * Built against the real rdma-core headers and libraries, run with
+ * LD_LIBRARY_PATH=<build>/simfabric on a fabric of its own (SIMFABRIC set by the test
+ * runner, reset at the end through the simulated library's private sf_reset). TAP.
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <rdma/rsocket.h>
+
+static int n_checks, n_failed;
+
+static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	n_checks++;
+	if (!ok)
+		n_failed++;
+	printf("%s %d - ", ok ? "ok" : "not ok", n_checks);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+/* A synchronous id resolved to addr (the IPoIB or RoCE address of a simulated port). */
+static struct rdma_cm_id *resolved_id(const char *src, const char *dst)
+{
+	struct sockaddr_in s = {.sin_family = AF_INET}, d = {.sin_family = AF_INET};
+	struct rdma_cm_id *id;
+
+	inet_pton(AF_INET, src, &s.sin_addr);
+	inet_pton(AF_INET, dst, &d.sin_addr);
+	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP)) {
+		printf("Bail out! rdma_create_id: %s\n", strerror(errno));
+		exit(100);
+	}
+	check(rdma_resolve_addr(id, (struct sockaddr *)&s, (struct sockaddr *)&d, 1000) == 0,
+	      "rdma_resolve_addr %s -> %s", src, dst);
+	return id;
+}
+
+static void route(const char *name, const char *src, const char *dst, int ib)
+{
+	struct rdma_cm_id *id = resolved_id(src, dst);
+	struct ibv_port_attr pa;
+	struct ibv_sa_path_rec *p;
+	union ibv_gid sgid;
+
+	check(rdma_resolve_route(id, 1000) == 0, "%s: rdma_resolve_route succeeds", name);
+	check(id->event && id->event->event == RDMA_CM_EVENT_ROUTE_RESOLVED,
+	      "%s: the event is ROUTE_RESOLVED", name);
+	check(id->route.num_paths == 1 && id->route.path_rec, "%s: one path record", name);
+	p = id->route.path_rec;
+	ibv_query_port(id->verbs, id->port_num, &pa);
+	ibv_query_gid(id->verbs, id->port_num, 0, &sgid);
+	if (ib) {
+		check(be16toh(p->slid) == pa.lid, "%s: path SLID %u is the port's LID %u", name,
+		      be16toh(p->slid), pa.lid);
+		check(p->dlid != 0, "%s: path DLID set", name);
+		check(!memcmp(&p->sgid, &sgid, sizeof(sgid)), "%s: path SGID is GID 0", name);
+	} else {
+		check(p->slid == 0 && p->dlid == 0, "%s: no LIDs on Ethernet", name);
+	}
+	check(p->mtu == pa.active_mtu, "%s: path MTU %u is the port's %u", name, p->mtu,
+	      pa.active_mtu);
+	check(p->numb_path == 1 && p->reversible == 1, "%s: one reversible path", name);
+	check(rdma_connect(id, NULL) == -1 && errno == EOPNOTSUPP,
+	      "%s: rdma_connect refused with EOPNOTSUPP", name);
+	rdma_destroy_ep(id);
+	check(1, "%s: rdma_destroy_ep frees an id from rdma_create_id", name);
+}
+
+int main(void)
+{
+	struct rdma_cm_id *id, *req = (void *)1;
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_device_attr da;
+	struct ibv_pd *pd;
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct timeval tv = {0, 1000};
+	fd_set rd, wr;
+	int pfd[2], (*reset)(const char *);
+	int n;
+
+	/* Route resolution on both kinds of port (default topology, docs/simfabric.md). */
+	route("IB", "198.18.0.2", "198.18.0.3", 1);
+	route("RoCE", "198.19.0.2", "198.19.0.3", 0);
+
+	/* Not resolved yet: EINVAL, as upstream. */
+	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP) == 0) {
+		check(rdma_resolve_route(id, 1000) == -1 && errno == EINVAL,
+		      "rdma_resolve_route before rdma_resolve_addr: EINVAL");
+		check(rdma_listen(id, 4) == -1 && errno == EOPNOTSUPP, "rdma_listen: EOPNOTSUPP");
+		check(rdma_get_request(id, &req) == -1 && errno == EOPNOTSUPP && req == NULL,
+		      "rdma_get_request: EOPNOTSUPP, *id cleared");
+		check(rdma_accept(id, NULL) == -1 && errno == EOPNOTSUPP, "rdma_accept: EOPNOTSUPP");
+		check(rdma_reject(id, NULL, 0) == -1 && errno == EOPNOTSUPP,
+		      "rdma_reject: EOPNOTSUPP");
+		check(rdma_disconnect(id) == -1 && errno == EOPNOTSUPP,
+		      "rdma_disconnect: EOPNOTSUPP");
+		check(rdma_establish(id) == -1 && errno == EOPNOTSUPP,
+		      "rdma_establish: EOPNOTSUPP");
+		check(rdma_set_local_ece(id, NULL) == -1 && errno == EOPNOTSUPP,
+		      "rdma_set_local_ece: EOPNOTSUPP");
+		check(rdma_create_srq(id, NULL, &sa) == -1 && errno == EOPNOTSUPP,
+		      "rdma_create_srq: EOPNOTSUPP");
+		rdma_destroy_id(id);
+	}
+	check(rsocket(AF_INET, SOCK_STREAM, 0) == -1 && errno == EOPNOTSUPP,
+	      "rsocket: EOPNOTSUPP");
+	check(rsend(3, "x", 1, 0) == -1 && errno == EBADF, "rsend on a non-rsocket: EBADF");
+	check(rclose(3) == -1 && errno == EBADF, "rclose on a non-rsocket: EBADF");
+
+	/* rselect over a pipe: writable at once, readable after a write. */
+	if (pipe(pfd) == 0) {
+		FD_ZERO(&rd);
+		FD_ZERO(&wr);
+		FD_SET(pfd[0], &rd);
+		FD_SET(pfd[1], &wr);
+		n = rselect(pfd[1] + 1, &rd, &wr, NULL, &tv);
+		check(n == 1 && FD_ISSET(pfd[1], &wr) && !FD_ISSET(pfd[0], &rd),
+		      "rselect: the empty pipe is writable, not readable (%d)", n);
+		check(write(pfd[1], "x", 1) == 1, "write to the pipe");
+		FD_ZERO(&rd);
+		FD_SET(pfd[0], &rd);
+		n = rselect(pfd[0] + 1, &rd, NULL, NULL, NULL);
+		check(n == 1 && FD_ISSET(pfd[0], &rd), "rselect: readable after a write (%d)", n);
+		close(pfd[0]);
+		close(pfd[1]);
+	}
+
+	/* Verbs beyond UD: refused as a provider without them refuses. */
+	list = ibv_get_device_list(NULL);
+	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
+	if (!ctx) {
+		printf("Bail out! no device\n");
+		return 100;
+	}
+	check(ibv_query_device(ctx, &da) == 0 && da.max_srq == 0,
+	      "the device advertises no SRQ (max_srq %d)", da.max_srq);
+	pd = ibv_alloc_pd(ctx);
+	errno = 0;
+	check(ibv_create_srq(pd, &sa) == NULL && errno == EOPNOTSUPP,
+	      "ibv_create_srq: NULL, EOPNOTSUPP");
+	check(ibv_import_device(-1) == NULL && errno == EOPNOTSUPP,
+	      "ibv_import_device: NULL, EOPNOTSUPP");
+	check(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, 0) == NULL && errno == EOPNOTSUPP,
+	      "ibv_reg_dmabuf_mr: NULL, EOPNOTSUPP");
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+
+	reset = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sf_reset");
+	if (reset && getenv("SIMFABRIC"))
+		reset(getenv("SIMFABRIC"));
+	printf("1..%d\n", n_checks);
+	return n_failed > 100 ? 100 : n_failed;
+}
