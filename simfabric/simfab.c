@@ -19,6 +19,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 
+#include "netns.h"
 #include "sf.h"
 
 #define SIMFAB_OK    0
@@ -47,6 +48,9 @@ static const char simfab_usage[] =
 	"                           (0..1, resolution 1e-6; 0 turns loss off)\n"
 	"  reclaim                  reclaim the objects of dead processes\n"
 	"  reset                    unlink the fabric; the next user creates it afresh\n"
+	"  netns NS [--delete]      make network namespace NS with a netdev per device (ib<k>,\n"
+	"                           eth<k>: ifindex, MAC, IPv4 address, MTU as the device);\n"
+	"                           run the fabric's programs in it (ip netns exec NS ...)\n"
 	"  topology [FILE]          print the fabric's topology in SIMFABRIC_TOPOLOGY format,\n"
 	"                           or check FILE and print it as it would be loaded\n"
 	"  help                     this text\n"
@@ -982,6 +986,36 @@ static int cmd_topology(struct simfab *sf, int argc, char **argv)
 	return SIMFAB_OK;
 }
 
+/*
+ * netns NS: the devices' network interfaces in a new namespace (netns.c); with
+ * --delete, remove the namespace.
+ */
+static int cmd_netns(struct simfab *sf, int argc, char **argv)
+{
+	char err[256];
+	bool del = argc == 3 && !strcmp(argv[2], "--delete");
+
+	if (argc != 2 && !del)
+		return simfab_bad_usage("usage: simfab netns NS [--delete]");
+	if (!simfab_name_ok(argv[1]))
+		return simfab_bad_usage("bad namespace name '%s' (1-%d characters of A-Z a-z 0-9 _ -)",
+					argv[1], SF_NAME_MAX - 1);
+	if (del) {
+		if (sf_netns_delete(argv[1], err, sizeof(err))) {
+			simfab_err("netns %s: %s", argv[1], err);
+			return SIMFAB_FAIL;
+		}
+		return SIMFAB_OK;
+	}
+	if (!simfab_attach(sf))
+		return SIMFAB_FAIL;
+	if (sf_netns_create(sf->fab, argv[1], stdout, err, sizeof(err))) {
+		simfab_err("netns %s: %s", argv[1], err);
+		return SIMFAB_FAIL;
+	}
+	return SIMFAB_OK;
+}
+
 static int cmd_help(struct simfab *sf, int argc, char **argv)
 {
 	(void)sf;
@@ -1001,6 +1035,7 @@ static const struct simfab_cmd simfab_cmds[] = {
 	{"loss", cmd_loss},
 	{"reclaim", cmd_reclaim},
 	{"reset", cmd_reset},
+	{"netns", cmd_netns},
 	{"topology", cmd_topology},
 	{"help", cmd_help},
 };
