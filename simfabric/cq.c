@@ -228,9 +228,30 @@ int sf_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	struct sf_cq_priv *p = (struct sf_cq_priv *)cq;
 	struct sf_fabric *fab = sf_get();
 
+	struct sf_cq *r = &fab->cqs[p->index];
+	uint64_t cons;
+
 	if (!cq->channel)
 		return EINVAL;
-	atomic_store(&fab->cqs[p->index].armed, solicited_only ? 2 : 1);
+	atomic_store(&r->armed, solicited_only ? 2 : 1);
+	/*
+	 * mlx5 arms a CQ with the index of the next CQE the consumer will poll (the CQ
+	 * doorbell carries cons_index): an event is due once a CQE exists at that index, so
+	 * arming a CQ that still holds unpolled completions raises the event at once. The
+	 * verbs man page promises an event only for a new CQE; applications arm, then poll
+	 * again, and work either way. Solicited-only arms wait for a new solicited CQE.
+	 * The seq_cst store above pairs with the fence in sf_cq_push: a completion pushed
+	 * concurrently either sees the arm or is seen here.
+	 */
+	if (solicited_only)
+		return 0;
+	cons = atomic_load_explicit(&r->cons, memory_order_acquire);
+	if (atomic_load_explicit(&p->ring[cons & p->mask].seq, memory_order_acquire) == cons + 1 &&
+	    atomic_exchange(&r->armed, 0)) {
+		struct sf_msg m = {.kind = SF_MSG_CQ, .cookie = r->cookie};
+
+		sf_endpoint_send(r->chan_pid, r->chan_serial, &m);
+	}
 	return 0;
 }
 

@@ -228,7 +228,7 @@ static void sf_fill_device_attr(struct sf_fabric *fab, uint32_t dev, struct ibv_
 	a->max_qp_init_rd_atom = 16;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_mw = 16777216;
-	a->max_mcast_grp = 2097152;
+	a->max_mcast_grp = SF_SEG_MAX_GROUPS; /* what a subnet holds here (groups.c) */
 	a->max_mcast_qp_attach = 240;
 	a->max_total_mcast_qp_attach = 503316480;
 	a->max_ah = INT32_MAX;

@@ -250,6 +250,9 @@ void sf_lock(struct sf_fabric *fab)
 		 * granularity (every change is a few stores), so mark the lock usable and
 		 * drop whatever the dead process owned. */
 		pthread_mutex_consistent(&fab->lock);
+		/* A group change it was making (groups.c) ends here for the readers. */
+		if (atomic_load(&fab->groups_gen) & 1)
+			atomic_fetch_add(&fab->groups_gen, 1);
 		sf_reclaim_locked(fab);
 	}
 }

@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 4u
+#define SF_VERSION 5u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -56,8 +56,8 @@
 #define SF_MAX_CQS     16384
 #define SF_MAX_QPS     16384
 #define SF_MAX_MRS     16384
-#define SF_MAX_GROUPS  4096
-#define SF_MAX_JOINS   16384
+#define SF_MAX_GROUPS  32768 /* two segments of SF_SEG_MAX_GROUPS, with room */
+#define SF_MAX_JOINS   65536
 #define SF_GROUP_SLOTS 256 /* attached QPs per group, all devices of a segment */
 #define SF_GID_MAX     4   /* GID table entries per port */
 
@@ -81,6 +81,10 @@
 #define SF_RDMA_UDP_QKEY   0x01234567u
 #define SF_IB_DEFAULT_PKEY 0xffffu
 #define SF_IB_MLID_BASE	   0xc000u
+#define SF_IB_MLID_LAST	   0xfffeu /* 0xffff is the permissive LID */
+/* Groups a segment holds: the IB multicast LID space (0xc000-0xfffe), on RoCE too. */
+#define SF_SEG_MAX_GROUPS (SF_IB_MLID_LAST - SF_IB_MLID_BASE + 1)
+#define SF_GROUP_HASH	  65536 /* buckets of each group index (power of two) */
 #define SF_QKEY_USE_QP	   0x80000000u /* remote_qkey with the high bit: use the QP's Q_Key */
 
 enum sf_link {
@@ -108,9 +112,10 @@ struct sf_segment {
 	char name[SF_NAME_MAX];
 	uint32_t link;		   /* enum sf_link */
 	_Atomic uint32_t loss_ppm; /* random loss per delivered copy, parts per million */
-	uint32_t next_mlid;	   /* IB: next multicast LID the "SA" hands out */
-	uint32_t pad;
+	uint32_t next_mlid;	   /* IB: where the "SA" looks for a free multicast LID */
+	uint32_t ngroups;	   /* groups in use on the segment, at most SF_SEG_MAX_GROUPS */
 	uint64_t subnet_prefix; /* IB: GID prefix (network order), fe80::/64 by default */
+	uint64_t mlid_used[(SF_SEG_MAX_GROUPS + 63) / 64]; /* IB: bit l - SF_IB_MLID_BASE */
 };
 
 struct sf_gid {
@@ -271,6 +276,9 @@ struct sf_group {
 	_Atomic uint32_t any_mask;  /* bit d: device d has a full or send-only join */
 	uint16_t nfull[SF_MAX_DEVS];
 	uint16_t nsend[SF_MAX_DEVS];
+	uint32_t mlid_owned; /* the "SA" handed out mlid (its bit is set in mlid_used) */
+	/* Hash chains (index + 1, 0 ends), changed under the fabric lock; see groups.c. */
+	_Atomic uint32_t next_by_mgid, next_by_mlid;
 	_Atomic uint32_t slots[SF_GROUP_SLOTS];
 };
 
@@ -295,7 +303,14 @@ struct sf_fabric {
 	char name[SF_NAME_MAX];
 	uint32_t nsegs;
 	uint32_t ndevs;
-	_Atomic uint64_t groups_gen; /* bumped whenever a group is created or freed */
+	/*
+	 * Bumped twice when a group is created or freed: before (odd while the tables
+	 * change) and after, so that lock-free lookups can tell they raced (groups.c).
+	 */
+	_Atomic uint64_t groups_gen;
+	uint32_t group_hint, join_hint; /* where to look for a free slot first */
+	_Atomic uint32_t group_by_mgid[SF_GROUP_HASH]; /* chain heads, index + 1 */
+	_Atomic uint32_t group_by_mlid[SF_GROUP_HASH];
 	struct sf_segment segs[SF_MAX_SEGS];
 	struct sf_dev devs[SF_MAX_DEVS];
 	struct sf_proc procs[SF_MAX_PROCS];

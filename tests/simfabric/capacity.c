@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Capacity as advertised: a device says max_mcast_grp 16383, the groups a subnet of the
+ * simulated fabric holds (the IB multicast LID space 0xc000-0xfffe, as many on RoCE);
+ * an IB and a RoCE segment each hold that many groups at once, the next one is refused
+ * (ENOMEM, as ibv_attach_mcast reports a full table), a freed group's place (and on IB
+ * its multicast LID) is used again. rdma_cm joins get
+ * distinct MLIDs in the range.
+ *
+ * Built against the real rdma-core; run with LD_LIBRARY_PATH=<build>/simfabric and
+ * SIMFABRIC naming a fabric of its own (reset at the end). TAP.
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+static int n_checks, n_failed;
+
+static void check(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	n_checks++;
+	if (!ok)
+		n_failed++;
+	printf("%s %d - ", ok ? "ok" : "not ok", n_checks);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void die(const char *what)
+{
+	printf("Bail out! %s: %s\n", what, strerror(errno));
+	exit(100);
+}
+
+struct port {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int ib;
+};
+
+static void port_open(struct port *p, const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_UD,
+				      .cap = {.max_send_wr = 4, .max_recv_wr = 4,
+					      .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_port_attr pa;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			p->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!p->ctx)
+		die(name);
+	p->pd = ibv_alloc_pd(p->ctx);
+	p->cq = ibv_create_cq(p->ctx, 8, NULL, NULL, 0);
+	qa.send_cq = qa.recv_cq = p->cq;
+	p->qp = p->pd && p->cq ? ibv_create_qp(p->pd, &qa) : NULL;
+	if (!p->qp || ibv_query_port(p->ctx, 1, &pa))
+		die("QP");
+	p->ib = pa.link_layer == IBV_LINK_LAYER_INFINIBAND;
+}
+
+/* The k-th group's MGID: ff15::<k> on IB, ::ffff:239.x.y.z on RoCE. */
+static union ibv_gid group_gid(const struct port *p, uint32_t k)
+{
+	union ibv_gid g;
+
+	memset(&g, 0, sizeof(g));
+	if (p->ib) {
+		g.raw[0] = 0xff;
+		g.raw[1] = 0x15;
+	} else {
+		g.raw[10] = g.raw[11] = 0xff;
+		g.raw[12] = 239;
+	}
+	g.raw[13] = (uint8_t)(k >> 16);
+	g.raw[14] = (uint8_t)(k >> 8);
+	g.raw[15] = (uint8_t)k;
+	return g;
+}
+
+static void fill(struct port *p, const char *name, uint32_t max)
+{
+	uint32_t k, ok = 0;
+	union ibv_gid g;
+	int r = 0;
+
+	for (k = 0; k < max; k++) {
+		g = group_gid(p, k);
+		r = ibv_attach_mcast(p->qp, &g, 0);
+		if (r)
+			break;
+		ok++;
+	}
+	check(ok == max, "%s: %u of %u groups attached (first error %s)", name, ok, max,
+	      r ? strerror(r) : "none");
+	g = group_gid(p, max);
+	r = ibv_attach_mcast(p->qp, &g, 0);
+	check(r == ENOMEM, "%s: group %u refused with ENOMEM (%s)", name, max + 1,
+	      r ? strerror(r) : "accepted");
+	g = group_gid(p, 7);
+	check(ibv_detach_mcast(p->qp, &g, 0) == 0, "%s: detach a group", name);
+	g = group_gid(p, max);
+	check(ibv_attach_mcast(p->qp, &g, 0) == 0, "%s: its place is taken by a new group", name);
+	g = group_gid(p, 7);
+	check(ibv_attach_mcast(p->qp, &g, 0) == ENOMEM, "%s: and the table is full again", name);
+}
+
+/* rdma_cm joins on the IB segment: distinct MLIDs in 0xc000..0xfffe. */
+static void joins(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	struct rdma_cm_id *id;
+	uint16_t seen[64];
+	int n = 0, distinct = 1, range = 1;
+
+	inet_pton(AF_INET, "198.18.0.2", &a.sin_addr);
+	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP) || rdma_bind_addr(id, (struct sockaddr *)&a))
+		die("rdma_cm id");
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_in m = {.sin_family = AF_INET};
+
+		m.sin_addr.s_addr = htonl(0xe8000000u + (uint32_t)i); /* 232.0.0.i */
+		if (rdma_join_multicast(id, (struct sockaddr *)&m, NULL))
+			break;
+		if (id->event->event != RDMA_CM_EVENT_MULTICAST_JOIN)
+			break;
+		seen[n] = id->event->param.ud.ah_attr.dlid;
+		range &= seen[n] >= 0xc000 && seen[n] <= 0xfffe;
+		for (int j = 0; j < n; j++)
+			distinct &= seen[j] != seen[n];
+		n++;
+	}
+	check(n == 64, "64 rdma_cm joins on IB (%d)", n);
+	check(distinct && range, "their MLIDs are distinct and in 0xc000..0xfffe");
+	rdma_destroy_id(id);
+}
+
+int main(void)
+{
+	struct port ib = {0}, roce = {0};
+	struct ibv_device_attr da;
+	int (*reset)(const char *);
+
+	/* A fresh fabric of its own: one left by another build may have another layout. */
+	reset = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sf_reset");
+	if (reset && getenv("SIMFABRIC"))
+		reset(getenv("SIMFABRIC"));
+	port_open(&ib, "sim_ib1");
+	port_open(&roce, "sim_roce1");
+	if (ibv_query_device(ib.ctx, &da))
+		die("ibv_query_device");
+	check(da.max_mcast_grp == 16383, "max_mcast_grp %d: the groups a subnet holds",
+	      da.max_mcast_grp);
+	joins();
+	/* The joins above hold 64 IB groups until their id is destroyed: gone now. */
+	fill(&ib, "IB", 16383);
+	fill(&roce, "RoCE", 16383);
+	ibv_destroy_qp(ib.qp);
+	ibv_destroy_qp(roce.qp);
+	if (reset && getenv("SIMFABRIC"))
+		reset(getenv("SIMFABRIC"));
+	printf("1..%d\n", n_checks);
+	return n_failed > 100 ? 100 : n_failed;
+}
