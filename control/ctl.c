@@ -469,9 +469,16 @@ static void on_comp(struct ctl *c, struct channel *ch)
 		return;
 	ibv_ack_cq_events(cq, 1);
 	ibv_req_notify_cq(cq, 0);
-	while (chan_poll(w, ch))
+	/*
+	 * Drain the pair together, as a worker's pass does: what one channel receives is
+	 * sent on the other, and only the other's send completions free its send queue.
+	 * Draining the channel that fired alone filled the other's send queue and backlog
+	 * under load (tx_full) before its own completion event was served.
+	 */
+	while (chan_poll(w, ch) + chan_poll(w, ch->peer))
 		;
 	chan_refill(w, ch);
+	chan_refill(w, ch->peer);
 	if (w->br->nworkers > 1)
 		fwd_handoff_drain(w);
 	w->passes++;
