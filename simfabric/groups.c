@@ -267,9 +267,11 @@ int sf_group_attach_locked(struct sf_fabric *fab, struct sf_group *g, uint32_t q
 		free_slot = ns;
 		atomic_store_explicit(&g->slots[free_slot], qp_index + 1, memory_order_release);
 		atomic_store_explicit(&g->nslots, ns + 1, memory_order_release);
+		fab->qps[qp_index].nattached++;
 		return 0;
 	}
 	atomic_store_explicit(&g->slots[free_slot], qp_index + 1, memory_order_release);
+	fab->qps[qp_index].nattached++;
 	return 0;
 }
 
@@ -277,10 +279,10 @@ int sf_group_detach_locked(struct sf_fabric *fab, struct sf_group *g, uint32_t q
 {
 	uint32_t ns = atomic_load(&g->nslots);
 
-	(void)fab;
 	for (uint32_t s = 0; s < ns; s++) {
 		if (atomic_load(&g->slots[s]) == qp_index + 1) {
 			atomic_store_explicit(&g->slots[s], 0, memory_order_release);
+			fab->qps[qp_index].nattached--;
 			return 0;
 		}
 	}
@@ -311,7 +313,8 @@ void sf_group_put_locked(struct sf_fabric *fab, struct sf_group *g)
 
 void sf_qp_detach_all_locked(struct sf_fabric *fab, uint32_t qp_index)
 {
-	for (uint32_t i = 0; i < SF_MAX_GROUPS; i++) {
+	/* Most QPs (senders) are attached to nothing: no scan of the group table. */
+	for (uint32_t i = 0; i < SF_MAX_GROUPS && fab->qps[qp_index].nattached; i++) {
 		struct sf_group *g = &fab->groups[i];
 
 		if (!g->in_use)

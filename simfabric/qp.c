@@ -63,6 +63,7 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 	}
 	r = &fab->qps[i];
 	sf_owner_claim(&r->own);
+	r->nattached = 0; /* the last owner's attachments went with it (detach_all) */
 	sf_unlock(fab);
 
 	q->rq = sf_obj_create("rq", r->own.serial, (size_t)rq_size * stride, NULL);

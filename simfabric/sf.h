@@ -226,7 +226,8 @@ struct sf_qp {
 	uint32_t rq_size; /* ring entries, power of two; 0: no receive queue */
 	uint32_t max_recv_sge;
 	uint32_t ctx;
-	uint64_t cookie; /* the owner's struct ibv_qp pointer */
+	uint32_t nattached; /* groups the QP is attached to (fabric lock) */
+	uint64_t cookie;    /* the owner's struct ibv_qp pointer */
 	/* Written by deliveries (any process): the lock and the consumer index. */
 	_Atomic int32_t lock __attribute__((aligned(64)));
 	_Atomic uint64_t rq_head;

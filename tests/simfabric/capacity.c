@@ -170,7 +170,16 @@ int main(void)
 	/* The joins above hold 64 IB groups until their id is destroyed: gone now. */
 	fill(&ib, "IB", 16383);
 	fill(&roce, "RoCE", 16383);
-	ibv_destroy_qp(ib.qp);
+	/* Destroying a QP detaches it from every group, freeing them: the table refills. */
+	check(ibv_destroy_qp(ib.qp) == 0, "IB: destroy the QP of 16383 groups");
+	ib.qp = NULL;
+	{
+		struct port again = {0};
+
+		port_open(&again, "sim_ib2");
+		fill(&again, "IB after destroy", 16383);
+		ibv_destroy_qp(again.qp);
+	}
 	ibv_destroy_qp(roce.qp);
 	if (reset && getenv("SIMFABRIC"))
 		reset(getenv("SIMFABRIC"));
