@@ -31,7 +31,9 @@
 #include "log.h"
 #include "options.h"
 #include "paths.h"
+#include "pool.h"
 #include "show.h"
+#include "tune.h"
 
 /* A command line being put together from bytes (a socket client's, or the terminal's). */
 struct con_line {
@@ -370,6 +372,32 @@ static int cmd_stats(struct ctl *c, char *args, FILE *out)
 	return 0;
 }
 
+/* The tuning report (tune.h) for the running bridge: its workers' CPUs, this thread's
+ * affinity as the control's, both devices' sysfs directories and the pool's size. */
+static int cmd_tuning(struct ctl *c, char *args, FILE *out)
+{
+	struct bridge *br = c->br;
+	struct tune_input in;
+	struct tune_report rep;
+
+	if (no_args("tuning", args, out))
+		return -1;
+	tune_input_init(&in);
+	for (uint32_t i = 0; i < br->cfg.nworkers; i++)
+		if (br->workers[i].cpu >= 0)
+			CPU_SET(br->workers[i].cpu, &in.workers);
+	for (int s = 0; s < NSIDES; s++)
+		tune_input_add_nic(&in, br->sd[s].dev, br->sd[s].ctx->device->ibdev_path, NULL);
+	in.pool_bytes = (uint64_t)pool_nbufs(br->pool) * pool_buf_size(br->pool);
+	if (tune_report_build(&in, &rep)) {
+		fprintf(out, "tuning: out of memory\n");
+		return -1;
+	}
+	tune_report_print(&rep, out);
+	tune_report_free(&rep);
+	return 0;
+}
+
 static int cmd_reload(struct ctl *c, char *args, FILE *out)
 {
 	if (no_args("reload", args, out))
@@ -401,6 +429,8 @@ static const struct cmd cmds[] = {
 	{"stats", "[--json]", "all counters: final-counters format, or one JSON object", cmd_stats},
 	{"status", NULL, "per-side counters, drops by reason, join summary", cmd_status},
 	{"tsi", "[filter]", "PGM streams (lines containing filter)", cmd_tsi},
+	{"tuning", NULL, "host tuning report: isolation, IRQs, SMT, C-states (as --tune-check)",
+	 cmd_tuning},
 	{"workers", NULL, "worker threads: CPU, node, loop rate, heartbeat, latency", cmd_workers},
 	{"zap", NULL, "reset the counters the console shows", cmd_zap},
 	{NULL, NULL, NULL, NULL},

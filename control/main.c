@@ -36,6 +36,7 @@
 #include "setup.h"
 #include "show.h"
 #include "sysgroup.h"
+#include "tune.h"
 
 #define DEFAULT_PORT 4711
 
@@ -50,6 +51,7 @@ struct opts {
 	int verbose;
 	bool list_fmts;
 	bool debug, systemd, check;
+	bool tune_check; /* --tune-check: print the tuning report and exit */
 	char control[CONTROL_PATH_MAX];
 	char pidfile[256];
 	char metrics[256];
@@ -308,6 +310,72 @@ static int opt_check(void *ctx, const char *arg, char *err, size_t len)
 	return 0;
 }
 
+static int opt_tune_check(void *ctx, const char *arg, char *err, size_t len)
+{
+	(void)arg;
+	(void)err;
+	(void)len;
+	((struct opts *)ctx)->tune_check = true;
+	return 0;
+}
+
+/* Bytes per pool buffer: engine/setup.c's BR_BUF_SIZE (40-byte header + 4096 MTU). */
+#define TUNE_BUF_BYTES 4160
+
+/*
+ * --tune-check: the tuning report for the configured bridge, then exit (tune.h: 0 all
+ * PASS, 1 some WARN, 3 some FAIL). The NICs are opened as the bridge would open them;
+ * the worker CPUs follow engine/setup.c's worker_cpu() rule (--cpus, else the second
+ * and following CPUs of the affinity mask), the pool is the buffers feature's size.
+ */
+static int tune_check(struct bridge *br)
+{
+	const struct bridge_cfg *c = &br->cfg;
+	struct tune_input in;
+	struct tune_report rep;
+	cpu_set_t allowed;
+	int allow[CPU_SETSIZE], nallow = 0, status;
+	char err[OPT_ERR_LEN];
+
+	tune_input_init(&in);
+	in.pool_bytes = (uint64_t)c->nbufs * TUNE_BUF_BYTES;
+	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
+		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+			if (CPU_ISSET(cpu, &allowed))
+				allow[nallow++] = cpu;
+	for (uint32_t i = 0; i < c->nworkers; i++) {
+		if (c->ncpus)
+			CPU_SET(c->cpus[i % c->ncpus], &in.workers);
+		else if (nallow)
+			CPU_SET(nallow == 1 ? allow[0] : allow[1 + i % (uint32_t)(nallow - 1)],
+				&in.workers);
+		else
+			in.workers_unknown = true;
+	}
+	urcu_qsbr_register_thread();
+	for (int s = 0; s < NSIDES; s++) {
+		struct side_ctx *sd = &br->sd[s];
+		const char *dev = s == SIDE_IB ? c->ib_dev : c->roce_dev;
+
+		if (side_open(sd, (enum side)s, dev, s == SIDE_IB ? c->ib_port : c->roce_port, err,
+			      sizeof(err)))
+			tune_input_add_nic(&in, dev[0] ? dev : side_name[s], NULL, err);
+		else
+			tune_input_add_nic(&in, sd->dev, sd->ctx->device->ibdev_path, NULL);
+	}
+	if (tune_report_build(&in, &rep)) {
+		fprintf(stderr, "ib2roce: tuning report: out of memory\n");
+		status = 1;
+	} else {
+		tune_report_print(&rep, stdout);
+		status = tune_report_exit_status(&rep);
+		tune_report_free(&rep);
+	}
+	bridge_destroy(br);
+	urcu_qsbr_unregister_thread();
+	return status;
+}
+
 static int set_path(char *dst, size_t dstlen, const char *arg, const char *what, char *err,
 		    size_t len)
 {
@@ -426,6 +494,10 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 "validate the configuration and open the devices, then exit (0 valid, 2 bad "
 		 "configuration, 1 unusable devices)",
 		 opt_check, o, false},
+		{"tune-check", 0, NULL, false,
+		 "print the host tuning report for this configuration and exit (0 all PASS, 1 "
+		 "some WARN, 3 some FAIL)",
+		 opt_tune_check, o, false},
 		{"control", 0, "path", false,
 		 "console socket (default /run/ib2roce/ib2roce.sock as root or under systemd, "
 		 "else $XDG_RUNTIME_DIR/ib2roce.sock)",
@@ -752,6 +824,8 @@ int main(int argc, char **argv)
 	r = opt_register_builtin(stdout, "ib2roce");
 	if (!r)
 		r = register_options(&o, &ctl, &br);
+	if (!r)
+		r = tune_register();
 	if (r) {
 		fprintf(stderr, "ib2roce: option registry: %s\n", strerror(-r));
 		return 1;
@@ -773,6 +847,11 @@ int main(int argc, char **argv)
 	live.given = br.cfg;
 	live.first = o;
 	cfg_from_features(&br);
+	if (o.tune_check) {
+		status = tune_check(&br);
+		tune_release();
+		return status;
+	}
 	if (!o.control[0] && control_default_path(o.control, sizeof(o.control))) {
 		fprintf(stderr, "ib2roce: default control socket path too long\n");
 		return 2;
@@ -937,5 +1016,6 @@ out:
 		daemon_report(report, status);
 	if (live.cwd >= 0)
 		close(live.cwd);
+	tune_release();
 	return status;
 }
