@@ -247,6 +247,12 @@ static void cpulist_format(const cpu_set_t *set, char *buf, size_t len)
 
 /* ---- The report ---- */
 
+/* "CPU" or "CPUs", as the set holds one or more. */
+static const char *cpus_word(const cpu_set_t *set)
+{
+	return CPU_COUNT(set) == 1 ? "CPU" : "CPUs";
+}
+
 static void __attribute__((format(printf, 6, 7)))
 add(struct tune_report *r, const char *check, const char *target, enum tune_status st,
     const char *fix, const char *fmt, ...)
@@ -522,10 +528,10 @@ static void check_control(const struct tune_input *in, struct tune_report *r)
 	snprintf(fix, sizeof(fix), "taskset -c %s ib2roce ... (or CPUAffinity=%s)", hl, hl);
 	if (CPU_EQUAL(&both, &in->control))
 		add(r, "control", target, TUNE_FAIL, fix,
-		    "the control thread may only run on worker CPUs %s", cl);
+		    "the control thread may only run on worker %s %s", cpus_word(&both), cl);
 	else
 		add(r, "control", target, TUNE_WARN, fix,
-		    "the control thread may run on worker CPUs %s", cl);
+		    "the control thread may run on worker %s %s", cpus_word(&both), cl);
 }
 
 /* The NIC's IRQ numbers: <dev>/msi_irqs, else /proc/interrupts lines naming its PCI
@@ -649,8 +655,8 @@ static void check_nics(const struct tune_input *in, struct tune_report *r)
 						"set /proc/irq/N/smp_affinity_list of IRQ %s to %s",
 						list, hl);
 				add(r, "irq", nic->name, TUNE_FAIL, fix,
-				    "%d of %d IRQs may run on worker CPUs %s: IRQ %s", bad, n, wl,
-				    list);
+				    "%d of %d IRQs may run on worker %s %s: IRQ %s", bad, n,
+				    cpus_word(&hit), wl, list);
 			}
 		}
 		snprintf(dev, sizeof(dev), "%s/device/numa_node", nic->ibdev_path);
@@ -667,15 +673,18 @@ static void check_nics(const struct tune_input *in, struct tune_report *r)
 				    "node %ld (CPUs unknown)", node);
 				continue;
 			}
-			CPU_XOR(&remote, &in->workers, &local);
+			CPU_XOR(&remote, &in->workers, &local); /* workers not on the node */
 			CPU_AND(&remote, &remote, &in->workers);
 			cpulist_format(&remote, wl, sizeof(wl));
-			CPU_XOR(&local, &local, &in->control);
+			n = CPU_COUNT(&remote);
+			CPU_XOR(&remote, &local, &in->control); /* local minus the control's */
+			CPU_AND(&local, &local, &remote);
 			cpulist_format(&local, nl, sizeof(nl));
 			snprintf(fix, sizeof(fix), "--cpus from node %ld: %s", node, nl);
-			if (CPU_COUNT(&remote))
+			if (n)
 				add(r, "numa", nic->name, TUNE_WARN, fix,
-				    "node %ld; workers on CPUs %s are remote", node, wl);
+				    "node %ld; workers on %s %s are remote", node,
+				    n == 1 ? "CPU" : "CPUs", wl);
 			else
 				add(r, "numa", nic->name, TUNE_PASS, NULL,
 				    "node %ld, workers local", node);
@@ -832,7 +841,7 @@ int tune_report_build(const struct tune_input *in, struct tune_report *r)
 	memset(r, 0, sizeof(*r));
 	if (in->workers_unknown)
 		add(r, "workers", "-", TUNE_FAIL, "--cpus LIST",
-		    "worker CPUs unknown: only the CPU checks of --cpus can run");
+		    "worker CPUs unknown (no CPU affinity)");
 	else if (!CPU_COUNT(&in->workers))
 		add(r, "workers", "-", TUNE_PASS, NULL,
 		    "none: event-driven data path on the control thread");
