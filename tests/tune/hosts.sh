@@ -138,6 +138,8 @@ console)
 	put_s32 "$root/dev/cpu_dma_latency" 2000000000
 	bc_ok bridge tuning >"$SF_TMP/tune.out"
 	expect_row "cpu_dma_latency|host|WARN|not held (limit 2000000000 us)|--enable cpu_dma_latency"
+	out=$(bc_ok bridge help)
+	expect_in "$out" "^tuning " "help lists tuning"
 	out=$(bc_fail bridge 1 tuning now)
 	expect_in "$out" "^tuning: unexpected argument 'now'" "tuning with an argument"
 	br_stop bridge
