@@ -247,6 +247,22 @@ static void cpulist_format(const cpu_set_t *set, char *buf, size_t len)
 
 /* ---- The report ---- */
 
+/* Append to buf (len bytes, *used of them taken); stops quietly when full. */
+static void __attribute__((format(printf, 4, 5)))
+appendf(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*used >= len - 1)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *used, len - *used, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*used = *used + (size_t)n < len ? *used + (size_t)n : len - 1;
+}
+
 /* "CPU" or "CPUs", as the set holds one or more. */
 static const char *cpus_word(const cpu_set_t *set)
 {
@@ -360,45 +376,37 @@ static void check_smt(const struct tune_input *in, struct tune_report *r)
 		CPU_CLR(c, &sib);
 		fix[0] = detail[0] = 0;
 		for (int s = 0; s < CPU_SETSIZE; s++) {
-			long online = 1;
+			char path[96];
+			long online;
 
 			if (!CPU_ISSET(s, &sib))
 				continue;
 			if (CPU_ISSET(s, &in->workers)) {
 				st = TUNE_FAIL;
-				used += (size_t)snprintf(detail + used, sizeof(detail) - used,
-							 "%ssibling cpu%d is a worker too",
-							 used ? "; " : "", s);
+				appendf(detail, sizeof(detail), &used,
+					"%ssibling cpu%d is a worker too", used ? "; " : "", s);
 				snprintf(fix, sizeof(fix), "--cpus with one CPU per core");
 				continue;
 			}
 			/* No online file: the CPU cannot be taken offline (often cpu0). */
-			{
-				char path[96];
-
-				snprintf(path, sizeof(path), TUNE_CPU_PATH "/cpu%d/online", s);
-				if (read_long(in, &online, path))
-					online = 1;
-			}
+			snprintf(path, sizeof(path), TUNE_CPU_PATH "/cpu%d/online", s);
+			if (read_long(in, &online, path))
+				online = 1;
 			if (!online) {
-				used += (size_t)snprintf(detail + used, sizeof(detail) - used,
-							 "%ssibling cpu%d offline",
-							 used ? "; " : "", s);
+				appendf(detail, sizeof(detail), &used, "%ssibling cpu%d offline",
+					used ? "; " : "", s);
 				continue;
 			}
 			if (st == TUNE_PASS)
 				st = TUNE_WARN;
-			used += (size_t)snprintf(detail + used, sizeof(detail) - used,
-						 "%ssibling cpu%d online%s", used ? "; " : "", s,
-						 CPU_ISSET(s, &in->control)
-							 ? " (control thread may run there)"
-							 : "");
+			appendf(detail, sizeof(detail), &used, "%ssibling cpu%d online%s",
+				used ? "; " : "", s,
+				CPU_ISSET(s, &in->control) ? " (control thread may run there)"
+							   : "");
 			if (!fix[0])
 				snprintf(fix, sizeof(fix),
 					 "echo 0 > " TUNE_CPU_PATH "/cpu%d/online", s);
 		}
-		if (used >= sizeof(detail))
-			used = sizeof(detail) - 1;
 		add(r, "smt", target, st, fix, "%s", used ? detail : "no SMT sibling");
 	}
 }
@@ -728,14 +736,22 @@ static void check_irqbalance(const struct tune_input *in, struct tune_report *r)
 		add(r, "irqbalance", "host", TUNE_PASS, NULL, "not running");
 		return;
 	}
+	if (!CPU_COUNT(&in->workers)) {
+		add(r, "irqbalance", "host", TUNE_PASS, NULL, "running (no worker CPUs)");
+		return;
+	}
 	CPU_ZERO(&banned);
 	if (!read_text(in, conf, sizeof(conf), "/etc/default/irqbalance")) {
 		for (p = conf; (p = strstr(p, "IRQBALANCE_BANNED_CPULIST=")); p++)
 			if (p == conf || p[-1] == '\n') {
 				const char *v = p + strlen("IRQBALANCE_BANNED_CPULIST=");
+				char list[1024];
 
 				given = true;
-				cpulist_parse(v + (*v == '"' || *v == '\''), &banned);
+				v += *v == '"' || *v == '\'';
+				snprintf(list, sizeof(list), "%.*s", (int)strcspn(v, "\"'\n"), v);
+				if (cpulist_parse(list, &banned))
+					CPU_ZERO(&banned);
 			}
 	}
 	if (!given) {
