@@ -387,7 +387,9 @@ static int cmd_tuning(struct ctl *c, char *args, FILE *out)
 		if (br->workers[i].cpu >= 0)
 			CPU_SET(br->workers[i].cpu, &in.workers);
 	for (int s = 0; s < NSIDES; s++)
-		tune_input_add_nic(&in, br->sd[s].dev, br->sd[s].ctx->device->ibdev_path, NULL);
+		if (br->sd[s].ctx)
+			tune_input_add_nic(&in, br->sd[s].dev, br->sd[s].ctx->device->ibdev_path,
+					   NULL);
 	in.pool_bytes = (uint64_t)pool_nbufs(br->pool) * pool_buf_size(br->pool);
 	if (tune_report_build(&in, &rep)) {
 		fprintf(out, "tuning: out of memory\n");

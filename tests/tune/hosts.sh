@@ -1,7 +1,8 @@
 #!/bin/bash
 # The tuning report on fake hosts (lib.sh builds them): hosts.sh SCENARIO, one of
 #   tuned     every check PASSes (exit 0); cpu_dma_latency writes 0 and holds the file;
-#             without it the C-state and QoS lines; QoS held by another process
+#             without it the C-state and QoS lines; QoS held by another process;
+#             --workers 0; a device that does not open
 #   desktop   a distribution's defaults: every WARN and FAIL with its fix (exit 3)
 #   irq       NIC IRQs on the worker CPU with irqbalance running, then banned, then fixed
 #   smt       the worker's sibling online (WARN); two workers on one core (FAIL)
@@ -55,6 +56,10 @@ tuned)
 	tune_check "$root" 0
 	expect_row "cstate|cpu1|PASS|deepest reachable POLL, exit 0 us"
 	expect_row "cpu_dma_latency|host|PASS|held at 0 us by another process"
+	# --workers 0: no worker CPU, so no per-CPU rows; the rest is checked.
+	tune_check "$root" 0 --workers 0
+	expect_row "workers|-|PASS|none: event-driven data path on the control thread"
+	expect_line "summary: 13 PASS, 0 WARN, 0 FAIL"
 	# A device that does not exist: its line FAILs, the rest is still reported.
 	tune_check "$root" 3 -d nosuch
 	expect_line "summary: 16 PASS, 0 WARN, 1 FAIL"
