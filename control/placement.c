@@ -525,6 +525,10 @@ static int place_auto(struct plan_ctx *c, char *err, size_t len)
 		if (!cv[i].local)
 			add_line(&pl->warn, &pl->nwarn, "worker %u on CPU %d (node %d): %s", i,
 				 cv[i].cpu, pl->w[i].node, why);
+		if (!cv[i].iso && hwloc_bitmap_intersects(c->isolated, c->allowed))
+			add_line(&pl->warn, &pl->nwarn,
+				 "worker %u on CPU %d: not isolated, no isolated core is left", i,
+				 cv[i].cpu);
 	}
 	if (take < n && !c->in->oversubscribe) {
 		char l[128];
