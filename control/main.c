@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -366,7 +368,7 @@ static int opt_control_group(void *ctx, const char *arg, char *err, size_t len)
 
 static _Atomic int64_t f_buffers, f_huge, f_mcqp, f_senders, f_backlog, f_rq, f_sq, f_sig;
 static _Atomic int64_t f_pgm_csum, f_pgm_strict, f_foreign, f_join_timeout;
-static _Atomic int64_t f_oversub, f_rt;
+static _Atomic int64_t f_oversub, f_rt, f_mlock;
 
 /* pgm_checksum / pgm_strict: one bit each of the data path's PGM drop policy. */
 static void pgm_policy_bit(struct bridge *br, int64_t bit, int64_t on)
@@ -519,6 +521,10 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"rt", FEAT_INT,
 		 "SCHED_FIFO priority of the workers (0 = off; needs sched_rt_runtime_us=-1)", 0, 0,
 		 99, false, 0, true, 0, &f_rt, false, NULL, NULL},
+		{"mlock", FEAT_BOOL,
+		 "lock all memory (mlockall): no page faults on the data path; needs "
+		 "RLIMIT_MEMLOCK or CAP_IPC_LOCK",
+		 0, 0, 0, false, 0, false, 0, &f_mlock, false, NULL, NULL},
 		{"stall", FEAT_INT,
 		 "fault injection: worker N-1 stops making progress (watchdog test; 0 = off)", 0, 0,
 		 64, false, 0, true, 0, &br->stall, true, NULL, NULL},
@@ -835,6 +841,31 @@ static int dry_run_placement(struct opts *o, struct bridge *br)
 	return !r ? 0 : r == -EINVAL ? 2 : 1;
 }
 
+/*
+ * --enable mlock: lock every page, present and future (worker stacks, rings), so the
+ * data path never faults. Without CAP_IPC_LOCK the kernel caps it at RLIMIT_MEMLOCK;
+ * the error says so and how to raise it. 0 or -errno.
+ */
+static int lock_memory(void)
+{
+	struct rlimit rl;
+	int e;
+
+	if (!mlockall(MCL_CURRENT | MCL_FUTURE))
+		return 0;
+	e = errno;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		log_err("mlock: mlockall: %s", strerror(e));
+	else
+		log_err("mlock: mlockall: %s: RLIMIT_MEMLOCK is %llu KiB, less than the bridge "
+			"uses (the buffer pool alone is %u buffers); raise it (systemd: "
+			"LimitMEMLOCK=infinity; shell: ulimit -l unlimited) or grant CAP_IPC_LOCK, "
+			"or run without -e mlock",
+			strerror(e), (unsigned long long)rl.rlim_cur / 1024,
+			(unsigned)atomic_load(&f_buffers));
+	return -e;
+}
+
 static void print_final(struct ctl *ctl, bool to_log)
 {
 	char *buf = NULL;
@@ -1030,6 +1061,10 @@ int main(int argc, char **argv)
 	}
 	log_info("console on %s%s", ccfg.listen_fd >= 0 ? "the socket from systemd, " : "",
 		 o.control);
+	if (atomic_load(&f_mlock) && lock_memory()) {
+		status = 1;
+		goto out_ctl;
+	}
 	if (br.cfg.nworkers && (r = workers_start(&br))) {
 		log_err("starting workers: %s%s", strerror(-r),
 			r == -EPERM && br.cfg.rt_prio
