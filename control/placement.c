@@ -117,6 +117,7 @@ struct plan_ctx {
 	hwloc_const_bitmap_t all; /* the topology's CPUs */
 	hwloc_bitmap_t allowed, isolated, taken;
 	int nnodes;
+	bool node_is_nic; /* pl->node is a NIC's (not merely the only node) */
 	const struct place_in *in;
 	struct placement *pl;
 };
@@ -290,11 +291,17 @@ static void choose_node(struct plan_ctx *c)
 		rule = "the other NIC's locality is unknown";
 	}
 	pl->node = pl->nic_node[s];
+	if (pl->node < 0 && c->nnodes == 1) {
+		pl->node = (int)hwloc_get_obj_by_type(c->t, HWLOC_OBJ_NUMANODE, 0)->os_index;
+		snprintf(pl->node_why, sizeof(pl->node_why), "%d: the only NUMA node", pl->node);
+		return;
+	}
 	if (pl->node < 0) {
 		snprintf(pl->node_why, sizeof(pl->node_why),
 			 "none: no NIC is local to a single node");
 		return;
 	}
+	c->node_is_nic = true;
 	snprintf(pl->node_why, sizeof(pl->node_why),
 		 "%d: the %s NIC's (receives %u group%s, %s %u; %s)", pl->node, side_label[s],
 		 in->rx_groups[s], in->rx_groups[s] == 1 ? "" : "s", side_label[!s],
@@ -515,7 +522,9 @@ static int place_auto(struct plan_ctx *c, char *err, size_t len)
 		if (pl->node < 0)
 			snprintf(why, sizeof(why), "no node preferred");
 		else if (cv[i].local)
-			snprintf(why, sizeof(why), "local to the NIC's node %d", pl->node);
+			snprintf(why, sizeof(why), "%s %d",
+				 c->node_is_nic ? "local to the NIC's node" : "on the only node",
+				 pl->node);
 		else
 			snprintf(why, sizeof(why),
 				 "remote: node %d has %u free core%s for %u workers", pl->node,

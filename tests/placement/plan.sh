@@ -15,6 +15,8 @@
 #   eight-cores.xml     1 package, 8 cores, no SMT; both NICs on it
 #   two-socket-smt.xml  2 packages (nodes 0, 1), 4 cores x 2 threads each; NICs on node 1
 #   split-nics.xml      the same machine; IB NIC on node 1, RoCE NIC on node 0
+#   nic-unknown.xml     2 packages (nodes 0, 1), 2 cores each; NICs under the machine
+#                       itself: no locality known
 set -eu
 
 : "${IB2ROCE:?IB2ROCE must name the ib2roce program}"
@@ -284,6 +286,22 @@ rt)
 	plan one-socket.xml 0 --allowed-cpus 0-3 -m 239.1.1.1 --workers 1 -e rt=50
 	expect_out 'workers: SCHED_FIFO priority 50'
 	rm "$root/proc/sys/kernel/sched_rt_runtime_us"
+	;;
+nic-unknown)
+	# no NIC locality known: local to every node, no node preferred, said so
+	plan nic-unknown.xml 0 --allowed-cpus 0-3 -m 239.1.1.1 --workers 2
+	expect <<'E'
+topology: 2 NUMA nodes, 2 packages, 4 cores, 4 CPUs
+allowed CPUs: 0-3 (--allowed-cpus)
+isolated CPUs: none
+IB NIC: locality unknown (its topology object covers every CPU): treated as local to every node
+RoCE NIC: locality unknown (its topology object covers every CPU): treated as local to every node
+node: none: no NIC is local to a single node
+worker  cpu core node isolated why
+0         1    1    0 no       no node preferred
+1         2    2    1 no       no node preferred
+control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated
+E
 	;;
 options)
 	# --show-placement and --allowed-cpus only with --check; exit 2 otherwise
