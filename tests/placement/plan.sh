@@ -81,6 +81,12 @@ worker  cpu core node isolated why
 1         2    2    0 no       local to the NIC's node 0
 control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated
 E
+	# the order given, ranges expanded; SMT siblings in a forced list are only warned about
+	plan two-socket-smt.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 3 --cpus 12,8-9
+	expect_out "0        12    6    1 no       --cpus"
+	expect_out "1         8    4    1 no       --cpus"
+	expect_out "2         9    4    1 no       --cpus"
+	expect_out "warning: workers 1 and 2 share core 4 (SMT siblings CPU 8 and 9)"
 	;;
 two-socket-smt)
 	# NICs on node 1: workers on its cores, one per core, siblings idle; control off node 1
