@@ -319,6 +319,9 @@ options)
 	"$IB2ROCE" --allowed-cpus 0-3 -m 239.1.1.1 >"$tmp/out" 2>"$tmp/err" || got=$?
 	[ "$got" = 2 ] || fail "--allowed-cpus without --check: exit status $got"
 	expect_err "allowed-cpus is for planning: only with --check --show-placement"
+	# a device neither openable here nor in the topology: exit 1
+	plan one-socket.xml 1 --allowed-cpus 0-3 -d nosuch -m 239.1.1.1
+	[ ! -s "$tmp/out" ] || fail "a plan was printed for a device that does not exist"
 	;;
 *)
 	echo "usage: $0 CASE" >&2
