@@ -777,6 +777,9 @@ static void place_input(const struct opts *o, const struct bridge *br, struct pl
 
 static void place_apply(const struct placement *pl, struct bridge_cfg *cfg)
 {
+	_Static_assert(PLACE_MAX_WORKERS <= sizeof(cfg->wcpu) / sizeof(cfg->wcpu[0]) &&
+			       PLACE_MAX_WORKERS <= sizeof(cfg->wnode) / sizeof(cfg->wnode[0]),
+		       "a plan's workers fit the engine's configuration");
 	cfg->placed = true;
 	cfg->node = pl->node;
 	cfg->rt_prio = pl->rt_prio;

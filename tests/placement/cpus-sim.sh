@@ -16,11 +16,11 @@ rc=0
 timeout -k 5 30 "$IB2ROCE" --check --show-placement -d sim_ib0 -r sim_roce0 --workers 1 \
 	-m "$group" >"$SF_TMP/dry.out" 2>"$SF_TMP/dry.err" || rc=$?
 [ "$rc" = 0 ] || br_fail "--check --show-placement: exit status $rc" dry
-grep -q '^IB NIC: ' "$SF_TMP/dry.out" && grep -q '^RoCE NIC: ' "$SF_TMP/dry.out" &&
-	grep -q '^worker  cpu core node isolated why$' "$SF_TMP/dry.out" &&
-	grep -Eq '^0 +[0-9]+ +[0-9]+ +-?[0-9]+ (yes|no) ' "$SF_TMP/dry.out" &&
-	grep -q '^control: CPU ' "$SF_TMP/dry.out" ||
-	br_fail "--check --show-placement: not a plan" dry
+for re in '^IB NIC: ' '^RoCE NIC: ' '^worker  cpu core node isolated why$' \
+	'^0 +[0-9]+ +[0-9]+ +-?[0-9]+ (yes|no) ' '^control: CPU '; do
+	grep -Eq -- "$re" "$SF_TMP/dry.out" ||
+		br_fail "--check --show-placement: no line /$re/ in the plan" dry
+done
 
 rc=0
 timeout -k 5 30 "$IB2ROCE" --debug --control "$SF_TMP/refused.sock" --idle backoff \
