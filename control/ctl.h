@@ -28,9 +28,11 @@ struct ev_tag {
 };
 
 struct console;
+struct placement;
 
 struct ctl {
 	struct bridge *br;
+	const struct placement *place; /* where the threads run (control/placement.h) */
 	int ep, sigfd, timerfd;
 	bool stop;
 	int status;	     /* exit status after ctl_run: 0, or 1 once a side was stopped */

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -33,6 +35,7 @@
 #include "options.h"
 #include "paths.h"
 #include "pgm.h"
+#include "placement.h"
 #include "setup.h"
 #include "show.h"
 #include "sysgroup.h"
@@ -51,7 +54,10 @@ struct opts {
 	int verbose;
 	bool list_fmts;
 	bool debug, systemd, check;
-	bool tune_check; /* --tune-check: print the tuning report and exit */
+	bool tune_check;	/* --tune-check: print the tuning report and exit */
+	bool show_placement;	/* --show-placement (with --check): print the plan */
+	int control_cpu;	/* --control-cpu, -1: automatic */
+	char allowed_cpus[256]; /* --allowed-cpus (dry runs), "": the process affinity */
 	char control[CONTROL_PATH_MAX];
 	char pidfile[256];
 	char metrics[256];
@@ -201,34 +207,43 @@ static int opt_workers(void *ctx, const char *arg, char *err, size_t len)
 static int opt_cpus(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
-	char buf[1024], *save = NULL, *tok;
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 
-	if (strlen(arg) >= sizeof(buf))
-		return opt_errf(err, len, -EINVAL, "CPU list too long");
-	strcpy(buf, arg);
-	c->ncpus = 0;
-	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		uint64_t lo, hi;
-		char *dash = strchr(tok, '-');
-		int r;
+	/* Checked against the machine (exists, allowed, not twice) by placement_plan. */
+	return placement_cpulist_parse(arg, c->cpus, sizeof(c->cpus) / sizeof(c->cpus[0]),
+				       &c->ncpus, err, len);
+}
 
-		if (dash)
-			*dash = 0;
-		r = opt_parse_uint(tok, 0, (uint64_t)ncpu - 1, &lo, err, len);
-		if (!r)
-			r = dash ? opt_parse_uint(dash + 1, lo, (uint64_t)ncpu - 1, &hi, err, len)
-				 : (hi = lo, 0);
-		if (r)
-			return r;
-		for (uint64_t cpu = lo; cpu <= hi; cpu++) {
-			if (c->ncpus == sizeof(c->cpus) / sizeof(c->cpus[0]))
-				return opt_errf(err, len, -EINVAL, "too many CPUs in '%s'", arg);
-			c->cpus[c->ncpus++] = (int)cpu;
-		}
-	}
-	if (!c->ncpus)
-		return opt_errf(err, len, -EINVAL, "empty CPU list");
+static int opt_control_cpu(void *ctx, const char *arg, char *err, size_t len)
+{
+	uint64_t v;
+	int r = opt_parse_uint(arg, 0, 65535, &v, err, len);
+
+	if (!r)
+		((struct opts *)ctx)->control_cpu = (int)v;
+	return r;
+}
+
+static int opt_show_placement(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	(void)arg;
+	if (!o->check)
+		return opt_errf(err, len, -EINVAL, "show-placement needs --check");
+	o->show_placement = true;
+	return 0;
+}
+
+static int opt_allowed_cpus(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	if (!o->check)
+		return opt_errf(err, len, -EINVAL,
+				"allowed-cpus is for planning: only with --check --show-placement");
+	if (strlen(arg) >= sizeof(o->allowed_cpus))
+		return opt_errf(err, len, -EINVAL, "allowed-cpus: list too long");
+	strcpy(o->allowed_cpus, arg);
 	return 0;
 }
 
@@ -319,63 +334,6 @@ static int opt_tune_check(void *ctx, const char *arg, char *err, size_t len)
 	return 0;
 }
 
-/* Bytes per pool buffer: engine/setup.c's BR_BUF_SIZE (40-byte header + 4096 MTU). */
-#define TUNE_BUF_BYTES 4160
-
-/*
- * --tune-check: the tuning report for the configured bridge, then exit (tune.h: 0 all
- * PASS, 1 some WARN, 3 some FAIL). The NICs are opened as the bridge would open them;
- * the worker CPUs follow engine/setup.c's worker_cpu() rule (--cpus, else the second
- * and following CPUs of the affinity mask), the pool is the buffers feature's size.
- */
-static int tune_check(struct bridge *br)
-{
-	const struct bridge_cfg *c = &br->cfg;
-	struct tune_input in;
-	struct tune_report rep;
-	cpu_set_t allowed;
-	int allow[CPU_SETSIZE], nallow = 0, status;
-	char err[OPT_ERR_LEN];
-
-	tune_input_init(&in);
-	in.pool_bytes = (uint64_t)c->nbufs * TUNE_BUF_BYTES;
-	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
-		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-			if (CPU_ISSET(cpu, &allowed))
-				allow[nallow++] = cpu;
-	for (uint32_t i = 0; i < c->nworkers; i++) {
-		if (c->ncpus)
-			CPU_SET(c->cpus[i % c->ncpus], &in.workers);
-		else if (nallow)
-			CPU_SET(nallow == 1 ? allow[0] : allow[1 + i % (uint32_t)(nallow - 1)],
-				&in.workers);
-		else
-			in.workers_unknown = true;
-	}
-	urcu_qsbr_register_thread();
-	for (int s = 0; s < NSIDES; s++) {
-		struct side_ctx *sd = &br->sd[s];
-		const char *dev = s == SIDE_IB ? c->ib_dev : c->roce_dev;
-
-		if (side_open(sd, (enum side)s, dev, s == SIDE_IB ? c->ib_port : c->roce_port, err,
-			      sizeof(err)))
-			tune_input_add_nic(&in, dev[0] ? dev : side_name[s], NULL, err);
-		else
-			tune_input_add_nic(&in, sd->dev, sd->ctx->device->ibdev_path, NULL);
-	}
-	if (tune_report_build(&in, &rep)) {
-		fprintf(stderr, "ib2roce: tuning report: out of memory\n");
-		status = 1;
-	} else {
-		tune_report_print(&rep, stdout);
-		status = tune_report_exit_status(&rep);
-		tune_report_free(&rep);
-	}
-	bridge_destroy(br);
-	urcu_qsbr_unregister_thread();
-	return status;
-}
-
 static int set_path(char *dst, size_t dstlen, const char *arg, const char *what, char *err,
 		    size_t len)
 {
@@ -421,6 +379,7 @@ static int opt_control_group(void *ctx, const char *arg, char *err, size_t len)
 
 static _Atomic int64_t f_buffers, f_huge, f_mcqp, f_senders, f_backlog, f_rq, f_sq, f_sig;
 static _Atomic int64_t f_pgm_csum, f_pgm_strict, f_foreign, f_join_timeout;
+static _Atomic int64_t f_oversub, f_rt, f_mlock;
 
 /* pgm_checksum / pgm_strict: one bit each of the data path's PGM drop policy. */
 static void pgm_policy_bit(struct bridge *br, int64_t bit, int64_t on)
@@ -475,8 +434,19 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"workers", 0, "n", false,
 		 "worker threads; 0 = event-driven data path on the control thread", opt_workers, o,
 		 false},
-		{"cpus", 0, "list", false, "CPUs for the workers, e.g. 2,3 or 4-7", opt_cpus, o,
-		 false},
+		{"cpus", 0, "list", false,
+		 "CPUs for the workers in order, e.g. 2,3 or 4-7 (default: NIC-local cores)",
+		 opt_cpus, o, false},
+		{"control-cpu", 0, "n", false,
+		 "CPU of the control thread (default: a housekeeping CPU no worker uses)",
+		 opt_control_cpu, o, false},
+		{"show-placement", 0, NULL, false,
+		 "with --check: print where workers, control thread and memory would go",
+		 opt_show_placement, o, false},
+		{"allowed-cpus", 0, "list", false,
+		 "with --check --show-placement: plan for these allowed CPUs instead of the "
+		 "process affinity",
+		 opt_allowed_cpus, o, false},
 		{"idle", 0, "spin|backoff", false,
 		 "worker idle policy: spin, or spin then yield and sleep (default spin)", opt_idle,
 		 o, false},
@@ -560,6 +530,16 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 false, 0, &ctl->ppsdisplay, true, NULL, NULL},
 		{"join_timeout", FEAT_INT, "seconds before READY=1 with groups still not joined",
 		 30, 1, 3600, false, 0, false, 0, &f_join_timeout, false, NULL, NULL},
+		{"oversubscribe", FEAT_BOOL,
+		 "allow workers to share CPUs or cores, and CPUs outside the allowed set", 0, 0, 0,
+		 false, 0, false, 0, &f_oversub, false, NULL, NULL},
+		{"rt", FEAT_INT,
+		 "SCHED_FIFO priority of the workers (0 = off; needs sched_rt_runtime_us=-1)", 0, 0,
+		 99, false, 0, true, 0, &f_rt, false, NULL, NULL},
+		{"mlock", FEAT_BOOL,
+		 "lock all memory (mlockall): no page faults on the data path; needs "
+		 "RLIMIT_MEMLOCK or CAP_IPC_LOCK",
+		 0, 0, 0, false, 0, false, 0, &f_mlock, false, NULL, NULL},
 		{"stall", FEAT_INT,
 		 "fault injection: worker N-1 stops making progress (watchdog test; 0 = off)", 0, 0,
 		 64, false, 0, true, 0, &br->stall, true, NULL, NULL},
@@ -628,6 +608,8 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 	o->port = DEFAULT_PORT;
 	o->tos = -1;
 	o->control[0] = o->pidfile[0] = o->metrics[0] = o->control_group[0] = 0;
+	o->control_cpu = -1;
+	o->allowed_cpus[0] = 0;
 	o->reloading = true;
 	o->want = NULL;
 	o->nwant = o->want_cap = 0;
@@ -657,6 +639,8 @@ static void note_cfg_changes(FILE *out, const struct bridge_cfg *a, const struct
 		fprintf(out, "cpus: changed, needs a restart\n");
 	if (a->idle != b->idle)
 		fprintf(out, "idle: changed, needs a restart\n");
+	if (o->control_cpu != n->control_cpu)
+		fprintf(out, "control-cpu: changed, needs a restart\n");
 	if (a->npeers != b->npeers || memcmp(a->peers, b->peers, a->npeers * sizeof(a->peers[0])))
 		fprintf(out, "peer: changed, needs a restart\n");
 	if (strcmp(o->control, n->control) || strcmp(o->control_group, n->control_group))
@@ -783,6 +767,197 @@ static int place_groups(struct bridge *br, uint32_t *npub)
 	return 0;
 }
 
+/* ---- Placement (control/placement.c) ---- */
+
+/* The plan's input: options, the opened devices (or only their names), the groups. */
+static void place_input(const struct opts *o, const struct bridge *br, struct place_in *in)
+{
+	memset(in, 0, sizeof(*in));
+	in->nworkers = br->cfg.nworkers;
+	in->cpus = br->cfg.cpus;
+	in->ncpus = br->cfg.ncpus;
+	in->control_cpu = o->control_cpu;
+	in->allowed = o->allowed_cpus[0] ? o->allowed_cpus : NULL;
+	in->oversubscribe = atomic_load(&f_oversub) != 0;
+	in->rt_prio = (int)atomic_load(&f_rt);
+	for (int s = 0; s < NSIDES; s++) {
+		const struct side_ctx *sd = &br->sd[s];
+
+		in->nic[s] = sd->ctx ? sd->dev : s == SIDE_IB ? br->cfg.ib_dev : br->cfg.roce_dev;
+		in->ibdev_path[s] = sd->ctx ? sd->ctx->device->ibdev_path : NULL;
+		for (uint32_t i = 0; i < br->ngroups; i++)
+			in->rx_groups[s] += group_dir_rx(br->groups[i]->dir, (enum side)s);
+	}
+}
+
+static void place_apply(const struct placement *pl, struct bridge_cfg *cfg)
+{
+	_Static_assert(PLACE_MAX_WORKERS <= sizeof(cfg->wcpu) / sizeof(cfg->wcpu[0]) &&
+			       PLACE_MAX_WORKERS <= sizeof(cfg->wnode) / sizeof(cfg->wnode[0]),
+		       "a plan's workers fit the engine's configuration");
+	cfg->placed = true;
+	cfg->node = pl->node;
+	cfg->rt_prio = pl->rt_prio;
+	for (uint32_t i = 0; i < pl->nworkers; i++) {
+		cfg->wcpu[i] = pl->w[i].cpu;
+		cfg->wnode[i] = pl->w[i].node >= 0 ? pl->w[i].node : pl->node;
+	}
+}
+
+/* The plan in the log: one line per worker and for the control thread. */
+static void place_log(const struct placement *pl, const struct bridge *br)
+{
+	char line[256];
+
+	log_info("placement: %s; allowed CPUs %s; isolated CPUs %s", pl->topo, pl->allowed,
+		 pl->isolated);
+	log_info("NICs: IB %s; RoCE %s", pl->nic[SIDE_IB], pl->nic[SIDE_ROCE]);
+	log_info("workers' and pool's node: %s", pl->node_why);
+	for (uint32_t i = 0; i < pl->nworkers; i++) {
+		placement_thread_line(&pl->w[i], line, sizeof(line));
+		log_info("worker %u: %s; %u channel%s%s", i, line, br->workers[i].nchan,
+			 br->workers[i].nchan == 1 ? "" : "s", pl->rt_prio ? "; SCHED_FIFO" : "");
+	}
+	placement_thread_line(&pl->control, line, sizeof(line));
+	log_info("control thread: %s", line);
+	for (uint32_t i = 0; i < pl->nidle; i++)
+		log_info("idle %s", pl->idle[i]);
+	for (uint32_t i = 0; i < pl->nwarn; i++)
+		log_warn("placement: %s", pl->warn[i]);
+}
+
+/*
+ * --check --show-placement: open the devices to learn their sysfs directories, or, for a
+ * named device the topology (HWLOC_XMLFILE) holds as an OpenFabrics OS device, take its
+ * locality from there without opening it; print the plan. Pins and starts nothing.
+ * Returns the exit status: 0, 1 (a device, the topology), 2 (the options).
+ */
+static int dry_run_placement(struct opts *o, struct bridge *br)
+{
+	struct placement pl;
+	struct place_in in;
+	char err[OPT_ERR_LEN];
+	int r;
+
+	for (int s = 0; s < NSIDES; s++) {
+		const char *dev = s == SIDE_IB ? br->cfg.ib_dev : br->cfg.roce_dev;
+
+		r = side_open(&br->sd[s], (enum side)s, dev,
+			      s == SIDE_IB ? br->cfg.ib_port : br->cfg.roce_port, err, sizeof(err));
+		if (r && !(dev[0] && placement_topology_has_nic(dev))) {
+			fprintf(stderr, "ib2roce: %s\n", err);
+			return 1;
+		}
+	}
+	place_input(o, br, &in);
+	r = placement_plan(&in, &pl, err, sizeof(err));
+	if (r)
+		fprintf(stderr, "ib2roce: %s\n", err);
+	else
+		placement_print(&pl, stdout);
+	placement_fini(&pl);
+	return !r ? 0 : r == -EINVAL ? 2 : 1;
+}
+
+/* Bytes per pool buffer: engine/setup.c's BR_BUF_SIZE (40-byte header + 4096 MTU). */
+#define TUNE_BUF_BYTES 4160
+
+/*
+ * --tune-check: the tuning report for the configured bridge, then exit (tune.h: 0 all
+ * PASS, 1 some WARN, 3 some FAIL). The NICs are opened as the bridge would open them;
+ * the worker and control CPUs are the placement plan's (control/placement.c), so the
+ * report judges the CPUs the bridge would use; the pool is the buffers feature's size.
+ * A plan that cannot be made (bad --cpus) is the options' error: exit 2.
+ */
+static int tune_check(struct opts *o, struct bridge *br)
+{
+	const struct bridge_cfg *c = &br->cfg;
+	struct tune_input in;
+	struct tune_report rep;
+	struct placement pl;
+	struct place_in pin;
+	int status, r;
+	char err[OPT_ERR_LEN];
+
+	tune_input_init(&in);
+	in.pool_bytes = (uint64_t)c->nbufs * TUNE_BUF_BYTES;
+	urcu_qsbr_register_thread();
+	for (int s = 0; s < NSIDES; s++) {
+		struct side_ctx *sd = &br->sd[s];
+		const char *dev = s == SIDE_IB ? c->ib_dev : c->roce_dev;
+
+		if (side_open(sd, (enum side)s, dev, s == SIDE_IB ? c->ib_port : c->roce_port, err,
+			      sizeof(err)))
+			tune_input_add_nic(&in, dev[0] ? dev : side_name[s], NULL, err);
+		else
+			tune_input_add_nic(&in, sd->dev, sd->ctx->device->ibdev_path, NULL);
+	}
+	memset(&pl, 0, sizeof(pl));
+	if (tune_root()[0]) {
+		/* Another host's snapshot: its workers are the --cpus given, verbatim (a plan
+		 * is made against this machine's topology and affinity, not that host's). */
+		for (uint32_t i = 0; i < c->nworkers; i++) {
+			if (c->ncpus)
+				CPU_SET(c->cpus[i % c->ncpus], &in.workers);
+			else
+				in.workers_unknown = true;
+		}
+	} else {
+		place_input(o, br, &pin);
+		r = placement_plan(&pin, &pl, err, sizeof(err));
+		if (r) {
+			fprintf(stderr, "ib2roce: %s\n", err);
+			status = r == -EINVAL ? 2 : 1;
+			goto out;
+		}
+		for (uint32_t i = 0; i < pl.nworkers; i++)
+			if (pl.w[i].cpu >= 0)
+				CPU_SET(pl.w[i].cpu, &in.workers);
+		if (pl.control.cpu >= 0) {
+			CPU_ZERO(&in.control);
+			CPU_SET(pl.control.cpu, &in.control);
+		}
+	}
+	if (tune_report_build(&in, &rep)) {
+		fprintf(stderr, "ib2roce: tuning report: out of memory\n");
+		status = 1;
+	} else {
+		tune_report_print(&rep, stdout);
+		status = tune_report_exit_status(&rep);
+		tune_report_free(&rep);
+	}
+out:
+	placement_fini(&pl);
+	bridge_destroy(br);
+	urcu_qsbr_unregister_thread();
+	return status;
+}
+
+/*
+ * --enable mlock: lock every page, present and future (worker stacks, rings), so the
+ * data path never faults. Without CAP_IPC_LOCK the kernel caps it at RLIMIT_MEMLOCK;
+ * the error says so and how to raise it. 0 or -errno.
+ */
+static int lock_memory(void)
+{
+	struct rlimit rl;
+	int e;
+
+	if (!mlockall(MCL_CURRENT | MCL_FUTURE))
+		return 0;
+	e = errno;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		log_err("mlock: mlockall: %s", strerror(e));
+	else
+		log_err("mlock: mlockall: %s: RLIMIT_MEMLOCK is %llu KiB, less than the bridge "
+			"uses (the buffer pool alone is %u buffers); raise it (systemd: "
+			"LimitMEMLOCK=infinity; shell: ulimit -l unlimited) or grant CAP_IPC_LOCK, "
+			"or run without -e mlock",
+			strerror(e), (unsigned long long)rl.rlim_cur / 1024,
+			(unsigned)atomic_load(&f_buffers));
+	return -e;
+}
+
 static void print_final(struct ctl *ctl, bool to_log)
 {
 	char *buf = NULL;
@@ -806,12 +981,15 @@ int main(int argc, char **argv)
 {
 	static struct bridge br;
 	static struct ctl ctl;
+	static struct placement pl;
+	struct place_in pin;
 	struct opts o = {.br = &br,
 			 .ctl = &ctl,
 			 .cfg = &br.cfg,
 			 .fmt = MGID_RDMA,
 			 .port = DEFAULT_PORT,
-			 .tos = -1};
+			 .tos = -1,
+			 .control_cpu = -1};
 	struct console_cfg ccfg = {.listen_fd = -1, .admit_gid = (gid_t)-1};
 	char err[OPT_ERR_LEN], pidpath[256];
 	int report = -1, pidfd = -1;
@@ -848,7 +1026,7 @@ int main(int argc, char **argv)
 	live.first = o;
 	cfg_from_features(&br);
 	if (o.tune_check) {
-		status = tune_check(&br);
+		status = tune_check(&o, &br);
 		tune_release();
 		return status;
 	}
@@ -881,6 +1059,11 @@ int main(int argc, char **argv)
 	background_log = daemon_mode || (ctl.sd && !o.debug);
 	if (!br.ngroups)
 		log_warn("no multicast groups given: nothing to bridge");
+	if (o.show_placement) {
+		urcu_qsbr_register_thread();
+		status = dry_run_placement(&o, &br);
+		goto out_engine;
+	}
 	if (daemon_mode) {
 		report = daemon_start(err, sizeof(err));
 		if (report < 0) {
@@ -911,8 +1094,22 @@ int main(int argc, char **argv)
 	if (!r)
 		r = side_open(&br.sd[SIDE_ROCE], SIDE_ROCE, br.cfg.roce_dev, br.cfg.roce_port, err,
 			      sizeof(err));
-	if (!r)
+	if (!r) {
+		place_input(&o, &br, &pin);
+		r = placement_plan(&pin, &pl, err, sizeof(err));
+		if (r) {
+			log_err("%s", err);
+			status = r == -EINVAL ? 2 : 1;
+			goto out_engine;
+		}
+		place_apply(&pl, &br.cfg);
+		ctl.place = &pl;
+		/* Threads started from here on (urcu's, libraries') inherit this CPU. */
+		if (!o.check && (r = placement_pin_self(pl.control.cpu)))
+			log_warn("control thread: pinning to CPU %d: %s", pl.control.cpu,
+				 strerror(-r));
 		r = bridge_build(&br, br.ngroups, err, sizeof(err));
+	}
 	if (r) {
 		log_err("%s", err);
 		status = 1;
@@ -923,9 +1120,7 @@ int main(int argc, char **argv)
 		 inet_ntoa(*(struct in_addr *)&br.sd[1].ipv4), br.npairs, br.npairs == 1 ? "" : "s",
 		 br.cfg.nworkers, br.cfg.nworkers == 1 ? "" : "s",
 		 br.cfg.nworkers ? "" : " (event-driven)");
-	for (uint32_t i = 0; i < br.cfg.nworkers; i++)
-		log_info("worker %u: CPU %d, %u channel%s", i, br.workers[i].cpu,
-			 br.workers[i].nchan, br.workers[i].nchan == 1 ? "" : "s");
+	place_log(&pl, &br);
 	if (!br.sd[SIDE_ROCE].netmask)
 		log_info("RoCE %s: no interface holds %s, source subnet not checked", br.sd[1].dev,
 			 inet_ntoa(*(struct in_addr *)&br.sd[1].ipv4));
@@ -965,8 +1160,15 @@ int main(int argc, char **argv)
 	}
 	log_info("console on %s%s", ccfg.listen_fd >= 0 ? "the socket from systemd, " : "",
 		 o.control);
+	if (atomic_load(&f_mlock) && lock_memory()) {
+		status = 1;
+		goto out_ctl;
+	}
 	if (br.cfg.nworkers && (r = workers_start(&br))) {
-		log_err("starting workers: %s", strerror(-r));
+		log_err("starting workers: %s%s", strerror(-r),
+			r == -EPERM && br.cfg.rt_prio
+				? " (rt: SCHED_FIFO needs CAP_SYS_NICE or RLIMIT_RTPRIO)"
+				: "");
 		status = 1;
 		goto out_ctl;
 	}
@@ -1017,5 +1219,6 @@ out:
 	if (live.cwd >= 0)
 		close(live.cwd);
 	tune_release();
+	placement_fini(&pl);
 	return status;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "placement.h"
 #include "show.h"
 #include "show_priv.h"
 
@@ -299,6 +300,47 @@ static void json_workers(struct jw *j, struct bridge *br, struct hist *h)
 	jw_close(j, ']');
 }
 
+static void json_thread(struct jw *j, const char *key, const struct place_thread *t)
+{
+	jw_open(j, key, '{');
+	jw_i64(j, "cpu", t->cpu);
+	jw_i64(j, "core", t->core);
+	jw_i64(j, "node", t->node);
+	jw_bool(j, "isolated", t->isolated);
+	jw_string(j, "why", t->why);
+	jw_close(j, '}');
+}
+
+/* Where the threads run and why (control/placement.h); {} when not placed. */
+static void json_placement(struct jw *j, const struct placement *pl)
+{
+	jw_open(j, "placement", '{');
+	if (pl) {
+		jw_string(j, "topology", pl->topo);
+		jw_string(j, "allowed_cpus", pl->allowed);
+		jw_string(j, "isolated_cpus", pl->isolated);
+		jw_string(j, "ib_nic", pl->nic[SIDE_IB]);
+		jw_string(j, "roce_nic", pl->nic[SIDE_ROCE]);
+		jw_i64(j, "node", pl->node);
+		jw_string(j, "node_why", pl->node_why);
+		jw_i64(j, "rt_priority", pl->rt_prio);
+		json_thread(j, "control", &pl->control);
+		jw_open(j, "workers", '[');
+		for (uint32_t i = 0; i < pl->nworkers; i++)
+			json_thread(j, NULL, &pl->w[i]);
+		jw_close(j, ']');
+		jw_open(j, "idle", '[');
+		for (uint32_t i = 0; i < pl->nidle; i++)
+			jw_string(j, NULL, pl->idle[i]);
+		jw_close(j, ']');
+		jw_open(j, "warnings", '[');
+		for (uint32_t i = 0; i < pl->nwarn; i++)
+			jw_string(j, NULL, pl->warn[i]);
+		jw_close(j, ']');
+	}
+	jw_close(j, '}');
+}
+
 void report_json(struct ctl *c, FILE *out)
 {
 	struct bridge *br = c->br;
@@ -318,6 +360,7 @@ void report_json(struct ctl *c, FILE *out)
 	json_groups(&j, br);
 	json_channels(&j, br);
 	json_workers(&j, br, h);
+	json_placement(&j, c->place);
 	jw_open(&j, "pool", '{');
 	if (br->pool) {
 		uint64_t counts[POOL_NSTATES];

@@ -35,6 +35,7 @@
 
 #include "bridge.h"
 #include "ctl.h"
+#include "placement.h"
 #include "pool.h"
 #include "senders.h"
 #include "show.h"
@@ -45,7 +46,7 @@
 #define SENDERS_ROWS_MAX     1000000
 #define PGM_LINE_MAX	     2048 /* one stream line is under 1000 characters */
 #define TBL_SEP		     "  "
-#define TBL_COLS_MAX	     16 /* the widest table (workers) has 15 columns */
+#define TBL_COLS_MAX	     18 /* the widest table (workers) has 18 columns */
 
 static uint64_t side_pps(struct bridge *br, int s)
 {
@@ -933,10 +934,11 @@ void show_tsi(struct ctl *c, const char *filter, FILE *out)
 void show_workers(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
-		"worker",    "cpu",    "node",	      "channels", "loops/s",
-		"heartbeat", "hb_age", "idle_sleeps", "p50",	  "p90",
-		"p99",	     "p99.9",  "p99.99",      "max_ever", "samples",
+		"worker",  "cpu",	"core",	  "node",	 "isolated", "channels",
+		"loops/s", "heartbeat", "hb_age", "idle_sleeps", "p50",	     "p90",
+		"p99",	   "p99.9",	"p99.99", "max_ever",	 "samples",  "placement",
 	};
+	const struct placement *pl = c->place;
 	struct bridge *br = c->br;
 	uint64_t now = mono_ms();
 	struct hist *h = malloc(sizeof(*h));
@@ -956,8 +958,17 @@ void show_workers(struct ctl *c, FILE *out)
 			tbl_u64(&t, w->id);
 		else
 			tbl_add(&t, false, "%u (control thread)", w->id);
-		tbl_int_or_dash(&t, w->cpu);
-		tbl_int_or_dash(&t, cpu_node(w->cpu));
+		/* The plan's view (control thread: what it chose and why); w->cpu -1 when the
+		 * worker could not pin itself. */
+		const struct place_thread *pt = pl && br->cfg.nworkers && i < pl->nworkers
+							? &pl->w[i]
+						: pl ? &pl->control
+						     : NULL;
+
+		tbl_int_or_dash(&t, br->cfg.nworkers ? w->cpu : pt ? pt->cpu : -1);
+		tbl_int_or_dash(&t, pt ? pt->core : -1);
+		tbl_int_or_dash(&t, pt ? pt->node : cpu_node(w->cpu));
+		tbl_add(&t, false, "%s", pt && pt->cpu >= 0 ? (pt->isolated ? "yes" : "no") : "-");
 		tbl_u64(&t, w->nchan);
 		tbl_u64(&t, w->loop_rate);
 		tbl_u64(&t, worker_heartbeat(w));
@@ -969,9 +980,21 @@ void show_workers(struct ctl *c, FILE *out)
 			tbl_u64(&t, hist_quantile(h, lat_q[q].q));
 		tbl_u64(&t, h->max);
 		tbl_u64(&t, h->count);
+		tbl_add(&t, false, "%s", pt ? pt->why : "-");
 	}
 	fprintf(out, "latency: poll to post in ns, since zap (max_ever: since start)\n");
 	tbl_print(&t, out, "");
+	if (pl) {
+		char line[256];
+
+		placement_thread_line(&pl->control, line, sizeof(line));
+		fprintf(out, "control thread: %s\n", line);
+		fprintf(out, "memory node: %s\n", pl->node_why);
+		for (uint32_t k = 0; k < pl->nidle; k++)
+			fprintf(out, "idle %s\n", pl->idle[k]);
+		for (uint32_t k = 0; k < pl->nwarn; k++)
+			fprintf(out, "warning: %s\n", pl->warn[k]);
+	}
 	free(h);
 }
 

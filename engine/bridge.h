@@ -335,6 +335,13 @@ struct bridge_cfg {
 	uint32_t nworkers; /* 0: event-driven on the control thread */
 	int cpus[256];	   /* --cpus list, -1 terminated; empty: automatic */
 	uint32_t ncpus;
+	/* The placement plan (control/placement.c), when placed: each worker's CPU (-1: not
+	 * pinned) and NUMA node (-1: none), the pool's node; SCHED_FIFO priority (0: off). */
+	bool placed;
+	int wcpu[64];
+	int wnode[64];
+	int node;
+	int rt_prio;
 	enum idle_policy idle;
 	uint32_t idle_max_us;
 	uint32_t mcqp; /* groups per channel, 0: device max_mcast_qp_attach */

@@ -55,7 +55,10 @@ unsigned fwd_handoff_drain(struct worker *w);
  */
 unsigned worker_pass(struct worker *w);
 
-/* Start the worker threads (cfg.nworkers > 0). 0 or -errno. */
+/*
+ * Start the worker threads (cfg.nworkers > 0), SCHED_FIFO at cfg.rt_prio when set; each
+ * pins itself to its CPU. Control thread. 0 or -errno (-EPERM: rt without CAP_SYS_NICE).
+ */
 int workers_start(struct bridge *br);
 
 /* Stop and join them. */

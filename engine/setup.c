@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <numa.h>
+#include <sys/mman.h>
 
 #include "bridge.h"
 #include "fwd.h"
@@ -183,14 +185,16 @@ int side_open(struct side_ctx *sd, enum side side, const char *dev, uint8_t port
 	return 0;
 }
 
-/* NUMA node of an RDMA device (sysfs), -1 if unknown. */
+/* NUMA node of an RDMA device (its sysfs directory, ibdev_path), -1 if unknown. */
 int side_numa_node(const struct side_ctx *sd)
 {
-	char path[256], buf[16];
+	char path[sizeof(sd->ctx->device->ibdev_path) + 32], buf[16];
 	FILE *f;
 	int node = -1;
 
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/numa_node", sd->dev);
+	if (!sd->ctx || !sd->ctx->device->ibdev_path[0])
+		return -1;
+	snprintf(path, sizeof(path), "%s/device/numa_node", sd->ctx->device->ibdev_path);
 	f = fopen(path, "r");
 	if (f) {
 		if (fgets(buf, sizeof(buf), f))
@@ -198,6 +202,35 @@ int side_numa_node(const struct side_ctx *sd)
 		fclose(f);
 	}
 	return node;
+}
+
+/*
+ * Zeroed memory of a worker bound to its NUMA node (-1: the default policy): mmap'd, so
+ * the pages come from that node when first touched, whichever thread touches them.
+ * libnuma's numa_alloc_onnode is the same with its own bind policy; this keeps one
+ * allocator whether or not the kernel has NUMA. Page-granular: for rings and caches.
+ */
+static void *node_alloc(size_t size, int node)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (node >= 0 && numa_available() >= 0 && node <= numa_max_node())
+		numa_tonode_memory(p, size, node);
+	return p;
+}
+
+static void node_free(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
+}
+
+/* The node of worker i's memory (placement plan), -1 when not placed. */
+static int worker_node(const struct bridge_cfg *c, uint32_t i)
+{
+	return c->placed && c->nworkers ? c->wnode[i] : c->placed ? c->node : -1;
 }
 
 /* The mask of the smallest power-of-two ring holding n entries. */
@@ -234,17 +267,17 @@ static int qp_to_rts(struct ibv_qp *qp, uint8_t port)
 	return -r;
 }
 
-static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index,
+static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index, int node,
 			  struct channel **out, char *err, size_t errlen)
 {
 	struct ibv_qp_init_attr_ex qa;
 	struct channel *ch;
 	int r;
 
-	ch = aligned_alloc(64, sizeof(*ch));
+	/* On the node of the worker that owns it: its rings, caches and counters. */
+	ch = node_alloc(sizeof(*ch), node);
 	if (!ch)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
-	memset(ch, 0, sizeof(*ch));
 	ch->side = sd->side;
 	ch->index = index;
 	ch->br = br;
@@ -254,11 +287,11 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->sq_depth = br->cfg.sq_depth;
 	ch->sig_every = br->cfg.sig_every;
 	ch->tx_mask = pow2_mask(ch->sq_depth);
-	ch->tx_buf = calloc((size_t)ch->tx_mask + 1, sizeof(uint32_t));
+	ch->tx_buf = node_alloc(((size_t)ch->tx_mask + 1) * sizeof(uint32_t), node);
 	ch->bl_mask = pow2_mask(br->cfg.backlog ? br->cfg.backlog : 1);
-	ch->bl = calloc((size_t)ch->bl_mask + 1, sizeof(*ch->bl));
-	ch->scache = calloc(CH_SCACHE, sizeof(*ch->scache));
-	ch->qcache = calloc(CH_QCACHE, sizeof(*ch->qcache));
+	ch->bl = node_alloc(((size_t)ch->bl_mask + 1) * sizeof(*ch->bl), node);
+	ch->scache = node_alloc(CH_SCACHE * sizeof(*ch->scache), node);
+	ch->qcache = node_alloc(CH_QCACHE * sizeof(*ch->qcache), node);
 	*out = ch;
 	if (!ch->tx_buf || !ch->bl || !ch->scache || !ch->qcache)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
@@ -315,35 +348,20 @@ static void channel_destroy(struct channel *ch)
 		ibv_destroy_cq(ch->cq);
 	if (ch->cc)
 		ibv_destroy_comp_channel(ch->cc);
-	free(ch->tx_buf);
-	free(ch->bl);
-	free(ch->scache);
-	free(ch->qcache);
-	free(ch);
+	node_free(ch->tx_buf, ((size_t)ch->tx_mask + 1) * sizeof(uint32_t));
+	node_free(ch->bl, ((size_t)ch->bl_mask + 1) * sizeof(*ch->bl));
+	node_free(ch->scache, CH_SCACHE * sizeof(*ch->scache));
+	node_free(ch->qcache, CH_QCACHE * sizeof(*ch->qcache));
+	node_free(ch, sizeof(*ch));
 }
 
 /*
- * The CPU of worker i: from --cpus, else a simple default: the CPUs of the process
- * affinity mask (taskset, systemd CPUAffinity=) in order, skipping the first one, which
- * is left to the control thread, and wrapping around when there are more workers than
- * CPUs. -1 (not pinned) if the mask cannot be read. NUMA-aware placement is the job of a
- * later change (hwloc).
+ * The CPU of worker i: the placement plan's (control/placement.c: NIC-local physical
+ * cores, isolated ones first, or --cpus), -1 (not pinned) without a plan.
  */
 static int worker_cpu(const struct bridge_cfg *c, uint32_t i)
 {
-	int allowed[CPU_SETSIZE], n = 0;
-	cpu_set_t set;
-
-	if (c->ncpus)
-		return c->cpus[i % c->ncpus];
-	if (sched_getaffinity(0, sizeof(set), &set))
-		return -1;
-	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &set))
-			allowed[n++] = cpu;
-	if (!n)
-		return -1;
-	return n == 1 ? allowed[0] : allowed[1 + i % (uint32_t)(n - 1)];
+	return c->placed ? c->wcpu[i] : -1;
 }
 
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
@@ -369,7 +387,8 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	memset(&pp, 0, sizeof(pp));
 	pp.nbufs = c->nbufs;
 	pp.buf_size = BR_BUF_SIZE;
-	pp.numa_node = side_numa_node(&br->sd[SIDE_IB]);
+	/* The workers' node (the plan's: the NIC of the side receiving most groups). */
+	pp.numa_node = c->placed ? c->node : side_numa_node(&br->sd[SIDE_IB]);
 	pp.huge = c->huge;
 	pp.nworkers = nw;
 	pp.cache_size = 2 * BR_BURST * 8;
@@ -405,12 +424,12 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 
 			if (f == i)
 				continue;
-			hr = aligned_alloc(64, sizeof(*hr));
+			/* The consumer's ring: on its node. */
+			hr = node_alloc(sizeof(*hr), worker_node(c, i));
 			if (!hr)
 				return seterr(err, errlen, -ENOMEM, "out of memory");
-			memset(hr, 0, sizeof(*hr));
 			hr->mask = HANDOFF_RING - 1;
-			hr->ent = calloc(HANDOFF_RING, sizeof(*hr->ent));
+			hr->ent = node_alloc(HANDOFF_RING * sizeof(*hr->ent), worker_node(c, i));
 			if (!hr->ent)
 				return seterr(err, errlen, -ENOMEM, "out of memory");
 			w->in[f] = hr;
@@ -425,7 +444,8 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		if (!sd->chan || !sd->own_qpn)
 			return seterr(err, errlen, -ENOMEM, "out of memory");
 		for (uint32_t k = 0; k < br->npairs; k++) {
-			r = channel_create(br, sd, k, &sd->chan[k], err, errlen);
+			r = channel_create(br, sd, k, worker_node(c, k % nw), &sd->chan[k], err,
+					   errlen);
 			if (r)
 				return r;
 			sd->own_qpn[k] = sd->chan[k]->qpn;
@@ -474,8 +494,8 @@ void bridge_destroy(struct bridge *br)
 
 		for (uint32_t f = 0; w->in && f < br->nworkers; f++) {
 			if (w->in[f])
-				free(w->in[f]->ent);
-			free(w->in[f]);
+				node_free(w->in[f]->ent, HANDOFF_RING * sizeof(*w->in[f]->ent));
+			node_free(w->in[f], sizeof(*w->in[f]));
 		}
 		free(w->in);
 		free(w->chan);

@@ -112,11 +112,32 @@ static void *worker_main(void *arg)
 
 int workers_start(struct bridge *br)
 {
+	pthread_attr_t attr;
+	int r = pthread_attr_init(&attr);
+
+	if (r)
+		return -r;
+	if (br->cfg.rt_prio) {
+		/* SCHED_FIFO from the first instruction (--enable rt=PRIO; placement checked
+		 * that RT throttling is off). Without CAP_SYS_NICE pthread_create says EPERM. */
+		struct sched_param sp = {.sched_priority = br->cfg.rt_prio};
+
+		r = pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+		if (!r)
+			r = pthread_attr_setschedpolicy(&attr, SCHED_FIFO);
+		if (!r)
+			r = pthread_attr_setschedparam(&attr, &sp);
+		if (r) {
+			pthread_attr_destroy(&attr);
+			return -r;
+		}
+	}
 	for (uint32_t i = 0; i < br->nworkers; i++) {
 		struct worker *w = &br->workers[i];
-		int r = pthread_create(&w->thread, NULL, worker_main, w);
 
+		r = pthread_create(&w->thread, &attr, worker_main, w);
 		if (r) {
+			pthread_attr_destroy(&attr);
 			while (i--) {
 				atomic_store(&br->workers[i].stop, true);
 				pthread_join(br->workers[i].thread, NULL);
@@ -130,6 +151,7 @@ int workers_start(struct bridge *br)
 			pthread_setname_np(w->thread, name);
 		}
 	}
+	pthread_attr_destroy(&attr);
 	return 0;
 }
 

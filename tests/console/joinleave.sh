@@ -17,7 +17,7 @@ gc=239.1.2.5
 na=3000
 n=300
 
-br_bridge bridge 2 -d sim_ib0 -r sim_roce0 --workers 2 -e mcqp=1 -i "$ga" -o "$gb"
+br_bridge bridge 2 -d sim_ib0 -r sim_roce0 --workers 2 -e oversubscribe -e mcqp=1 -i "$ga" -o "$gb"
 
 # A steady stream on A for ~3 s, across the join and the leave of C.
 br_listen a_rx "$ROCE_NET.2" -g "$ga" -n "$na" --verify --timeout 40

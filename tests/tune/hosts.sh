@@ -129,7 +129,10 @@ memlock)
 	;;
 console)
 	host_tuned "$root"
-	br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 --cpus 1 -e buffers=1024 \
+	# A live bridge is placed (control/placement.c): both CPUs allowed, the control
+	# thread pinned to cpu0 as the report expects.
+	taskset -pc 0,1 $$ >/dev/null
+	br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 --cpus 1 --control-cpu 0 -e buffers=1024 \
 		--tune-root "$root" -e cpu_dma_latency -m 239.1.2.3
 	bc_ok bridge tuning >"$SF_TMP/tune.out"
 	expect_report "$exp/tuned.txt"
@@ -150,6 +153,8 @@ console)
 	br_stop bridge
 	;;
 realhost)
+	# This host as it is: the placement plan chooses the CPUs from both.
+	taskset -pc 0,1 $$ >/dev/null
 	rc=0
 	timeout -k 2 30 "$IB2ROCE" --tune-check -d sim_ib0 -r sim_roce0 --workers 1 \
 		-e buffers=1024 >"$SF_TMP/tune.out" 2>"$SF_TMP/tune.err" || rc=$?

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * test_placement.c - control/placement.c without a device: --cpus lists parsed with
+ * hwloc (order, ranges, duplicates, errors), and a NIC's locality read through its sysfs
+ * directory (what ibv_device.ibdev_path names): device/local_cpus, else
+ * device/numa_node, else unknown, on the two-socket machine of two-socket-smt.xml
+ * (HWLOC_XMLFILE; its OS devices are named mlx5_*, the NICs here are not).
+ *
+ * Usage: test_placement DIR (the directory of the XML files).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "placement.h"
+#include "tap.h"
+
+static char dir[256];
+
+/* A fake sysfs device directory: DIR/device/{local_cpus,numa_node} (NULL: no file). */
+static void fake_dev(const char *local_cpus, const char *numa_node)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/device", dir);
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/device/local_cpus", dir);
+	unlink(p);
+	if (local_cpus && (f = fopen(p, "w"))) {
+		fprintf(f, "%s\n", local_cpus);
+		fclose(f);
+	}
+	snprintf(p, sizeof(p), "%s/device/numa_node", dir);
+	unlink(p);
+	if (numa_node && (f = fopen(p, "w"))) {
+		fprintf(f, "%s\n", numa_node);
+		fclose(f);
+	}
+}
+
+/* Plan 1 worker with both NICs at the fake directory; returns placement_plan's result. */
+static int plan_with_sysfs(struct placement *pl)
+{
+	struct place_in in = {
+		.nworkers = 1,
+		.control_cpu = -1,
+		.allowed = "0-15",
+		.nic = {"sysnic0", "sysnic1"},
+		.ibdev_path = {dir, dir},
+		.rx_groups = {1, 1},
+	};
+	char err[256] = "";
+	int r = placement_plan(&in, pl, err, sizeof(err));
+
+	if (r)
+		printf("# placement_plan: %s\n", err);
+	return r;
+}
+
+static void test_cpulist(void)
+{
+	int cpus[8];
+	uint32_t n = 0;
+	char err[256];
+
+	CHECK_EQ(placement_cpulist_parse("3,1-2,1", cpus, 8, &n, err, sizeof(err)), 0);
+	CHECK_EQ(n, 4);
+	CHECK_EQ(cpus[0], 3);
+	CHECK_EQ(cpus[1], 1);
+	CHECK_EQ(cpus[2], 2);
+	CHECK_EQ(cpus[3], 1);
+	CHECK_EQ(placement_cpulist_parse("0-8", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "CPU list '0-8': more than 8 CPUs");
+	CHECK_EQ(placement_cpulist_parse("2,x", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "CPU list '2,x': 'x' is not a CPU or a range like 4-7");
+	CHECK_EQ(placement_cpulist_parse("4-", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(placement_cpulist_parse("5-4", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(placement_cpulist_parse(",", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "empty CPU list");
+}
+
+static void test_sysfs_locality(void)
+{
+	struct placement pl;
+
+	/* local_cpus of node 1 (CPUs 8-15): the worker on node 1's first core. */
+	fake_dev("0000ff00", "0");
+	CHECK_EQ(plan_with_sysfs(&pl), 0);
+	CHECK_STR(pl.nic[0], "node 1, local CPUs 8-15 (sysfs)");
+	CHECK_EQ(pl.node, 1);
+	CHECK_EQ(pl.w[0].cpu, 8);
+	placement_fini(&pl);
+
+	/* local_cpus all zero: numa_node decides. */
+	fake_dev("00000000", "1");
+	CHECK_EQ(plan_with_sysfs(&pl), 0);
+	CHECK_STR(pl.nic[1], "node 1, local CPUs 8-15 (sysfs)");
+	CHECK_EQ(pl.node, 1);
+	placement_fini(&pl);
+
+	/* Only numa_node. */
+	fake_dev(NULL, "0");
+	CHECK_EQ(plan_with_sysfs(&pl), 0);
+	CHECK_STR(pl.nic[0], "node 0, local CPUs 0-7 (sysfs)");
+	CHECK_EQ(pl.node, 0);
+	CHECK_EQ(pl.w[0].cpu, 0);
+	CHECK_EQ(pl.control.cpu, 8); /* off the workers' node */
+	placement_fini(&pl);
+
+	/* Every CPU: no locality. */
+	fake_dev("ffffffff", "-1");
+	CHECK_EQ(plan_with_sysfs(&pl), 0);
+	CHECK_STR(pl.nic[0], "locality unknown (local_cpus covers every CPU): treated as local "
+			     "to every node");
+	CHECK_EQ(pl.node, -1);
+	placement_fini(&pl);
+
+	/* Nothing at all. */
+	fake_dev(NULL, NULL);
+	CHECK_EQ(plan_with_sysfs(&pl), 0);
+	CHECK_STR(pl.nic[0], "locality unknown (no local_cpus or numa_node in sysfs): treated "
+			     "as local to every node");
+	CHECK_STR(pl.node_why, "none: no NIC is local to a single node");
+	CHECK_STR(pl.w[0].why, "no node preferred");
+	placement_fini(&pl);
+}
+
+int main(int argc, char **argv)
+{
+	char xml[512], root[300];
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 2;
+	}
+	snprintf(xml, sizeof(xml), "%s/two-socket-smt.xml", argv[1]);
+	setenv("HWLOC_XMLFILE", xml, 1);
+	snprintf(dir, sizeof(dir), "/tmp/test_placement.XXXXXX");
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	/* An empty root: no isolated CPUs of this machine leak in. */
+	snprintf(root, sizeof(root), "%s/root", dir);
+	mkdir(root, 0700);
+	setenv("IB2ROCE_SYSFS_ROOT", root, 1);
+	test_cpulist();
+	test_sysfs_locality();
+	/* fake_dev(NULL, NULL) left no files. */
+	snprintf(xml, sizeof(xml), "%s/device", dir);
+	if (rmdir(xml) || rmdir(root) || rmdir(dir))
+		printf("# could not remove %s\n", dir);
+	return tap_done();
+}
