@@ -51,6 +51,15 @@ struct port {
 	int ib;
 };
 
+static void port_close(struct port *p)
+{
+	if (p->qp)
+		ibv_destroy_qp(p->qp);
+	ibv_destroy_cq(p->cq);
+	ibv_dealloc_pd(p->pd);
+	ibv_close_device(p->ctx);
+}
+
 static void port_open(struct port *p, const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -178,9 +187,10 @@ int main(void)
 
 		port_open(&again, "sim_ib2");
 		fill(&again, "IB after destroy", 16383);
-		ibv_destroy_qp(again.qp);
+		port_close(&again);
 	}
-	ibv_destroy_qp(roce.qp);
+	port_close(&ib);
+	port_close(&roce);
 	if (reset && getenv("SIMFABRIC"))
 		reset(getenv("SIMFABRIC"));
 	printf("1..%d\n", n_checks);
