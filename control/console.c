@@ -32,6 +32,7 @@
 #include "options.h"
 #include "paths.h"
 #include "show.h"
+#include "sysgroup.h"
 
 /* A command line being put together from bytes (a socket client's, or the terminal's). */
 struct con_line {
@@ -634,30 +635,10 @@ static void client_read(struct console *con, struct client *k)
  */
 static bool peer_in_group(pid_t pid, gid_t gid)
 {
-	char path[64], line[4096];
-	bool in = false;
-	FILE *f;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 7, *end;
-
-		if (strncmp(line, "Groups:", 7))
-			continue;
-		for (;; p = end) {
-			unsigned long v = strtoul(p, &end, 10);
-
-			if (end == p)
-				break;
-			in |= v == gid;
-		}
-		break;
-	}
-	fclose(f);
-	return in;
+	return sysgroup_status_has(path, gid) == 1;
 }
 
 static void on_accept(struct console *con)
