@@ -34,6 +34,17 @@ conf badgroup 2 "multicast: group '\.\.\.': not an IPv4 address$" <<'C'
 roce sim_roce0
 multicast 239.1.2.300
 C
+conf linklocal 2 "multicast: group '\.\.\.': 224\.0\.0\.0/24 is link-local network control \(RFC 5771\), never forwarded$" <<'C'
+roce sim_roce0
+multicast 224.0.0.5
+C
+# The same on the command line (which may quote what it was given).
+rc=0
+timeout 20 "$IB2ROCE" --check -d sim_ib0 -r sim_roce0 -m 224.0.0.1 >"$SF_TMP/ll.out" \
+	2>"$SF_TMP/ll.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "-m 224.0.0.1: exit status $rc, expected 2" "$SF_TMP/ll.err"
+grep -q "group '224.0.0.1': 224.0.0.0/24 is link-local network control" "$SF_TMP/ll.err" ||
+	sf_fail "-m 224.0.0.1: message" "$SF_TMP/ll.err"
 conf noarg 1 "option 'multicast' requires an argument" <<'C'
 multicast
 C
