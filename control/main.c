@@ -237,6 +237,13 @@ static int opt_peer(void *ctx, const char *arg, char *err, size_t len)
 
 	if (inet_pton(AF_INET, arg, &a) != 1)
 		return opt_errf(err, len, -EINVAL, "'%s' is not an IPv4 address", arg);
+	/* A peer is another bridge's unicast source address: no packet comes from these. */
+	if (a.s_addr == htonl(INADDR_ANY) || a.s_addr == htonl(INADDR_BROADCAST) ||
+	    IN_MULTICAST(ntohl(a.s_addr)))
+		return opt_errf(err, len, -EINVAL,
+				"'%s' is not a unicast address (a peer is another bridge's "
+				"RoCE address)",
+				arg);
 	if (c->npeers == sizeof(c->peers) / sizeof(c->peers[0]))
 		return opt_errf(err, len, -EINVAL, "too many peers (max %zu)",
 				sizeof(c->peers) / sizeof(c->peers[0]));
@@ -361,6 +368,25 @@ static void pgm_policy_bit(struct bridge *br, int64_t bit, int64_t on)
 		atomic_fetch_or(&br->pgm_policy, bit);
 	else
 		atomic_fetch_and(&br->pgm_policy, ~bit);
+}
+
+/*
+ * stall=N freezes worker N-1: refuse a worker that does not exist while running (at
+ * start-up --workers may still follow: stall_check() runs after the parse).
+ */
+static int stall_check(const struct bridge *br, int64_t value, char *err, size_t len)
+{
+	if (value > br->cfg.nworkers)
+		return opt_errf(err, len, -EINVAL,
+				"there is no worker %lld (the bridge has %u worker%s)",
+				(long long)value - 1, br->cfg.nworkers,
+				br->cfg.nworkers == 1 ? "" : "s");
+	return 0;
+}
+
+static int apply_stall(void *ctx, int64_t value, char *err, size_t len)
+{
+	return feat_running_get() ? stall_check(ctx, value, err, len) : 0;
 }
 
 static int apply_pgm_csum(void *ctx, int64_t value, char *err, size_t len)
@@ -490,7 +516,7 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 30, 1, 3600, false, 0, false, 0, &f_join_timeout, false, NULL, NULL},
 		{"stall", FEAT_INT,
 		 "fault injection: worker N-1 stops making progress (watchdog test; 0 = off)", 0, 0,
-		 64, false, 0, true, 0, &br->stall, true, NULL, NULL},
+		 64, false, 0, true, 0, &br->stall, true, apply_stall, br},
 	};
 	int r;
 
@@ -768,6 +794,10 @@ int main(int argc, char **argv)
 	}
 	if (r == OPT_EXIT)
 		return 0;
+	if (stall_check(&br, atomic_load(&br.stall), err, sizeof(err))) {
+		fprintf(stderr, "ib2roce: feature 'stall': %s\n", err);
+		return 2;
+	}
 	if (o.verbose)
 		atomic_store(&log_level, LOG_DEBUG);
 	live.given = br.cfg;

@@ -45,6 +45,24 @@ timeout 20 "$IB2ROCE" --check -d sim_ib0 -r sim_roce0 -m 224.0.0.1 >"$SF_TMP/ll.
 [ "$rc" = 2 ] || sf_fail "-m 224.0.0.1: exit status $rc, expected 2" "$SF_TMP/ll.err"
 grep -q "group '224.0.0.1': 224.0.0.0/24 is link-local network control" "$SF_TMP/ll.err" ||
 	sf_fail "-m 224.0.0.1: message" "$SF_TMP/ll.err"
+# stall=N for a worker that does not exist; a peer that is not a unicast address.
+cl_refused() {
+	local name=$1 want=$2 rc=0
+
+	shift 2
+	timeout 20 "$IB2ROCE" --check -d sim_ib0 -r sim_roce0 -m 239.1.2.3 "$@" \
+		>"$SF_TMP/$name.out" 2>"$SF_TMP/$name.err" || rc=$?
+	[ "$rc" = 2 ] || sf_fail "$name: exit status $rc, expected 2" "$SF_TMP/$name.err"
+	grep -q "$want" "$SF_TMP/$name.err" || sf_fail "$name: expected '$want'" "$SF_TMP/$name.err"
+}
+cl_refused stall5 "feature 'stall': there is no worker 4 (the bridge has 1 worker)$" -e stall=5
+cl_refused stall2 "feature 'stall': there is no worker 1 (the bridge has 1 worker)$" -e stall=2 \
+	--workers 1
+cl_refused stall0w "feature 'stall': there is no worker 0 (the bridge has 0 workers)$" \
+	--workers 0 -e stall=1
+cl_refused peer0 "peer: '0.0.0.0' is not a unicast address" --peer 0.0.0.0
+cl_refused peermc "peer: '239.1.1.1' is not a unicast address" --peer 239.1.1.1
+cl_refused peerbc "peer: '255.255.255.255' is not a unicast address" --peer 255.255.255.255
 conf noarg 1 "option 'multicast' requires an argument" <<'C'
 multicast
 C
