@@ -377,10 +377,9 @@ static void pgm_policy_bit(struct bridge *br, int64_t bit, int64_t on)
 static int stall_check(const struct bridge *br, int64_t value, char *err, size_t len)
 {
 	if (value > br->cfg.nworkers)
-		return opt_errf(err, len, -EINVAL,
-				"there is no worker %lld (the bridge has %u worker%s)",
-				(long long)value - 1, br->cfg.nworkers,
-				br->cfg.nworkers == 1 ? "" : "s");
+		return opt_errf(
+			err, len, -EINVAL, "there is no worker %lld (the bridge has %u worker%s)",
+			(long long)value - 1, br->cfg.nworkers, br->cfg.nworkers == 1 ? "" : "s");
 	return 0;
 }
 
