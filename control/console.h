@@ -17,10 +17,12 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define CON_LINE_MAX	1024	       /* a command line, with its newline */
-#define CON_CLIENTS_MAX 16	       /* connected clients at a time */
-#define CON_OUT_MAX	(16u << 20)    /* reply bytes a client may leave unread */
-#define CON_LINE_MS	10000	       /* a started line must end within this time */
+#define CON_LINE_MAX	   1024	       /* a command line, with its newline */
+#define CON_CLIENTS_MAX	   16	       /* connected clients at a time */
+#define CON_OUT_MAX	   (16u << 20) /* reply bytes a client may leave unread */
+#define CON_LINE_MS	   10000       /* a started line must end within this time */
+#define CON_WARN_BURST	   10	       /* client warnings logged per window, then counted */
+#define CON_WARN_WINDOW_MS 10000       /* ... the window */
 
 struct ctl;
 struct console;

@@ -60,6 +60,7 @@ struct ctl {
 	_Atomic int64_t hwrate;
 	_Atomic int64_t sender_idle_s;
 	_Atomic int64_t pgm_idle_s;
+	_Atomic int64_t con_idle_s; /* console_idle: a client without a command is closed */
 	_Atomic int64_t ppsdisplay;
 };
 

@@ -509,6 +509,9 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 false, 0, &f_pgm_strict, true, apply_pgm_strict, br},
 		{"pgm_idle", FEAT_INT, "seconds before an idle PGM stream is forgotten", 600, 1,
 		 86400, false, 0, false, 0, &ctl->pgm_idle_s, true, NULL, NULL},
+		{"console_idle", FEAT_INT, "seconds before a console client without a command is "
+		 "disconnected", 300, 1, 86400, false, 0, false, 0, &ctl->con_idle_s, true, NULL,
+		 NULL},
 		{"ppsdisplay", FEAT_BOOL, "log a packet rate line every second", 0, 0, 0, false, 0,
 		 false, 0, &ctl->ppsdisplay, true, NULL, NULL},
 		{"join_timeout", FEAT_INT, "seconds before READY=1 with groups still not joined",
