@@ -93,7 +93,9 @@ struct client {
 	uint64_t line_ms; /* when the current line started, 0 = no partial line */
 	char *out;	  /* reply bytes not yet written */
 	size_t outlen, outoff;
-	bool close_after;  /* close once out is written (refusal, quit) */
+	bool close_after; /* close once out is written (refusal, quit) */
+	bool evicted;	  /* closed in the middle of an event batch: freed after it */
+	struct client *next_evicted;
 	unsigned watching; /* epoll events registered */
 	uint64_t last_ms;  /* connected, or ran its last command (idle time-out, eviction) */
 	pid_t pid;
@@ -115,6 +117,7 @@ struct console {
 	gid_t admit_gid;
 	struct ev_tag ltag;
 	struct client *cl[CON_CLIENTS_MAX];
+	struct client *evicted; /* closed, still named by events of the current batch */
 	struct con_ratelimit warn;
 	/* The terminal console (--debug): commands from stdin, replies to stdout. */
 	bool tty;
@@ -708,6 +711,7 @@ static int client_evict(struct console *con, pid_t pid)
 				  "was the least recently active)\n\0"
 				  "1\n";
 	uint64_t now = mono_ms();
+	struct client *k;
 	int old = 0;
 
 	for (int i = 1; i < CON_CLIENTS_MAX; i++)
@@ -718,10 +722,19 @@ static int client_evict(struct console *con, pid_t pid)
 		 "to admit pid %d",
 		 CON_CLIENTS_MAX, (int)con->cl[old]->pid,
 		 (double)(now - con->cl[old]->last_ms) / 1000, (int)pid);
-	if (!con->cl[old]->outlen &&
-	    send(con->cl[old]->fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+	k = con->cl[old];
+	if (!k->outlen && send(k->fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 		log_debug("console: notice not sent: %s", strerror(errno));
-	client_free(con, old);
+	/*
+	 * We run inside the control thread's event batch, which may still hold an event
+	 * of this client: close it now, free it after the batch (console_tick).
+	 */
+	ctl_unwatch(con->c, k->fd);
+	close(k->fd);
+	k->evicted = true;
+	k->next_evicted = con->evicted;
+	con->evicted = k;
+	con->cl[old] = NULL;
 	return old;
 }
 
@@ -822,6 +835,8 @@ void console_event(struct console *con, void *tag, unsigned events)
 	{
 		struct client *k = t->ptr;
 
+		if (k->evicted)
+			return;
 		if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) {
 			client_free(con, client_slot(con, k));
 			return;
@@ -861,8 +876,21 @@ static void client_idle(struct console *con, int i, uint64_t now)
 		client_free(con, i);
 }
 
+/* Free the clients evicted during the event batch that just ended. */
+static void evicted_free(struct console *con)
+{
+	while (con->evicted) {
+		struct client *k = con->evicted;
+
+		con->evicted = k->next_evicted;
+		free(k->out);
+		free(k);
+	}
+}
+
 void console_tick(struct console *con, uint64_t now)
 {
+	evicted_free(con);
 	warn_window(con, now);
 	for (int i = 0; i < CON_CLIENTS_MAX; i++) {
 		struct client *k = con->cl[i];
@@ -1006,6 +1034,7 @@ void console_close(struct console *con)
 	for (int i = 0; i < CON_CLIENTS_MAX; i++)
 		if (con->cl[i])
 			client_free(con, i);
+	evicted_free(con);
 	if (con->tty)
 		ctl_unwatch(con->c, STDIN_FILENO);
 	if (con->lfd >= 0) {

@@ -46,7 +46,12 @@ struct console *console_open(struct ctl *c, const struct console_cfg *cfg, char 
 /* An epoll event for one of the console's fds (tag from ctl's dispatch). */
 void console_event(struct console *con, void *tag, unsigned events);
 
-/* Once per control tick: close clients whose line did not end in time. */
+/*
+ * After each batch of events (control thread): free the clients evicted during the batch
+ * (a new client took their place; the batch may still have named them), close clients
+ * whose line did not end in time or that sent no command for console_idle seconds, and
+ * log how many client warnings the rate limit left out.
+ */
 void console_tick(struct console *con, uint64_t now_ms);
 
 /* Close every client and the socket (and unlink it unless it came from systemd). */
