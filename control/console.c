@@ -11,11 +11,19 @@
  * client has unread output we stop reading from it, so a client that sends commands
  * but never reads cannot make us queue without bound.
  *
+ * Slow or idle clients cannot lock others out: a client without a command for
+ * console_idle seconds (300 by default) is closed, and when all slots are taken a new
+ * client takes the place of the least recently active one. What clients cause in the
+ * log (refusals, time-outs, evictions) is rate-limited: CON_WARN_BURST lines per
+ * CON_WARN_WINDOW_MS, then one line with the number left out.
+ *
  * Admission: the socket file is 0660 (owner and group), and SO_PEERCRED of every
  * connection is checked: root, our own uid and the admitted group (--control-group,
  * else our gid) get in; anyone else gets a refusal and we log it.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,6 +41,7 @@
 #include "paths.h"
 #include "pool.h"
 #include "show.h"
+#include "sysgroup.h"
 #include "tune.h"
 
 /* A command line being put together from bytes (a socket client's, or the terminal's). */
@@ -86,10 +95,20 @@ struct client {
 	uint64_t line_ms; /* when the current line started, 0 = no partial line */
 	char *out;	  /* reply bytes not yet written */
 	size_t outlen, outoff;
-	bool close_after;  /* close once out is written (refusal, quit) */
+	bool close_after; /* close once out is written (refusal, quit) */
+	bool evicted;	  /* closed in the middle of an event batch: freed after it */
+	struct client *next_evicted;
 	unsigned watching; /* epoll events registered */
+	uint64_t last_ms;  /* connected, or ran its last command (idle time-out, eviction) */
 	pid_t pid;
 	uid_t uid;
+};
+
+/* Log lines that clients cause: a burst per window, then a count of the rest. */
+struct con_ratelimit {
+	uint64_t start_ms; /* the window began */
+	unsigned logged;   /* lines logged in this window */
+	uint64_t left_out; /* lines not logged in this window */
 };
 
 struct console {
@@ -100,6 +119,8 @@ struct console {
 	gid_t admit_gid;
 	struct ev_tag ltag;
 	struct client *cl[CON_CLIENTS_MAX];
+	struct client *evicted; /* closed, still named by events of the current batch */
+	struct con_ratelimit warn;
 	/* The terminal console (--debug): commands from stdin, replies to stdout. */
 	bool tty;
 	struct ev_tag ttytag;
@@ -507,6 +528,43 @@ static char *run_line(struct console *con, const char *line, size_t *len)
 
 /* ---- Clients ---- */
 
+/* End the rate limit's window when it is over: say how many lines were left out. */
+static void warn_window(struct console *con, uint64_t now)
+{
+	struct con_ratelimit *r = &con->warn;
+
+	if (now - r->start_ms < CON_WARN_WINDOW_MS)
+		return;
+	if (r->left_out)
+		log_warn("console: %" PRIu64 " more client warning%s in %d s not logged "
+			 "(rate limit: %d per %d s)",
+			 r->left_out, r->left_out == 1 ? "" : "s", CON_WARN_WINDOW_MS / 1000,
+			 CON_WARN_BURST, CON_WARN_WINDOW_MS / 1000);
+	r->start_ms = now;
+	r->logged = 0;
+	r->left_out = 0;
+}
+
+/* A warning caused by a client, within the rate limit. */
+static void con_warn(struct console *con, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void con_warn(struct console *con, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	warn_window(con, mono_ms());
+	if (con->warn.logged >= CON_WARN_BURST) {
+		con->warn.left_out++;
+		return;
+	}
+	con->warn.logged++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warn("%s", msg);
+}
+
 static void client_free(struct console *con, int slot)
 {
 	struct client *k = con->cl[slot];
@@ -601,7 +659,8 @@ static void client_line(struct console *con, struct client *k)
 			client_reply(con, k, "out of memory\n", false);
 		} else {
 			if (!client_queue(k, reply, len)) {
-				log_warn("console: pid %d: reply of %zu bytes over the limit: "
+				con_warn(con,
+					 "console: pid %d: reply of %zu bytes over the limit: "
 					 "disconnected",
 					 (int)k->pid, len);
 				k->close_after = true;
@@ -612,6 +671,7 @@ static void client_line(struct console *con, struct client *k)
 	}
 	line_reset(&k->in);
 	k->line_ms = 0;
+	k->last_ms = mono_ms();
 }
 
 /*
@@ -666,30 +726,48 @@ static void client_read(struct console *con, struct client *k)
  */
 static bool peer_in_group(pid_t pid, gid_t gid)
 {
-	char path[64], line[4096];
-	bool in = false;
-	FILE *f;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		char *p = line + 7, *end;
+	return sysgroup_status_has(path, gid) == 1;
+}
 
-		if (strncmp(line, "Groups:", 7))
-			continue;
-		for (;; p = end) {
-			unsigned long v = strtoul(p, &end, 10);
+/*
+ * All slots taken: close the least recently active client to admit pid (a console that
+ * slow or idle clients hold is no console). It is told why when nothing else is on its
+ * way to it. Returns the freed slot.
+ */
+static int client_evict(struct console *con, pid_t pid)
+{
+	static const char msg[] = "console full: disconnected to admit a new client (this one "
+				  "was the least recently active)\n\0"
+				  "1\n";
+	uint64_t now = mono_ms();
+	struct client *k;
+	int old = 0;
 
-			if (end == p)
-				break;
-			in |= v == gid;
-		}
-		break;
-	}
-	fclose(f);
-	return in;
+	for (int i = 1; i < CON_CLIENTS_MAX; i++)
+		if (con->cl[i]->last_ms < con->cl[old]->last_ms)
+			old = i;
+	con_warn(con,
+		 "console: %d clients connected: pid %d (no command for %.1f s) disconnected "
+		 "to admit pid %d",
+		 CON_CLIENTS_MAX, (int)con->cl[old]->pid,
+		 (double)(now - con->cl[old]->last_ms) / 1000, (int)pid);
+	k = con->cl[old];
+	if (!k->outlen && send(k->fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("console: notice not sent: %s", strerror(errno));
+	/*
+	 * We run inside the control thread's event batch, which may still hold an event
+	 * of this client: close it now, free it after the batch (console_tick).
+	 */
+	ctl_unwatch(con->c, k->fd);
+	close(k->fd);
+	k->evicted = true;
+	k->next_evicted = con->evicted;
+	con->evicted = k;
+	con->cl[old] = NULL;
+	return old;
 }
 
 static void on_accept(struct console *con)
@@ -713,7 +791,8 @@ static void on_accept(struct console *con)
 				   "ib2roce: permission denied (uid %u, gid %u)\n%c1\n",
 				   (unsigned)cr.uid, (unsigned)cr.gid, 0);
 
-		log_warn("console: refused pid %d uid %u gid %u (admitted: root, uid %u, gid %u)",
+		con_warn(con,
+			 "console: refused pid %d uid %u gid %u (admitted: root, uid %u, gid %u)",
 			 (int)cr.pid, (unsigned)cr.uid, (unsigned)cr.gid, (unsigned)geteuid(),
 			 (unsigned)con->admit_gid);
 		if (send(fd, msg, (size_t)len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
@@ -723,17 +802,8 @@ static void on_accept(struct console *con)
 	}
 	for (slot = 0; slot < CON_CLIENTS_MAX && con->cl[slot]; slot++)
 		;
-	if (slot == CON_CLIENTS_MAX) {
-		static const char busy[] = "ib2roce: too many console clients\n\0"
-					   "1\n";
-
-		log_warn("console: pid %d refused: %d clients connected", (int)cr.pid,
-			 CON_CLIENTS_MAX);
-		if (send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-			log_debug("console: refusal not sent: %s", strerror(errno));
-		close(fd);
-		return;
-	}
+	if (slot == CON_CLIENTS_MAX)
+		slot = client_evict(con, cr.pid);
 	k = calloc(1, sizeof(*k));
 	if (!k) {
 		close(fd);
@@ -742,6 +812,7 @@ static void on_accept(struct console *con)
 	k->fd = fd;
 	k->pid = cr.pid;
 	k->uid = cr.uid;
+	k->last_ms = mono_ms();
 	k->tag = (struct ev_tag){.kind = EV_CONSOLE, .ptr = k};
 	k->watching = EPOLLIN;
 	if (ctl_watch(con->c, fd, EPOLLIN, &k->tag)) {
@@ -796,6 +867,8 @@ void console_event(struct console *con, void *tag, unsigned events)
 	{
 		struct client *k = t->ptr;
 
+		if (k->evicted)
+			return;
 		if (events & (EPOLLERR | EPOLLHUP) && !(events & EPOLLIN)) {
 			client_free(con, client_slot(con, k));
 			return;
@@ -810,14 +883,56 @@ void console_event(struct console *con, void *tag, unsigned events)
 	}
 }
 
+/* Close a client without a command for console_idle seconds (unread output or not). */
+static void client_idle(struct console *con, int i, uint64_t now)
+{
+	uint64_t idle_ms = (uint64_t)atomic_load(&con->c->con_idle_s) * 1000;
+	struct client *k = con->cl[i];
+
+	if (k->line_ms || now - k->last_ms < idle_ms)
+		return;
+	if (k->outlen || k->close_after) {
+		/* It does not read what it was sent (or its last words) either. */
+		con_warn(con,
+			 "console: pid %d: no command and unread output for %" PRIu64
+			 " s: disconnected",
+			 (int)k->pid, idle_ms / 1000);
+		client_free(con, i);
+		return;
+	}
+	con_warn(con, "console: pid %d: no command for %" PRIu64 " s: disconnected", (int)k->pid,
+		 idle_ms / 1000);
+	client_reply(con, k, "no command for too long: disconnected\n", false);
+	k->close_after = true;
+	if (!client_flush(con, k))
+		client_free(con, i);
+}
+
+/* Free the clients evicted during the event batch that just ended. */
+static void evicted_free(struct console *con)
+{
+	while (con->evicted) {
+		struct client *k = con->evicted;
+
+		con->evicted = k->next_evicted;
+		free(k->out);
+		free(k);
+	}
+}
+
 void console_tick(struct console *con, uint64_t now)
 {
+	evicted_free(con);
+	warn_window(con, now);
 	for (int i = 0; i < CON_CLIENTS_MAX; i++) {
 		struct client *k = con->cl[i];
 
+		if (k)
+			client_idle(con, i, now);
+		k = con->cl[i];
 		if (!k || !k->line_ms || now - k->line_ms < CON_LINE_MS)
 			continue;
-		log_warn("console: pid %d: command line not finished in %d s: disconnected",
+		con_warn(con, "console: pid %d: command line not finished in %d s: disconnected",
 			 (int)k->pid, CON_LINE_MS / 1000);
 		client_reply(con, k, "command line not finished in time\n", false);
 		k->close_after = true;
@@ -951,6 +1066,7 @@ void console_close(struct console *con)
 	for (int i = 0; i < CON_CLIENTS_MAX; i++)
 		if (con->cl[i])
 			client_free(con, i);
+	evicted_free(con);
 	if (con->tty)
 		ctl_unwatch(con->c, STDIN_FILENO);
 	if (con->lfd >= 0) {

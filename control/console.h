@@ -17,10 +17,12 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define CON_LINE_MAX	1024	       /* a command line, with its newline */
-#define CON_CLIENTS_MAX 16	       /* connected clients at a time */
-#define CON_OUT_MAX	(16u << 20)    /* reply bytes a client may leave unread */
-#define CON_LINE_MS	10000	       /* a started line must end within this time */
+#define CON_LINE_MAX	   1024	       /* a command line, with its newline */
+#define CON_CLIENTS_MAX	   16	       /* connected clients at a time */
+#define CON_OUT_MAX	   (16u << 20) /* reply bytes a client may leave unread */
+#define CON_LINE_MS	   10000       /* a started line must end within this time */
+#define CON_WARN_BURST	   10	       /* client warnings logged per window, then counted */
+#define CON_WARN_WINDOW_MS 10000       /* ... the window */
 
 struct ctl;
 struct console;
@@ -44,7 +46,12 @@ struct console *console_open(struct ctl *c, const struct console_cfg *cfg, char 
 /* An epoll event for one of the console's fds (tag from ctl's dispatch). */
 void console_event(struct console *con, void *tag, unsigned events);
 
-/* Once per control tick: close clients whose line did not end in time. */
+/*
+ * After each batch of events (control thread): free the clients evicted during the batch
+ * (a new client took their place; the batch may still have named them), close clients
+ * whose line did not end in time or that sent no command for console_idle seconds, and
+ * log how many client warnings the rate limit left out.
+ */
 void console_tick(struct console *con, uint64_t now_ms);
 
 /* Close every client and the socket (and unlink it unless it came from systemd). */

@@ -833,6 +833,14 @@ static void on_timer(struct ctl *c)
 				 (uint64_t)atomic_load(&c->sender_idle_s) * 1000000000ull);
 		pgm_stream_table_age(c->br->pgm, now * 1000000ull,
 				     (uint64_t)atomic_load(&c->pgm_idle_s) * 1000000000ull);
+		/* Workers only count; the first time the count moves from 0, we say it. */
+		if (!c->untracked_logged && sender_table_untracked(c->br->senders)) {
+			log_warn("sender table full (%u records per worker): new senders are "
+				 "forwarded but not tracked (senders_untracked; enable senders=N "
+				 "at start-up for more)",
+				 c->br->cfg.max_senders);
+			c->untracked_logged = true;
+		}
 		c->last_age_ms = now;
 	}
 }

@@ -55,12 +55,14 @@ struct ctl {
 	struct ev_tag tag_sig, tag_timer, tag_cm[NSIDES], tag_async[NSIDES];
 	struct ev_tag *tag_comp;
 	uint64_t last_stats_ms, last_age_ms;
+	bool untracked_logged; /* the sender table full warning was logged */
 	uint64_t last_rx[NSIDES];
 	/* Runtime features owned by the control thread. */
 	_Atomic int64_t statint;
 	_Atomic int64_t hwrate;
 	_Atomic int64_t sender_idle_s;
 	_Atomic int64_t pgm_idle_s;
+	_Atomic int64_t con_idle_s; /* console_idle: a client without a command is closed */
 	_Atomic int64_t ppsdisplay;
 };
 

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "paths.h"
 
 /* Status the parent returns when the daemon ended without daemon_report(). */
 #define DAEMON_NO_REPORT 1
@@ -299,24 +301,145 @@ static int pidfile_busy(int fd, const char *path, char *err, size_t errlen)
  * short-lived start-up process holds the lock by accident. flock() would behave alike
  * but is not reliable on NFS; fcntl locks are.
  */
+/*
+ * Open the directory that holds path and check that others cannot replace entries in
+ * it (control_dir_check). Returns the directory's fd and points *base at the file's
+ * name, or -errno with a message.
+ */
+static int pidfile_dir_open(const char *path, const char **base, char *err, size_t errlen)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	struct stat st;
+	int dfd, ret;
+
+	if (!slash) {
+		strcpy(dir, ".");
+		*base = path;
+	} else {
+		size_t n = (size_t)(slash - path);
+
+		while (n && path[n - 1] == '/')
+			n--;
+		if (n >= sizeof(dir)) {
+			snprintf(err, errlen, "%s: %s", path, strerror(ENAMETOOLONG));
+			return -ENAMETOOLONG;
+		}
+		memcpy(dir, path, n);
+		dir[n] = '\0';
+		if (!n)
+			strcpy(dir, "/");
+		*base = slash + 1;
+	}
+	if (!**base) {
+		snprintf(err, errlen, "%s: %s", path, strerror(EISDIR));
+		return -EISDIR;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (fstat(dfd, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		close(dfd);
+		return ret;
+	}
+	ret = control_dir_check(dir, &st, err, errlen);
+	if (ret) {
+		/* "pid file DIR: reason": which of the bridge's files is meant. */
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "pid file %s: directory %s", path, why);
+		close(dfd);
+		return ret;
+	}
+	return dfd;
+}
+
+/*
+ * Is the open pid file a file we may truncate? A regular file, ours, with no other
+ * name (a hard link planted in a sticky directory would make us overwrite its target).
+ */
+static int pidfile_check(int fd, const char *path, struct stat *st, char *err, size_t errlen)
+{
+	if (fstat(fd, st) < 0) {
+		int ret = -errno;
+
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "pid file %s: not a regular file", path);
+		return -EINVAL;
+	}
+	if (st->st_uid != geteuid()) {
+		snprintf(err, errlen, "pid file %s: owned by uid %u, not by uid %u", path,
+			 (unsigned)st->st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	if (st->st_nlink != 1) {
+		snprintf(err, errlen, "pid file %s: has %lu names (hard links)", path,
+			 (unsigned long)st->st_nlink);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * Why OFD locks (F_OFD_SETLK) rather than classic POSIX record locks (F_SETLK): a POSIX
+ * lock belongs to the process and is dropped when the process closes *any* descriptor
+ * of the file (a library or console command that merely reads the pid file would
+ * release it), and it means nothing between threads. An OFD lock belongs to the open
+ * file description: it lasts until the last descriptor of that open is closed, and a
+ * second open of the file, even in the same process, conflicts with it. Descriptors
+ * shared by fork keep the lock, which is why the file is opened O_CLOEXEC and why
+ * pidfile_lock() runs in the daemon, after daemon_start(): no exec'd program and no
+ * short-lived start-up process holds the lock by accident. flock() would behave alike
+ * but is not reliable on NFS; fcntl locks are.
+ *
+ * The bridge runs as root: the file is opened relative to its checked directory,
+ * without following a symbolic link (O_NOFOLLOW) and without blocking (a FIFO planted
+ * there), and must be a regular file of ours before it is truncated.
+ */
 int pidfile_lock(const char *path, char *err, size_t errlen)
 {
 	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
 	struct stat fst, pst;
+	const char *base;
 	char buf[24];
-	int fd, ret, len;
+	int dfd, fd, ret, len;
 
+	dfd = pidfile_dir_open(path, &base, err, errlen);
+	if (dfd < 0)
+		return dfd;
 	for (;;) {
-		fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		fd = openat(dfd, base, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+			    0644);
 		if (fd < 0) {
 			ret = -errno;
+			if (ret == -ELOOP) {
+				snprintf(err, errlen, "pid file %s: is a symbolic link", path);
+				close(dfd);
+				return ret;
+			}
 			goto fail;
+		}
+		ret = pidfile_check(fd, path, &fst, err, errlen);
+		if (ret) {
+			close(fd);
+			close(dfd);
+			return ret;
 		}
 		if (fcntl(fd, F_OFD_SETLK, &fl) < 0) {
 			ret = -errno;
 			if (ret == -EAGAIN || ret == -EACCES) {
 				ret = pidfile_busy(fd, path, err, errlen);
 				close(fd);
+				close(dfd);
 				return ret;
 			}
 			goto fail_close;
@@ -327,11 +450,7 @@ int pidfile_lock(const char *path, char *err, size_t errlen)
 		 * else will open. Only a lock on the file that path names counts.
 		 */
 		memset(&pst, 0, sizeof(pst));
-		if (fstat(fd, &fst) < 0) {
-			ret = -errno;
-			goto fail_close;
-		}
-		if (stat(path, &pst) < 0 && errno != ENOENT) {
+		if (fstatat(dfd, base, &pst, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT) {
 			ret = -errno;
 			goto fail_close;
 		}
@@ -339,6 +458,8 @@ int pidfile_lock(const char *path, char *err, size_t errlen)
 			break;
 		close(fd);
 	}
+	close(dfd);
+	dfd = -1;
 	if (ftruncate(fd, 0) < 0) {
 		ret = -errno;
 		goto fail_close;
@@ -354,6 +475,8 @@ int pidfile_lock(const char *path, char *err, size_t errlen)
 fail_close:
 	close(fd);
 fail:
+	if (dfd >= 0)
+		close(dfd);
 	snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 	return ret;
 }

@@ -36,8 +36,12 @@ void daemon_report(int fd, int status);
  * non-blocking fcntl (OFD) lock over it and write our pid. Call it in the daemon, after
  * daemon_start(), so the pid is the daemon's. The lock belongs to the open file, not to
  * the process: a second pidfile_lock() of the same path fails even in this process.
- * Returns the fd (keep it open while running), or -EEXIST with "another ib2roce (pid N)
- * is running (PATH)" when locked by another process, or -errno with "PATH: <strerror>".
+ * The directory must pass control_dir_check() (paths.h: root's or ours, not writable by
+ * others without the sticky bit); the file is opened without following a symbolic link
+ * and must be a regular file owned by the effective uid with one name; else -EPERM,
+ * -ENOTDIR, -ELOOP or -EINVAL with "pid file PATH: reason". Returns the fd (keep it
+ * open while running), or -EEXIST with "another ib2roce (pid N) is running (PATH)" when
+ * locked by another process, or -errno with "PATH: <strerror>".
  */
 int pidfile_lock(const char *path, char *err, size_t errlen);
 

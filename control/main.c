@@ -254,6 +254,13 @@ static int opt_peer(void *ctx, const char *arg, char *err, size_t len)
 
 	if (inet_pton(AF_INET, arg, &a) != 1)
 		return opt_errf(err, len, -EINVAL, "'%s' is not an IPv4 address", arg);
+	/* A peer is another bridge's unicast source address: no packet comes from these. */
+	if (a.s_addr == htonl(INADDR_ANY) || a.s_addr == htonl(INADDR_BROADCAST) ||
+	    IN_MULTICAST(ntohl(a.s_addr)))
+		return opt_errf(err, len, -EINVAL,
+				"'%s' is not a unicast address (a peer is another bridge's "
+				"RoCE address)",
+				arg);
 	if (c->npeers == sizeof(c->peers) / sizeof(c->peers[0]))
 		return opt_errf(err, len, -EINVAL, "too many peers (max %zu)",
 				sizeof(c->peers) / sizeof(c->peers[0]));
@@ -388,6 +395,24 @@ static void pgm_policy_bit(struct bridge *br, int64_t bit, int64_t on)
 		atomic_fetch_or(&br->pgm_policy, bit);
 	else
 		atomic_fetch_and(&br->pgm_policy, ~bit);
+}
+
+/*
+ * stall=N freezes worker N-1: refuse a worker that does not exist while running (at
+ * start-up --workers may still follow: stall_check() runs after the parse).
+ */
+static int stall_check(const struct bridge *br, int64_t value, char *err, size_t len)
+{
+	if (value > br->cfg.nworkers)
+		return opt_errf(
+			err, len, -EINVAL, "there is no worker %lld (the bridge has %u worker%s)",
+			(long long)value - 1, br->cfg.nworkers, br->cfg.nworkers == 1 ? "" : "s");
+	return 0;
+}
+
+static int apply_stall(void *ctx, int64_t value, char *err, size_t len)
+{
+	return feat_running_get() ? stall_check(ctx, value, err, len) : 0;
 }
 
 static int apply_pgm_csum(void *ctx, int64_t value, char *err, size_t len)
@@ -526,6 +551,9 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 false, 0, &f_pgm_strict, true, apply_pgm_strict, br},
 		{"pgm_idle", FEAT_INT, "seconds before an idle PGM stream is forgotten", 600, 1,
 		 86400, false, 0, false, 0, &ctl->pgm_idle_s, true, NULL, NULL},
+		{"console_idle", FEAT_INT, "seconds before a console client without a command is "
+		 "disconnected", 300, 1, 86400, false, 0, false, 0, &ctl->con_idle_s, true, NULL,
+		 NULL},
 		{"ppsdisplay", FEAT_BOOL, "log a packet rate line every second", 0, 0, 0, false, 0,
 		 false, 0, &ctl->ppsdisplay, true, NULL, NULL},
 		{"join_timeout", FEAT_INT, "seconds before READY=1 with groups still not joined",
@@ -542,7 +570,7 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 0, 0, 0, false, 0, false, 0, &f_mlock, false, NULL, NULL},
 		{"stall", FEAT_INT,
 		 "fault injection: worker N-1 stops making progress (watchdog test; 0 = off)", 0, 0,
-		 64, false, 0, true, 0, &br->stall, true, NULL, NULL},
+		 64, false, 0, true, 0, &br->stall, true, apply_stall, br},
 	};
 	int r;
 
@@ -1020,6 +1048,10 @@ int main(int argc, char **argv)
 	}
 	if (r == OPT_EXIT)
 		return 0;
+	if (stall_check(&br, atomic_load(&br.stall), err, sizeof(err))) {
+		fprintf(stderr, "ib2roce: feature 'stall': %s\n", err);
+		return 2;
+	}
 	if (o.verbose)
 		atomic_store(&log_level, LOG_DEBUG);
 	live.given = br.cfg;

@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <libgen.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "options.h"
 
@@ -239,6 +241,42 @@ static void file_err(char *err, size_t errlen, const char *fmt, ...)
 		err_append(err, errlen, ")");
 }
 
+/*
+ * Take text of a config line out of a handler's message, in place: a quoted stretch
+ * ('...') whose text occurs in src (the line's argument), and every occurrence of all of
+ * src (when it is SCRUB_MIN bytes or more, e.g. a path), becomes "...". Handlers quote what they
+ * were given, and names of their own (features, formats) only in lists. A config file may be one
+ * the reader of its errors cannot read (a console user's reload of a config that names
+ * /etc/shadow): its errors name the file and line and give the reason, never the file's content.
+ */
+#define SCRUB_MIN 3
+static void scrub(char *msg, const char *src)
+{
+	size_t srclen = strlen(src), n = strlen(msg), o = 0;
+	char out[OPT_ERR_LEN];
+
+	if (!srclen)
+		return;
+	for (size_t i = 0; i < n && o + 4 < sizeof(out);) {
+		const char *close = msg[i] == '\'' ? strchr(msg + i + 1, '\'') : NULL;
+
+		if (close && close > msg + i + 1 &&
+		    memmem(src, srclen, msg + i + 1, (size_t)(close - msg - i - 1))) {
+			memcpy(out + o, "'...'", 5);
+			o += 5;
+			i = (size_t)(close - msg) + 1;
+		} else if (srclen >= SCRUB_MIN && !strncmp(msg + i, src, srclen)) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			i += srclen;
+		} else {
+			out[o++] = msg[i++];
+		}
+	}
+	out[o] = '\0';
+	memcpy(msg, out, o + 1);
+}
+
 static bool is_blank(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
@@ -257,7 +295,7 @@ static int file_line(char *line, size_t len, char *err, size_t errlen)
 		unsigned char c = (unsigned char)line[i];
 
 		if ((c < 0x20 && !is_blank((char)c)) || c == 0x7f) {
-			file_err(err, errlen, "control character 0x%02x in line", c);
+			file_err(err, errlen, "control character in line");
 			return -EINVAL;
 		}
 	}
@@ -291,7 +329,7 @@ static int file_line(char *line, size_t len, char *err, size_t errlen)
 
 	e = find_long(kw);
 	if (!e) {
-		file_err(err, errlen, "unknown option '%s'", kw);
+		file_err(err, errlen, "unknown option");
 		return -EINVAL;
 	}
 	if (arg && !e->def.arg) {
@@ -304,69 +342,128 @@ static int file_line(char *line, size_t len, char *err, size_t errlen)
 	}
 	ret = apply(e, arg, msg, sizeof(msg), &located);
 	if (ret < 0) {
-		if (located)
+		if (located) { /* from an included file, which took out its own content */
 			opt_errf(err, errlen, 0, "%s", msg);
-		else
+		} else {
+			if (arg)
+				scrub(msg, arg);
 			file_err(err, errlen, "%s: %s", e->def.name, msg);
+		}
 		return ret;
 	}
 	return 0;
 }
 
 /*
+ * Read all of an open config file into a buffer (NUL-terminated, one spare byte), at
+ * most OPT_CONFIG_SIZE_MAX bytes. Returns the length, or -EFBIG when the file is larger
+ * (it may grow while read), -ENOMEM, or the read's -errno.
+ */
+static ssize_t file_slurp(int fd, char **out)
+{
+	size_t len = 0, cap = OPT_CONFIG_SIZE_MAX + 2;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = read(fd, buf + len, cap - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int ret = -errno;
+
+			free(buf);
+			return ret;
+		}
+		if (!n)
+			break;
+		len += (size_t)n;
+		if (len > OPT_CONFIG_SIZE_MAX) {
+			free(buf);
+			return -EFBIG;
+		}
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return (ssize_t)len;
+}
+
+/*
  * Read path as the next file of the include stack. *opened tells whether the file could
- * be opened: if not, -errno with "PATH: strerror" in err; once it is open, every error
+ * be opened: if not, -errno with "PATH: reason" in err; once it is open, every error
  * message is located by file_err().
+ *
+ * Only regular files are read (opened without blocking: a FIFO must not stop the control
+ * thread), whole and at most OPT_CONFIG_SIZE_MAX bytes (a device like /dev/zero never
+ * ends), in lines of at most OPT_CONFIG_LINE_MAX bytes.
  */
 static int file_parse(const char *path, bool *opened, char *err, size_t errlen)
 {
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
+	char *buf = NULL, *line, *next;
 	struct stat st;
-	int ret = 0;
-	FILE *f;
+	ssize_t size;
+	int fd, ret = 0;
 
 	*opened = false;
-	f = fopen(path, "re");
-	if (!f) {
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
 		ret = -errno;
 		return opt_errf(err, errlen, ret, "%s: %s", path, strerror(-ret));
 	}
-	if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fclose(f);
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		return opt_errf(err, errlen, ret, "%s: %s", path, strerror(-ret));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		close(fd);
 		return opt_errf(err, errlen, -EISDIR, "%s: %s", path, strerror(EISDIR));
 	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return opt_errf(err, errlen, -EINVAL, "%s: not a regular file", path);
+	}
+	size = file_slurp(fd, &buf);
+	close(fd);
+	if (size == -EFBIG)
+		return opt_errf(err, errlen, -EFBIG, "%s: larger than %d bytes", path,
+				OPT_CONFIG_SIZE_MAX);
+	if (size < 0)
+		return opt_errf(err, errlen, (int)size, "%s: read error: %s", path,
+				strerror((int)-size));
 	*opened = true;
 	reg.frames[reg.depth].path = path;
 	reg.frames[reg.depth].line = 0;
 	reg.depth++;
-	errno = 0;
-	while ((len = getline(&line, &cap, f)) >= 0) {
+	for (line = buf; line < buf + size; line = next) {
+		char *nl = memchr(line, '\n', (size_t)(buf + size - line));
+		size_t len = nl ? (size_t)(nl - line) : (size_t)(buf + size - line);
+
+		next = line + len + 1;
+		line[len] = '\0';
 		reg.frames[reg.depth - 1].line++;
-		if (len > 0 && line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (memchr(line, '\0', (size_t)len)) {
+		if (len > OPT_CONFIG_LINE_MAX) {
+			file_err(err, errlen, "line too long (max %d bytes)", OPT_CONFIG_LINE_MAX);
+			ret = -EINVAL;
+			break;
+		}
+		if (strlen(line) != len) {
 			file_err(err, errlen, "NUL byte in line");
 			ret = -EINVAL;
 			break;
 		}
-		ret = file_line(line, (size_t)len, err, errlen);
+		ret = file_line(line, len, err, errlen);
 		if (ret < 0)
 			break;
 		if (reg.exit_requested) {
 			ret = OPT_EXIT;
 			break;
 		}
-		errno = 0;
-	}
-	if (ret == 0 && ferror(f)) {
-		ret = -(errno ? errno : EIO);
-		file_err(err, errlen, "read error: %s", strerror(-ret));
 	}
 	reg.depth--;
-	free(line);
-	fclose(f);
+	free(buf);
 	return ret;
 }
 

@@ -34,6 +34,11 @@
 /* Config files read through --config may nest this many files deep. */
 #define OPT_CONFIG_DEPTH_MAX 4
 
+/* A config file is a regular file of at most this many bytes, in lines of at most
+ * OPT_CONFIG_LINE_MAX bytes (without the newline). */
+#define OPT_CONFIG_SIZE_MAX (1024 * 1024)
+#define OPT_CONFIG_LINE_MAX 4096
+
 /* Size of a buffer that holds any message of this module without truncation in practice. */
 #define OPT_ERR_LEN 512
 
@@ -118,15 +123,23 @@ int opt_parse_argv(int argc, char **argv, char *err, size_t errlen);
  * lines starting with '#', and from a blank followed by '#' to the end of a line are
  * comments; leading and trailing white space (also CR) is ignored. Stops at the first
  * error. Main thread before start-up, or the control thread (reload).
- * Returns 0, OPT_EXIT, -errno of fopen/read with "FILE: <strerror>", or a negative errno
- * (normally -EINVAL) with "FILE:LINE: <reason>", where reason is one of
- *   unknown option 'foo'
+ * Only a regular file is read (opened without blocking), of at most
+ * OPT_CONFIG_SIZE_MAX bytes, in lines of at most OPT_CONFIG_LINE_MAX bytes.
+ * Returns 0, OPT_EXIT, -errno of open/read with "FILE: <strerror>" (also "FILE: not a
+ * regular file", "FILE: larger than N bytes", "FILE: read error: <strerror>"), or a
+ * negative errno (normally -EINVAL) with "FILE:LINE: <reason>", where reason is one of
+ *   unknown option
  *   option 'multicast' requires an argument
  *   option 'debug' doesn't allow an argument
- *   control character 0x01 in line
+ *   control character in line
+ *   NUL byte in line
+ *   line too long (max 4096 bytes)
  *   multicast: <handler's reason>
  * followed by " (included from A.conf:3, B.conf:1)" when the file was read through
- * config lines of other files (innermost first).
+ * config lines of other files (innermost first). No text of the file appears in a
+ * message (a file may be unreadable to whom the message goes, e.g. through a console
+ * reload): the handler's reason has what it quotes of the argument replaced by "...";
+ * option names are the registry's.
  */
 int opt_parse_file(const char *path, char *err, size_t errlen);
 

@@ -81,6 +81,26 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+int control_dir_check(const char *dir, const struct stat *st, char *err, size_t errlen)
+{
+	if (!S_ISDIR(st->st_mode)) {
+		set_err(err, errlen, "%s: not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (st->st_uid != 0 && st->st_uid != geteuid()) {
+		set_err(err, errlen, "%s: owned by uid %u, not by root or uid %u", dir,
+			(unsigned)st->st_uid, (unsigned)geteuid());
+		return -EPERM;
+	}
+	/* With the sticky bit only an entry's owner (or root) may remove or rename it. */
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
+		set_err(err, errlen, "%s: writable by others (mode %04o)", dir,
+			(unsigned)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
 int control_make_dir(const char *path, char *err, size_t errlen)
 {
 	char dir[PATH_MAX], parent[PATH_MAX];
@@ -90,13 +110,17 @@ int control_make_dir(const char *path, char *err, size_t errlen)
 	size_t n;
 	int ret;
 
-	if (!slash)
-		return 0; /* the current directory: nothing to create */
+	if (!slash) {
+		strcpy(dir, "."); /* the current directory: nothing to create */
+		goto check;
+	}
 	n = (size_t)(slash - path);
 	while (n && path[n - 1] == '/') /* "a//b": the directory is "a" */
 		n--;
-	if (!n)
-		return 0; /* "/": nothing to create */
+	if (!n) {
+		strcpy(dir, "/"); /* "/": nothing to create */
+		goto check;
+	}
 	if (n >= sizeof(dir)) {
 		set_err(err, errlen, "%s: %s", path, strerror(ENAMETOOLONG));
 		return -ENAMETOOLONG;
@@ -131,28 +155,41 @@ int control_make_dir(const char *path, char *err, size_t errlen)
 	/*
 	 * In a shared place, a directory (or a symbolic link) planted by someone else would
 	 * let them replace our socket: it must be a real directory, ours, and closed to
-	 * others. Elsewhere an existing directory is the administrator's choice.
+	 * others, even with the sticky bit (the name of a socket that is not there yet is
+	 * anyone's to take in a sticky directory).
 	 */
-	if ((shared ? lstat(dir, &st) : stat(dir, &st)) < 0) {
+	if (shared) {
+		if (lstat(dir, &st) < 0) {
+			ret = -errno;
+			set_err(err, errlen, "%s: %s", dir, strerror(errno));
+			return ret;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			set_err(err, errlen, "%s: not a directory", dir);
+			return -ENOTDIR;
+		}
+		if (st.st_uid != geteuid()) {
+			set_err(err, errlen, "%s: owned by uid %u, not by uid %u", dir,
+				(unsigned)st.st_uid, (unsigned)geteuid());
+			return -EPERM;
+		}
+		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+			set_err(err, errlen, "%s: writable by others (mode %04o)", dir,
+				(unsigned)(st.st_mode & 07777));
+			return -EPERM;
+		}
+		return 0;
+	}
+	/*
+	 * Elsewhere the existing directory (a symbolic link is followed) is the
+	 * administrator's choice, within what control_dir_check() allows: whoever may
+	 * remove our socket there could bind their own and receive the console's commands.
+	 */
+check:
+	if (stat(dir, &st) < 0) {
 		ret = -errno;
 		set_err(err, errlen, "%s: %s", dir, strerror(errno));
 		return ret;
 	}
-	if (!S_ISDIR(st.st_mode)) {
-		set_err(err, errlen, "%s: not a directory", dir);
-		return -ENOTDIR;
-	}
-	if (!shared)
-		return 0;
-	if (st.st_uid != geteuid()) {
-		set_err(err, errlen, "%s: owned by uid %u, not by uid %u", dir, (unsigned)st.st_uid,
-			(unsigned)geteuid());
-		return -EPERM;
-	}
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		set_err(err, errlen, "%s: writable by others (mode %04o)", dir,
-			(unsigned)(st.st_mode & 07777));
-		return -EPERM;
-	}
-	return 0;
+	return control_dir_check(dir, &st, err, errlen);
 }

@@ -12,6 +12,7 @@
 #define CONTROL_PATHS_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 /* Maximum length of a control socket path (sun_path, with its terminator). */
 #define CONTROL_PATH_MAX 108
@@ -31,15 +32,24 @@ int control_default_path(char *buf, size_t len);
 int control_pid_path(const char *sock, char *buf, size_t len);
 
 /*
+ * May files that others must not replace (the control socket, the pid file) live in
+ * the directory dir, whose stat is st? It must be a directory owned by root or by the
+ * effective uid, and not group or world writable unless it has the sticky bit (then
+ * only an entry's owner may remove or rename it). 0, or -ENOTDIR / -EPERM with
+ * "DIR: reason" in err (err may be NULL). Any thread; no system call.
+ */
+int control_dir_check(const char *dir, const struct stat *st, char *err, size_t errlen);
+
+/*
  * Create the directory that holds path (one level, mode 0750 for /run/ib2roce and
- * 0700 for /tmp/ib2roce-UID; existing directories are left alone, but a /tmp one must be
- * ours and not group/world writable). 0 or -errno with a message.
+ * 0700 for /tmp/ib2roce-UID), or check the existing one. 0 or -errno with a message.
  *
- * "A /tmp one" is any directory whose parent is group or world writable: there it is
- * made 0700, and an existing one must be a real directory (not a symbolic link), owned
- * by the effective uid, and not group or world writable (-ENOTDIR, -EPERM). Elsewhere
- * it is made 0750 and an existing one need only be a directory. Nothing is created for
- * a path without a directory part or directly in /. err may be NULL.
+ * In a shared place (a directory whose parent is group or world writable, like /tmp)
+ * it is made 0700, and an existing one must be a real directory (not a symbolic link),
+ * owned by the effective uid, and not group or world writable (-ENOTDIR, -EPERM).
+ * Elsewhere it is made 0750, and an existing one (the current directory for a path
+ * without one, "/" for a path directly in /) must pass control_dir_check(). err may
+ * be NULL.
  */
 int control_make_dir(const char *path, char *err, size_t errlen);
 

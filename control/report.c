@@ -59,6 +59,9 @@ void show_final(struct ctl *c, FILE *out)
 		hist_quantile(&lat, 0.5), hist_quantile(&lat, 0.9), hist_quantile(&lat, 0.99),
 		hist_quantile(&lat, 0.999), hist_quantile(&lat, 0.9999), lat.max, lat.count);
 	fprintf(out, "senders=%zu\n", sender_table_count(br->senders));
+	if (sender_table_untracked(br->senders))
+		fprintf(out, "senders_untracked=%" PRIu64 "\n",
+			sender_table_untracked(br->senders));
 	show_tsi(c, NULL, out);
 	if (atomic_load(&br->left_groups))
 		fprintf(out, "groups_left count=%u ib_to_roce=%" PRIu64 " roce_to_ib=%" PRIu64 "\n",
@@ -382,6 +385,7 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "roce_to_ib_bytes", atomic_load(&br->left_fwd_bytes[SIDE_ROCE]));
 	jw_close(&j, '}');
 	jw_u64(&j, "senders", n.senders);
+	jw_u64(&j, "senders_untracked", sender_table_untracked(br->senders));
 	jw_u64(&j, "pgm_streams", n.streams);
 	jw_close(&j, '}');
 	fputc('\n', out);
@@ -634,6 +638,10 @@ static void prom_write(FILE *f, struct ctl *c)
 	}
 	prom_head(f, "ib2roce_senders", "gauge", "Senders seen and not aged out.");
 	fprintf(f, "ib2roce_senders %zu\n", n.senders);
+	prom_head(f, "ib2roce_senders_untracked_total", "counter",
+		  "Packets forwarded whose sender got no record (sender table full).");
+	fprintf(f, "ib2roce_senders_untracked_total %" PRIu64 "\n",
+		sender_table_untracked(br->senders));
 	prom_head(f, "ib2roce_pgm_streams", "gauge", "PGM streams tracked.");
 	fprintf(f, "ib2roce_pgm_streams %" PRIu64 "\n", n.streams);
 }

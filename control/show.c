@@ -408,6 +408,11 @@ void show_status(struct ctl *c, FILE *out)
 		"pgm streams %" PRIu64 " | workers %u%s\n",
 		n.groups, n.joined, n.forwarding, n.senders, n.streams, br->cfg.nworkers,
 		br->cfg.nworkers ? "" : " (event-driven on the control thread)");
+	if (sender_table_untracked(br->senders))
+		fprintf(out,
+			"senders_untracked %" PRIu64 " (sender table full: packets forwarded, "
+			"their senders not recorded)\n",
+			sender_table_untracked(br->senders));
 }
 
 /* ---- multicast ---- */

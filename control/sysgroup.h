@@ -7,4 +7,12 @@
 /* The gid of a group name, or of a number. 0 or -ENOENT. */
 int sysgroup_lookup(const char *name, gid_t *gid);
 
+/*
+ * Does the "Groups:" line of a file in the format of /proc/PID/status list gid? Reads
+ * the whole line, however long (a process may have up to NGROUPS_MAX supplementary
+ * groups). Any thread; blocking file I/O. 1 = listed, 0 = not listed or no such line,
+ * -errno when the file cannot be opened or read.
+ */
+int sysgroup_status_has(const char *path, gid_t gid);
+
 #endif /* CONTROL_SYSGROUP_H */

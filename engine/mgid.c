@@ -68,6 +68,11 @@ int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, u
 		return spec_err(err, errlen, spec, "not an IPv4 address");
 	if ((ntohl(a.s_addr) >> 28) != 0xe)
 		return spec_err(err, errlen, spec, "not a multicast address (224.0.0.0/4)");
+	/* RFC 5771: the Local Network Control Block is never forwarded by routers. */
+	if ((ntohl(a.s_addr) & 0xffffff00) == 0xe0000000)
+		return spec_err(err, errlen, spec,
+				"224.0.0.0/24 is link-local network control (RFC 5771), never "
+				"forwarded");
 	g->addr = a.s_addr;
 	g->port = def_port;
 	if (port) {

@@ -88,7 +88,9 @@ struct sender *sender_get(struct sender_table *t, uint32_t worker, const struct 
 		}
 	}
 	if (!s) {
-		sl->full++;
+		atomic_store_explicit(&sl->full,
+				      atomic_load_explicit(&sl->full, memory_order_relaxed) + 1,
+				      memory_order_relaxed);
 		return NULL;
 	}
 	s->key = *k;
@@ -139,6 +141,17 @@ size_t sender_table_age(struct sender_table *t, uint64_t now_ns, uint64_t idle_n
 		aged++;
 	}
 	return aged;
+}
+
+uint64_t sender_table_untracked(const struct sender_table *t)
+{
+	uint64_t n = 0;
+
+	if (!t)
+		return 0;
+	for (uint32_t w = 0; w < t->nworkers; w++)
+		n += atomic_load_explicit(&t->slab[w].full, memory_order_relaxed);
+	return n;
 }
 
 size_t sender_table_count(struct sender_table *t)

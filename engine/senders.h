@@ -46,7 +46,10 @@ struct sender_slab {
 	struct sender *rec;
 	uint32_t n;
 	uint32_t cursor;
-	uint64_t full; /* senders not tracked because the slab was full */
+	/* Packets whose sender got no record because the slab was full (forwarded all the
+	 * same). Single writer, the slab's worker: a relaxed load and store, no atomic
+	 * read-modify-write; the control thread reads it with a relaxed load. */
+	_Atomic uint64_t full;
 } __attribute__((aligned(64)));
 
 struct sender_table {
@@ -86,6 +89,12 @@ struct sender *sender_get(struct sender_table *t, uint32_t worker, const struct 
 
 /* Retire senders idle for idle_ns (control thread, registered QSBR thread). */
 size_t sender_table_age(struct sender_table *t, uint64_t now_ns, uint64_t idle_ns);
+
+/*
+ * Packets whose sender was not tracked because its worker's records were all in use,
+ * summed over the workers (senders_untracked). Any thread; a snapshot.
+ */
+uint64_t sender_table_untracked(const struct sender_table *t);
 
 /* Number of live senders (control thread). */
 size_t sender_table_count(struct sender_table *t);

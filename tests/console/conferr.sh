@@ -25,15 +25,44 @@ conf() {
 	[ ! -e "$SF_TMP/bridge.pid" ] || sf_fail "$1: a pid file was created"
 }
 
-conf unknown 3 "unknown option 'frobnicate'" <<'C'
+conf unknown 3 "unknown option$" <<'C'
 # a comment
 device sim_ib0
 frobnicate 1
 C
-conf badgroup 2 "multicast: .*239\.1\.2\.300" <<'C'
+conf badgroup 2 "multicast: group '\.\.\.': not an IPv4 address$" <<'C'
 roce sim_roce0
 multicast 239.1.2.300
 C
+conf linklocal 2 "multicast: group '\.\.\.': 224\.0\.0\.0/24 is link-local network control \(RFC 5771\), never forwarded$" <<'C'
+roce sim_roce0
+multicast 224.0.0.5
+C
+# The same on the command line (which may quote what it was given).
+rc=0
+timeout 20 "$IB2ROCE" --check -d sim_ib0 -r sim_roce0 -m 224.0.0.1 >"$SF_TMP/ll.out" \
+	2>"$SF_TMP/ll.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "-m 224.0.0.1: exit status $rc, expected 2" "$SF_TMP/ll.err"
+grep -q "group '224.0.0.1': 224.0.0.0/24 is link-local network control" "$SF_TMP/ll.err" ||
+	sf_fail "-m 224.0.0.1: message" "$SF_TMP/ll.err"
+# stall=N for a worker that does not exist; a peer that is not a unicast address.
+cl_refused() {
+	local name=$1 want=$2 rc=0
+
+	shift 2
+	timeout 20 "$IB2ROCE" --check -d sim_ib0 -r sim_roce0 -m 239.1.2.3 "$@" \
+		>"$SF_TMP/$name.out" 2>"$SF_TMP/$name.err" || rc=$?
+	[ "$rc" = 2 ] || sf_fail "$name: exit status $rc, expected 2" "$SF_TMP/$name.err"
+	grep -q "$want" "$SF_TMP/$name.err" || sf_fail "$name: expected '$want'" "$SF_TMP/$name.err"
+}
+cl_refused stall5 "feature 'stall': there is no worker 4 (the bridge has 1 worker)$" -e stall=5
+cl_refused stall2 "feature 'stall': there is no worker 1 (the bridge has 1 worker)$" -e stall=2 \
+	--workers 1
+cl_refused stall0w "feature 'stall': there is no worker 0 (the bridge has 0 workers)$" \
+	--workers 0 -e stall=1
+cl_refused peer0 "peer: '0.0.0.0' is not a unicast address" --peer 0.0.0.0
+cl_refused peermc "peer: '239.1.1.1' is not a unicast address" --peer 239.1.1.1
+cl_refused peerbc "peer: '255.255.255.255' is not a unicast address" --peer 255.255.255.255
 conf noarg 1 "option 'multicast' requires an argument" <<'C'
 multicast
 C
@@ -41,24 +70,24 @@ conf noarg2 2 "option 'debug' doesn't allow an argument" <<'C'
 
 debug yes
 C
-conf badfeature 1 "enable: feature 'mcqp': 'abc' is not a number" <<'C'
+conf badfeature 1 "enable: feature '\.\.\.': '\.\.\.' is not a number" <<'C'
 enable mcqp=abc
 C
-conf unknownfeature 1 "enable: unknown feature 'nosuch'" <<'C'
+conf unknownfeature 1 "enable: unknown feature '\.\.\.'" <<'C'
 enable nosuch
 C
-conf range 1 "workers: '99' is out of range 0\.\.64" <<'C'
+conf range 1 "workers: '\.\.\.' is out of range 0\.\.64" <<'C'
 workers 99
 C
-conf dupgroup 2 "multicast: group '239\.1\.2\.3:5000': address already bridged by '239\.1\.2\.3'" <<'C'
+conf dupgroup 2 "multicast: group '\.\.\.': address already bridged by '\.\.\.'" <<'C'
 multicast 239.1.2.3
 multicast 239.1.2.3:5000
 C
 conf checkinfile 1 "check: check is a command-line option" <<'C'
 check
 C
-printf 'device sim_ib0\nroce \001sim\n' | conf ctrl 2 "control character 0x01 in line"
-conf badgroupname 1 "control-group: no group 'no-such-group-here'" <<'C'
+printf 'device sim_ib0\nroce \001sim\n' | conf ctrl 2 "control character in line"
+conf badgroupname 1 "control-group: no group '\.\.\.'" <<'C'
 control-group no-such-group-here
 C
 # An included file: the error names the inner file and line, then where it was included.
@@ -67,13 +96,46 @@ rc=0
 printf '# outer\nconfig %s\n' "$SF_TMP/inner.conf" >"$SF_TMP/outer.conf"
 timeout 20 "$IB2ROCE" --debug --control "$sock" -c "$SF_TMP/outer.conf" 2>"$SF_TMP/outer.err" || rc=$?
 [ "$rc" = 2 ] || sf_fail "include: exit status $rc" "$SF_TMP/outer.err"
-grep -q "inner.conf:2: mgid: unknown MGID format 'NOPE'.*(included from $SF_TMP/outer.conf:2)" \
+grep -q "inner.conf:2: mgid: unknown MGID format '\.\.\.'.*(included from $SF_TMP/outer.conf:2)" \
 	"$SF_TMP/outer.err" || sf_fail "include: message" "$SF_TMP/outer.err"
 # A missing file.
 rc=0
 timeout 20 "$IB2ROCE" --debug --control "$sock" -c "$SF_TMP/none.conf" 2>"$SF_TMP/none.err" || rc=$?
 [ "$rc" = 2 ] || sf_fail "missing file: exit status $rc" "$SF_TMP/none.err"
 grep -q "none.conf: No such file or directory" "$SF_TMP/none.err" || sf_fail "missing file: message" "$SF_TMP/none.err"
+
+# Errors never quote the file: a line of a file the reader may not be allowed to see.
+printf 'root:$6$SECRET:19000:0:99999:7:::\n' >"$SF_TMP/shadow"
+chmod 600 "$SF_TMP/shadow"
+printf '# outer\nconfig %s\n' "$SF_TMP/shadow" >"$SF_TMP/withshadow.conf"
+rc=0
+timeout 20 "$IB2ROCE" --check -c "$SF_TMP/withshadow.conf" >"$SF_TMP/shadow.out" \
+	2>"$SF_TMP/shadow.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "shadow: exit status $rc, expected 2" "$SF_TMP/shadow.err"
+grep -q "^ib2roce: $SF_TMP/shadow:1: unknown option (included from $SF_TMP/withshadow.conf:2)$" \
+	"$SF_TMP/shadow.err" || sf_fail "shadow: message" "$SF_TMP/shadow.err"
+if grep -q SECRET "$SF_TMP/shadow.err"; then
+	sf_fail "shadow: the file's content is quoted" "$SF_TMP/shadow.err"
+fi
+
+# Only regular files, read whole: /dev/zero used to eat memory and then pass as valid; a
+# FIFO blocked --check (and would block a reload) for ever.
+rc=0
+timeout 20 "$IB2ROCE" --check -c /dev/zero >"$SF_TMP/zero.out" 2>"$SF_TMP/zero.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "/dev/zero: exit status $rc, expected 2" "$SF_TMP/zero.err"
+grep -q "^ib2roce: /dev/zero: not a regular file$" "$SF_TMP/zero.err" ||
+	sf_fail "/dev/zero: message" "$SF_TMP/zero.err"
+mkfifo "$SF_TMP/fifo.conf"
+printf 'roce sim_roce0\nconfig fifo.conf\n' >"$SF_TMP/withfifo.conf"
+rc=0
+timeout 20 "$IB2ROCE" --check -c "$SF_TMP/withfifo.conf" >"$SF_TMP/fifo.out" 2>"$SF_TMP/fifo.err" ||
+	rc=$?
+[ "$rc" = 2 ] || sf_fail "fifo: exit status $rc, expected 2" "$SF_TMP/fifo.err"
+grep -q "withfifo.conf:2: config: .*: not a regular file$" "$SF_TMP/fifo.err" ||
+	sf_fail "fifo: message" "$SF_TMP/fifo.err"
+# A line longer than 4096 bytes.
+{ printf 'roce sim_roce0\nmulticast 239.1.2.3:'; head -c 5000 /dev/zero | tr '\0' 9; echo; } |
+	conf longline 2 "line too long \(max 4096 bytes\)$"
 
 # --check: valid configuration and devices.
 cat >"$SF_TMP/good.conf" <<'C'

@@ -116,6 +116,12 @@ out=$(bc_fail bridge 1 enable nosuchfeature)
 expect_in "$out" "unknown feature" "enable nosuchfeature"
 out=$(bc_fail bridge 1 enable buffers=2048)
 expect_in "$out" "needs a restart" "enable buffers while running"
+# stall=N freezes worker N-1: only a worker that exists (this bridge has one).
+out=$(bc_fail bridge 1 enable stall=5)
+expect_in "$out" "feature 'stall': there is no worker 4 .the bridge has 1 worker." "enable stall=5"
+out=$(bc_fail bridge 1 enable stall=2)
+expect_in "$out" "there is no worker 1" "enable stall=2"
+expect_in "$(bc_ok bridge enable)" "stall +0" "a refused stall changed nothing"
 bc_ok bridge enable statint=5 >/dev/null
 expect_in "$(bc_ok bridge enable)" "statint +5" "statint is 5 now"
 

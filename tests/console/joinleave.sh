@@ -5,7 +5,8 @@
 # on IB channel 1 (worker 1) and on RoCE channel 0 (worker 0), and packets cross
 # workers through the hand-off rings. C forwards both ways, byte-exact; then C is left
 # and no longer forwarded; A lost nothing meanwhile. Errors: a second join of a bridged
-# address, a bad spec, no room, leave of an unknown group.
+# address, a bad spec, a link-local control group (224.0.0.0/24), no room, leave of an
+# unknown group.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -56,6 +57,12 @@ expect_in "$out" "already bridged" "second join of A"
 out=$(bc_fail bridge 1 join 300.1.2.3)
 out=$(bc_fail bridge 1 join 239.1.2.9 sideways)
 expect_in "$out" "expected both, in or out" "bad direction"
+# RFC 5771: 224.0.0.0/24 is link-local network control, never forwarded.
+out=$(bc_fail bridge 1 join 224.0.0.1)
+expect_in "$out" "224.0.0.0/24 is link-local network control" "join 224.0.0.1"
+out=$(bc_fail bridge 1 join 224.0.0.251:5353 in)
+expect_in "$out" "224.0.0.0/24 is link-local network control" "join 224.0.0.251"
+printf '%s\n' "$(bc_ok bridge multicast)" | grep -q "224\.0\.0\." && br_fail "a 224.0.0.x group is bridged" bridge
 bc_ok bridge join "$gc" >/dev/null
 out=$(bc_fail bridge 1 join 239.1.2.10)
 expect_in "$out" "no channel has room" "no room"

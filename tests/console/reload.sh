@@ -66,7 +66,7 @@ enable statint=3
 frobnicate
 C
 kill -HUP "$pid"
-sf_wait_line "$SF_TMP/bridge.err" "reload: $conf:6: unknown option 'frobnicate'; nothing changed" \
+sf_wait_line "$SF_TMP/bridge.err" "reload: $conf:6: unknown option; nothing changed" \
 	"$(br_pid bridge)" 10
 [ "$(json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gc" ] ||
 	br_fail "a broken file changed the groups" bridge

@@ -2,8 +2,8 @@
 /*
  * test_paths.c - where the control socket and pid file live: the default path from the
  * user and the environment (root, systemd, XDG_RUNTIME_DIR), the pid file beside the
- * socket, and the socket's directory (created, reused, refused in a shared place when
- * it is not ours or open to others).
+ * socket, and the socket's directory (created, reused; refused when others may write to
+ * it, and in a shared place when it is not ours or open to others).
  *
  * Run as root, the unprivileged branch is tested too, under a borrowed effective uid.
  */
@@ -190,10 +190,21 @@ static void test_make_dir(void)
 	CHECK_EQ(make("run/ib2roce.sock"), 0);
 	CHECK_EQ(mode_of("run"), 0750);
 	CHECK_EQ(make("run/ib2roce.sock"), 0);
-	chmod(at("run"), 0777);
-	CHECK_EQ(make("run/other.sock"), 0);
-	CHECK_EQ(mode_of("run"), 0777);
 	CHECK_EQ(make("run//x.sock"), 0); /* "run/" */
+
+	/*
+	 * Wherever it is, a directory that others may write to is refused (they could
+	 * unlink the live socket and bind their own), unless it has the sticky bit.
+	 */
+	chmod(at("run"), 0777);
+	CHECK_EQ(make("run/other.sock"), -EPERM);
+	CHECK_HAS(err, "/run: writable by others (mode 0777)");
+	chmod(at("run"), 0770);
+	CHECK_EQ(make("run/other.sock"), -EPERM);
+	chmod(at("run"), 01777);
+	CHECK_EQ(make("run/other.sock"), 0);
+	CHECK_EQ(mode_of("run"), 01777);
+	chmod(at("run"), 0750);
 
 	/* One level only. */
 	CHECK_EQ(make("no/such/x.sock"), -ENOENT);
@@ -234,7 +245,11 @@ static void test_make_dir(void)
 		CHECK_EQ(chown(at("shared/ib2roce-1"), OTHER_UID, OTHER_UID), 0);
 		CHECK_EQ(make("shared/ib2roce-1/ib2roce.sock"), -EPERM);
 		CHECK_HAS(err, "owned by uid");
-		CHECK_EQ(chown(at("run"), OTHER_UID, OTHER_UID), 0); /* not shared: fine */
+		/* Not in a shared place, but another user's: refused as well. */
+		CHECK_EQ(chown(at("run"), OTHER_UID, OTHER_UID), 0);
+		CHECK_EQ(make("run/ib2roce.sock"), -EPERM);
+		CHECK_HAS(err, "owned by uid 65534, not by root or uid 0");
+		CHECK_EQ(chown(at("run"), 0, 0), 0);
 		CHECK_EQ(make("run/ib2roce.sock"), 0);
 	} else {
 		printf("# not root: a directory owned by another user is not tested\n");

@@ -3,13 +3,16 @@
  * test_config.c - config files: everything good.conf accepts, and every broken file
  * conf/bad-*.conf, whose first line says what must happen:
  *     # expect ERRNO: MESSAGE        (%D in MESSAGE stands for the conf directory)
- * plus nesting through -c and config lines, unreadable files, a config reload while
- * running, and arbitrary line lengths. Usage: test_config CONF_DIR
+ * plus nesting through -c and config lines, unreadable files, files that are not
+ * regular or too large, the line length limit, errors that never quote the file, and a
+ * config reload while running. Usage: test_config CONF_DIR
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -18,6 +21,7 @@
 
 static const char *conf_dir;
 static char err[OPT_ERR_LEN];
+static char empty[] = "/tmp/test_config_empty_XXXXXX"; /* an empty regular file */
 
 static char *conf_path(const char *name)
 {
@@ -205,7 +209,60 @@ static void test_io(void)
 	CHECK_STR(err, "no file name");
 
 	/* Empty files and files of comments only are fine. */
-	CHECK_EQ(opt_parse_file("/dev/null", err, sizeof(err)), 0);
+	CHECK_EQ(opt_parse_file(empty, err, sizeof(err)), 0);
+	CHECK_STR(fx.log, "");
+}
+
+/*
+ * Only regular files: /dev/zero never ends (it used to eat memory until getline failed,
+ * and then counted as a valid file), a FIFO blocks whoever opens it (--check, or the
+ * control thread in a reload). Both are refused at once, and so is a file too large.
+ */
+static void test_not_regular(void)
+{
+	char dir[] = "/tmp/test_config_XXXXXX", fifo[64], *argv[] = {"ib2roce", "-c", NULL, NULL};
+	int fd;
+
+	fixture_setup();
+	CHECK_EQ(opt_parse_file("/dev/zero", err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "/dev/zero: not a regular file");
+	CHECK_EQ(opt_parse_file("/dev/null", err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "/dev/null: not a regular file");
+	argv[2] = "/dev/zero";
+	CHECK_EQ(opt_parse_argv(3, argv, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "/dev/zero: not a regular file");
+
+	if (!CHECK(mkdtemp(dir)))
+		return;
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	CHECK_EQ(mkfifo(fifo, 0600), 0);
+	alarm(10); /* a regression blocks in open(): fail, don't hang */
+	CHECK_EQ(opt_parse_file(fifo, err, sizeof(err)), -EINVAL);
+	alarm(0);
+	CHECK_HAS(err, "/fifo: not a regular file");
+	unlink(fifo);
+
+	/* One byte over the size limit (a file of comments). */
+	snprintf(fifo, sizeof(fifo), "%s/big", dir);
+	fd = open(fifo, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (CHECK(fd >= 0)) {
+		char line[1024];
+
+		memset(line, ' ', sizeof(line));
+		line[0] = '#';
+		line[sizeof(line) - 1] = '\n';
+		for (int i = 0; i < OPT_CONFIG_SIZE_MAX / (int)sizeof(line); i++)
+			CHECK_EQ(write(fd, line, sizeof(line)), sizeof(line));
+		close(fd);
+		CHECK_EQ(opt_parse_file(fifo, err, sizeof(err)), 0); /* exactly the limit */
+		fd = open(fifo, O_WRONLY | O_APPEND);
+		CHECK_EQ(write(fd, "\n", 1), 1);
+		close(fd);
+		CHECK_EQ(opt_parse_file(fifo, err, sizeof(err)), -EFBIG);
+		CHECK_HAS(err, "/big: larger than 1048576 bytes");
+	}
+	unlink(fifo);
+	rmdir(dir);
 	CHECK_STR(fx.log, "");
 }
 
@@ -226,43 +283,81 @@ static void test_exit(void)
 	CHECK_STR(fx.log, "debug");
 	CHECK_HAS(fixture_output(), "Usage: ib2roce");
 	/* The next parse starts afresh. */
-	CHECK_EQ(opt_parse_file("/dev/null", err, sizeof(err)), 0);
+	CHECK_EQ(opt_parse_file(empty, err, sizeof(err)), 0);
 	unlink(tmpl);
 }
 
-/* Lines of any length: a 200 000-character group name is read whole. */
+/* Lines up to OPT_CONFIG_LINE_MAX bytes; a longer one is an error, with its number. */
 static void test_long_line(void)
 {
 	char tmpl[] = "/tmp/test_config_XXXXXX";
 	int fd = mkstemp(tmpl);
-	char want[64];
+	char want[128];
 	FILE *f;
 
 	if (!CHECK(fd >= 0))
 		return;
 	f = fdopen(fd, "w");
+	/* "multicast 239.1.1.1:" and nines up to the limit: read whole. */
 	fprintf(f, "# long\nmulticast 239.1.1.1:");
-	for (int i = 0; i < 200000; i++)
+	for (int i = 0; i < OPT_CONFIG_LINE_MAX - 20; i++)
 		fputc('9', f);
 	fprintf(f, "\nport 7\n");
 	fclose(f);
 	fixture_setup();
 	CHECK_EQ(opt_parse_file(tmpl, err, sizeof(err)), 0);
-	CHECK_EQ(strlen(fx.log) >= sizeof(fx.log) - 1, 1); /* the log is full of nines */
+	CHECK_EQ(strlen(fx.log) > OPT_CONFIG_LINE_MAX - 20, 1); /* the nines were applied */
 	CHECK_EQ(fx.port, 7);
 	CHECK_EQ(fx.groups, 1);
 
-	/* An error message about such a line is truncated, not overflowed. */
+	/* One byte more: "FILE:LINE: line too long", nothing of the line applied. */
 	f = fopen(tmpl, "w");
-	fprintf(f, "port ");
-	for (int i = 0; i < 100000; i++)
-		fputc('1', f);
-	fputc('\n', f);
+	fprintf(f, "port 8\n# long\nmulticast 239.1.1.1:");
+	for (int i = 0; i < OPT_CONFIG_LINE_MAX - 19; i++)
+		fputc('9', f);
+	fprintf(f, "\nport 7\n");
 	fclose(f);
+	fixture_setup();
 	CHECK_EQ(opt_parse_file(tmpl, err, sizeof(err)), -EINVAL);
-	snprintf(want, sizeof(want), "%s:1: port: '1111", tmpl);
-	CHECK(!strncmp(err, want, strlen(want)));
-	CHECK_EQ(strlen(err), sizeof(err) - 1);
+	snprintf(want, sizeof(want), "%s:3: line too long (max %d bytes)", tmpl,
+		 OPT_CONFIG_LINE_MAX);
+	CHECK_STR(err, want);
+	CHECK_EQ(fx.port, 8);
+	CHECK_EQ(fx.groups, 0);
+	unlink(tmpl);
+}
+
+/*
+ * Errors never quote the file: a console user's reload of a config that includes a file
+ * they cannot read (/etc/shadow) must not show them its lines.
+ */
+static void test_no_content(void)
+{
+	static const char *const lines[] = {
+		"root:$6$SECRETHASH:19000:0:99999:7:::", /* unknown option */
+		"port SECRETHASH",			 /* handler's reason */
+		"enable SECRETHASH",			 /* feature registry's reason */
+		"mgid SECRETHASH",			 /* a list of formats */
+		"config SECRETHASH",			 /* include path */
+		"SECRETHASH\001",			 /* control character */
+	};
+	char tmpl[] = "/tmp/test_config_XXXXXX";
+	int fd = mkstemp(tmpl);
+
+	if (!CHECK(fd >= 0))
+		return;
+	close(fd);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		FILE *f = fopen(tmpl, "w");
+
+		fprintf(f, "# a secret\n%s\n", lines[i]);
+		fclose(f);
+		fixture_setup();
+		CHECK(opt_parse_file(tmpl, err, sizeof(err)) < 0);
+		CHECK_HAS(err, ":2: ");
+		if (!CHECK(!strstr(err, "SECRET")))
+			printf("#   line '%s': %s\n", lines[i], err);
+	}
 	unlink(tmpl);
 }
 
@@ -283,8 +378,7 @@ static void test_reload(void)
 	feat_running_set(true);
 	CHECK_EQ(opt_parse_file(tmpl, err, sizeof(err)), -EBUSY);
 	snprintf(want, sizeof(want),
-		 "%s:3: enable: feature 'buffers' cannot change while running (needs a restart)",
-		 tmpl);
+		 "%s:3: enable: feature '...' cannot change while running (needs a restart)", tmpl);
 	CHECK_STR(err, want);
 	CHECK_EQ(fx.statint, 30);
 	CHECK_EQ(fx.buffers, 200000);
@@ -301,13 +395,25 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	conf_dir = argv[1];
+	{
+		int fd = mkstemp(empty);
+
+		if (fd < 0) {
+			printf("Bail out! mkstemp: %s\n", strerror(errno));
+			return 1;
+		}
+		close(fd);
+	}
 	test_good();
 	test_bad_files();
 	test_io();
 	test_exit();
+	test_not_regular();
 	test_long_line();
+	test_no_content();
 	test_reload();
 	test_nesting(); /* last: changes the working directory */
 	fixture_teardown();
+	unlink(empty);
 	return tap_done();
 }

@@ -3,7 +3,8 @@
  * test_daemon - control/daemon.c: the pid file lock and the start-up report.
  *
  * Pid file: locked by us, refused to a child (and to a second open of our own, which is
- * what OFD locks give), removed by pidfile_unlock, then free for a child to take.
+ * what OFD locks give), removed by pidfile_unlock, then free for a child to take; never
+ * through a link, onto a file not ours or in a directory others may write to.
  *
  * daemon_start: each scenario runs in a forked "starter" whose stderr is a capture
  * file. The starter calls daemon_start(), so it becomes the waiting parent and its exit
@@ -170,6 +171,86 @@ static void test_pidfile(void)
 	r = pidfile_lock(path, err, sizeof(err));
 	CHECK_EQ(r, -ENOENT);
 	CHECK_HAS(err, "no-such-dir/ib2roce.pid: No such file or directory");
+}
+
+/*
+ * The pid file is written by root: it must not follow a link planted by a user who may
+ * write to its directory, nor truncate anything but a regular file of ours, and a
+ * directory others may write to (without the sticky bit) is refused altogether.
+ */
+static void test_pidfile_safety(void)
+{
+	char path[TPATH_MAX], victim[TPATH_MAX], sub[TPATH_MAX], buf[256], err[256];
+	struct stat st;
+	int fd;
+
+	path_in_dir(victim, sizeof(victim), "victim");
+	path_in_dir(path, sizeof(path), "link.pid");
+	fd = open(victim, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && write(fd, "precious\n", 9) == 9);
+	if (fd >= 0)
+		close(fd);
+
+	/* A symbolic link to another file: refused, the file untouched. */
+	CHECK_EQ(symlink(victim, path), 0);
+	fd = pidfile_lock(path, err, sizeof(err));
+	CHECK(fd < 0);
+	if (fd >= 0)
+		close(fd);
+	CHECK_HAS(err, "symbolic link");
+	CHECK_STR(slurp(victim, buf, sizeof(buf)), "precious\n");
+	unlink(path);
+
+	/* A hard link to it: refused as well. */
+	CHECK_EQ(link(victim, path), 0);
+	fd = pidfile_lock(path, err, sizeof(err));
+	CHECK_EQ(fd, -EPERM);
+	CHECK_HAS(err, "hard links");
+	CHECK_STR(slurp(victim, buf, sizeof(buf)), "precious\n");
+	unlink(path);
+
+	/* Not a regular file (a FIFO would also block a plain open). */
+	CHECK_EQ(mkfifo(path, 0644), 0);
+	fd = pidfile_lock(path, err, sizeof(err));
+	CHECK_EQ(fd, -EINVAL);
+	CHECK_HAS(err, "not a regular file");
+	unlink(path);
+
+	/* Someone else's file (only root can make one to test with). */
+	if (geteuid() == 0) {
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		CHECK(fd >= 0 && fchown(fd, 65534, 65534) == 0);
+		if (fd >= 0)
+			close(fd);
+		fd = pidfile_lock(path, err, sizeof(err));
+		CHECK_EQ(fd, -EPERM);
+		CHECK_HAS(err, "owned by uid 65534");
+		unlink(path);
+	}
+
+	/* A directory others may write to: refused; with the sticky bit: fine. */
+	path_in_dir(sub, sizeof(sub), "open");
+	CHECK_EQ(mkdir(sub, 0700), 0);
+	chmod(sub, 0777);
+	path_in_dir(path, sizeof(path), "open/ib2roce.pid");
+	fd = pidfile_lock(path, err, sizeof(err));
+	CHECK_EQ(fd, -EPERM);
+	CHECK_HAS(err, "writable by others (mode 0777)");
+	CHECK(stat(path, &st) < 0 && errno == ENOENT);
+	chmod(sub, 01777);
+	fd = pidfile_lock(path, err, sizeof(err));
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		pidfile_unlock(fd, path);
+	if (geteuid() == 0) {
+		CHECK_EQ(chown(sub, 65534, 65534), 0);
+		chmod(sub, 0755);
+		fd = pidfile_lock(path, err, sizeof(err));
+		CHECK_EQ(fd, -EPERM);
+		CHECK_HAS(err, "owned by uid 65534");
+	}
+	rmdir(sub);
+	unlink(victim);
 }
 
 enum scenario {
@@ -348,6 +429,7 @@ int main(void)
 		return 1;
 	}
 	test_pidfile();
+	test_pidfile_safety();
 	test_daemon_start();
 
 	/* Clean up what the scenarios left (files only, then the directory). */
