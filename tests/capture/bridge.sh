@@ -4,19 +4,21 @@
 # and tshark reads what was written: IB frames (LRH, GRH MGID, BTH
 # opcode and destination QP, DETH Q_Key and source QP, in ERF records) and RoCEv2 frames (Ethernet,
 # IPv4, UDP 4791, BTH, DETH), one comment per packet with its verdict; the counts match
-# the bridge's counters.
+# the bridge's counters. Argument: the number of workers (1, or 0: the event-driven data
+# path on the control thread, which then also drains the capture).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../console/lib.sh
 . "$(dirname "$0")/../console/lib.sh"
 
 command -v tshark >/dev/null 2>&1 || { echo "tshark not installed: skipping"; exit 77; }
 
-sf_init capture-bridge
+workers=${1:-1}
+sf_init "capture-bridge-w$workers"
 g=239.1.2.11
 dir=$SF_TMP/cap
 mkdir -m 0750 "$dir"
 
-br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g" \
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers "$workers" -m "$g" \
 	--capture-dir "$dir" --capture first.pcapng
 expect_in "$(bc_ok bridge capture status)" 'capture: running .*/first.pcapng' "status"
 
