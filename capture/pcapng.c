@@ -20,20 +20,21 @@
 #define PCAPNG_IF_NAME	    2
 #define PCAPNG_IF_TSRESOL   9
 
-#define IB_LRH_LEN	8
-#define IB_GRH_LEN	40
-#define IB_BTH_LEN	12
-#define IB_DETH_LEN	8
-#define IB_IMM_LEN	4
-#define IB_ICRC_LEN	4
-#define IB_VCRC_LEN	2
-#define IB_LNH_GRH	3 /* LRH next header: IBA global (a GRH follows) */
-#define ETH_HDR_LEN	14
-#define ETH_P_IPV4	0x0800
-#define IPV4_HDR_LEN	20
-#define IPV4_HDR_OFF	20 /* where the IPv4 header sits in the 40 header bytes */
-#define UDP_HDR_LEN	8
-#define ROCE_SPORT_BASE 0xc000 /* the entropy source ports RoCEv2 senders use */
+#define CAP_ERF_FLAG_VLEN 0x04 /* ERF flags: the record length varies */
+#define IB_LRH_LEN	  8
+#define IB_GRH_LEN	  40
+#define IB_BTH_LEN	  12
+#define IB_DETH_LEN	  8
+#define IB_IMM_LEN	  4
+#define IB_ICRC_LEN	  4
+#define IB_VCRC_LEN	  2
+#define IB_LNH_GRH	  3 /* LRH next header: IBA global (a GRH follows) */
+#define ETH_HDR_LEN	  14
+#define ETH_P_IPV4	  0x0800
+#define IPV4_HDR_LEN	  20
+#define IPV4_HDR_OFF	  20 /* where the IPv4 header sits in the 40 header bytes */
+#define UDP_HDR_LEN	  8
+#define ROCE_SPORT_BASE	  0xc000 /* the entropy source ports RoCEv2 senders use */
 
 static inline uint32_t pad4(size_t n)
 {
@@ -81,8 +82,8 @@ static uint32_t put_transport(const struct cap_pkt *p, uint8_t *h)
 
 /*
  * The ERF record header of an InfiniBand frame: timestamp (little-endian 32.32 fixed
- * point seconds), type, flags (interface 0), record length (header and captured bytes),
- * loss counter, wire length of the packet (big-endian).
+ * point seconds), type, flags (interface 0, varying record length), record length (header and
+ * captured bytes), loss counter, wire length of the packet (big-endian).
  */
 static void erf_header(uint8_t *h, uint64_t ts_ns, uint32_t n, uint32_t wire)
 {
@@ -92,7 +93,7 @@ static void erf_header(uint8_t *h, uint64_t ts_ns, uint32_t n, uint32_t wire)
 	for (int i = 0; i < 8; i++)
 		h[i] = (uint8_t)(ts >> (8 * i));
 	h[8] = CAP_ERF_TYPE_INFINIBAND;
-	h[9] = 0;
+	h[9] = CAP_ERF_FLAG_VLEN;
 	put16(h + 10, (uint16_t)(n > 0xffff ? 0xffff : n));
 	put16(h + 12, 0);
 	put16(h + 14, (uint16_t)(wire > 0xffff ? 0xffff : wire));
