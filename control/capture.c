@@ -37,7 +37,7 @@
 
 struct capture {
 	struct ctl *c;
-	const struct capture_cfg *cfg;
+	struct capture_cfg cfg; /* a copy: a reload does not change it */
 	int tfd;
 	struct ev_tag tag;
 	bool rings_made;
@@ -55,7 +55,6 @@ struct capture {
 	int werr; /* a write failed: the capture stopped */
 };
 
-static struct capture_cfg *opt_cfg;
 
 static int opt_capture_dir(void *ctx, const char *arg, char *err, size_t len)
 {
@@ -127,7 +126,6 @@ int capture_opts_register(struct capture_cfg *cfg)
 	snprintf(cfg->dir, sizeof(cfg->dir), "%s", CAPTURE_DIR_DEFAULT);
 	cfg->file[0] = 0;
 	cfg->ring = CAPTURE_RING_DEFAULT;
-	opt_cfg = cfg;
 	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
 		if ((r = opt_register(&defs[i])))
 			return r;
@@ -141,7 +139,7 @@ struct capture *capture_new(struct ctl *c, const struct capture_cfg *cfg)
 	if (!cap)
 		return NULL;
 	cap->c = c;
-	cap->cfg = cfg;
+	cap->cfg = *cfg;
 	cap->fd = -1;
 	cap->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	cap->buf = malloc(CAP_BUF_SIZE);
@@ -336,7 +334,7 @@ static int rings_make(struct capture *cap, char *err, size_t errlen)
 	if (cap->rings_made)
 		return 0;
 	for (uint32_t i = 0; i < br->nworkers; i++) {
-		struct cap_ring *r = cap_ring_new(cap->cfg->ring, data);
+		struct cap_ring *r = cap_ring_new(cap->cfg.ring, data);
 
 		if (!r) {
 			int e = errno;
@@ -356,7 +354,7 @@ static int rings_make(struct capture *cap, char *err, size_t errlen)
 /* Open FILE new in capture_dir: never an existing file, never through a link. */
 static int file_open(struct capture *cap, const char *name, char *err, size_t errlen)
 {
-	const char *dir = cap->cfg->dir, *why = name_refused(name);
+	const char *dir = cap->cfg.dir, *why = name_refused(name);
 	int dfd, fd, e;
 
 	if (why)
@@ -499,7 +497,7 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 	/* Pairs with the workers' acquire load: rings and filters are set. */
 	atomic_store_explicit(&br->cap_gen, cap->gen, memory_order_release);
 	timer_arm(cap, true);
-	log_info("capture %s/%s started", cap->cfg->dir, file);
+	log_info("capture %s/%s started", cap->cfg.dir, file);
 	return 0;
 }
 
@@ -532,12 +530,12 @@ void capture_status(struct capture *cap, FILE *out)
 	capture_counts_get(cap, &n);
 	if (!cap->name[0]) {
 		fprintf(out, "capture: none (capture_dir %s, ring %u records per worker)\n",
-			cap->cfg->dir, cap->cfg->ring);
+			cap->cfg.dir, cap->cfg.ring);
 		return;
 	}
 	if (cap->group)
 		inet_ntop(AF_INET, &cap->group, ga, sizeof(ga));
-	fprintf(out, "capture: %s %s/%s\n", cap->active ? "running" : "stopped", cap->cfg->dir,
+	fprintf(out, "capture: %s %s/%s\n", cap->active ? "running" : "stopped", cap->cfg.dir,
 		cap->name);
 	fprintf(out, "  side %s, group %s, snaplen %u, count %lu\n",
 		cap->sides == 3		      ? "both"

@@ -41,7 +41,8 @@ struct capture_counts {
 /* Set the defaults and register the options capture-dir, capture-ring, capture. Main thread. */
 int capture_opts_register(struct capture_cfg *cfg);
 
-/* A capture module for the control thread c (c->br set). NULL with errno. */
+/* A capture module for the control thread c (c->br set), with a copy of cfg (a reload
+ * does not change capture-dir or capture-ring). NULL with errno. */
 struct capture *capture_new(struct ctl *c, const struct capture_cfg *cfg);
 
 /* Stop a running capture (its records written), free the rings. After the workers
