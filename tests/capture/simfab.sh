@@ -48,9 +48,8 @@ n=$(t "$f" -Y 'frame.interface_name == "sim_ib2"' | wc -l)
 [ "$n" = 40 ] || br_fail "tshark: $n frames on interface sim_ib2, expected 40" cap
 
 # The payloads, re-wrapped in UDP, are the session's PGM packets (same types, in order).
-t "$f" -T fields -e data.data | while read -r h; do
-	printf '%s' "$h" | xxd -r -p | od -Ax -tx1 -v
-done >"$SF_TMP/payloads.txt"
+# One text2pcap packet per line: offset 0, then the bytes.
+t "$f" -T fields -e data.data | sed -e 's/../& /g' -e 's/^/000000 /' >"$SF_TMP/payloads.txt"
 text2pcap -q -4 198.18.0.2,$g -u 3056,3056 "$SF_TMP/payloads.txt" "$SF_TMP/payloads.pcap" ||
 	br_fail "text2pcap" cap
 fields="-T fields -e pgm.hdr.type -e pgm.hdr.tsdulen -e pgm.hdr.gsi -e pgm.hdr.sport -e pgm.hdr.dport"
