@@ -34,6 +34,7 @@
 #include <sys/un.h>
 
 #include "bridge.h"
+#include "capture.h"
 #include "console.h"
 #include "ctl.h"
 #include "log.h"
@@ -421,6 +422,42 @@ static int cmd_tuning(struct ctl *c, char *args, FILE *out)
 	return 0;
 }
 
+static int cmd_capture(struct ctl *c, char *args, FILE *out)
+{
+	char *sub = word(&args), err[OPT_ERR_LEN];
+
+	if (!c->cap) {
+		fprintf(out, "capture: not available\n");
+		return -1;
+	}
+	if (!sub || !strcmp(sub, "status")) {
+		if (sub && no_args("capture status", args, out))
+			return -1;
+		capture_status(c->cap, out);
+		return 0;
+	}
+	if (!strcmp(sub, "stop")) {
+		if (no_args("capture stop", args, out))
+			return -1;
+		if (capture_stop(c->cap, out)) {
+			fprintf(out, "capture stop: no capture running\n");
+			return -1;
+		}
+		log_info("console: capture stop");
+		return 0;
+	}
+	if (strcmp(sub, "start")) {
+		fprintf(out, "capture: unknown '%s' (start, stop, status)\n", sub);
+		return -1;
+	}
+	if (capture_start(c->cap, args, err, sizeof(err))) {
+		fprintf(out, "%s\n", err);
+		return -1;
+	}
+	fprintf(out, "capture started\n");
+	return 0;
+}
+
 static int cmd_reload(struct ctl *c, char *args, FILE *out)
 {
 	if (no_args("reload", args, out))
@@ -434,6 +471,9 @@ static int cmd_reload(struct ctl *c, char *args, FILE *out)
 
 static const struct cmd cmds[] = {
 	{"buffers", NULL, "the buffer pool: buffers per state", cmd_buffers},
+	{"capture",
+	 "start FILE [group G] [side ib|roce|both] [count N] [snaplen N] | stop | status",
+	 "packet capture to a pcapng file in capture_dir", cmd_capture},
 	{"channels", NULL, "queue pairs: groups, queues, backlog, counters, pps", cmd_channels},
 	{"cores", NULL, "same as workers", cmd_workers},
 	{"disable", "[name]", "turn a runtime feature off (no name: list them)", cmd_disable},

@@ -26,6 +26,7 @@
 
 #include "bridge.h"
 #include "console.h"
+#include "capture.h"
 #include "ctl.h"
 #include "fwd.h"
 #include "log.h"
@@ -1131,6 +1132,9 @@ int ctl_run(struct ctl *c)
 			case EV_CONSOLE:
 				if (c->con)
 					console_event(c->con, t, ev[i].events);
+				break;
+			case EV_CAPTURE:
+				capture_tick(t->ptr);
 				break;
 			}
 		}

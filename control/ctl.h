@@ -18,6 +18,7 @@ enum ev_kind {
 	EV_ASYNC,
 	EV_COMP,
 	EV_CONSOLE, /* a console fd: ptr is console.c's */
+	EV_CAPTURE, /* the capture's drain timer: ptr is capture.c's */
 };
 
 struct ev_tag {
@@ -29,6 +30,7 @@ struct ev_tag {
 
 struct console;
 struct placement;
+struct capture;
 
 struct ctl {
 	struct bridge *br;
@@ -40,6 +42,7 @@ struct ctl {
 	int64_t start_wall;  /* time(NULL) at ctl_init */
 	bool ready;	     /* every group joined on both sides (or the join timeout passed) */
 	struct console *con; /* the console (control/console.c), NULL without one */
+	struct capture *cap; /* packet capture (control/capture.c), NULL without */
 	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
 	bool sd;
 	uint64_t wd_usec, last_wd_ms;

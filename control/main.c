@@ -27,6 +27,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "bridge.h"
+#include "capture.h"
 #include "console.h"
 #include "ctl.h"
 #include "daemon.h"
@@ -1019,6 +1020,7 @@ int main(int argc, char **argv)
 			 .tos = -1,
 			 .control_cpu = -1};
 	struct console_cfg ccfg = {.listen_fd = -1, .admit_gid = (gid_t)-1};
+	static struct capture_cfg capcfg; /* the options keep pointers into it */
 	char err[OPT_ERR_LEN], pidpath[256];
 	int report = -1, pidfd = -1;
 	uint32_t npub = 0;
@@ -1032,6 +1034,8 @@ int main(int argc, char **argv)
 		r = register_options(&o, &ctl, &br);
 	if (!r)
 		r = tune_register();
+	if (!r)
+		r = capture_opts_register(&capcfg);
 	if (r) {
 		fprintf(stderr, "ib2roce: option registry: %s\n", strerror(-r));
 		return 1;
@@ -1196,6 +1200,12 @@ int main(int argc, char **argv)
 		status = 1;
 		goto out_ctl;
 	}
+	ctl.cap = capture_new(&ctl, &capcfg);
+	if (!ctl.cap) {
+		log_err("capture: %s", strerror(errno));
+		status = 1;
+		goto out_ctl;
+	}
 	if (br.cfg.nworkers && (r = workers_start(&br))) {
 		log_err("starting workers: %s%s", strerror(-r),
 			r == -EPERM && br.cfg.rt_prio
@@ -1205,6 +1215,16 @@ int main(int argc, char **argv)
 		goto out_ctl;
 	}
 	feat_running_set(true);
+	if (capcfg.file[0]) {
+		char args[sizeof(capcfg.file)];
+
+		snprintf(args, sizeof(args), "%s", capcfg.file);
+		if (capture_start(ctl.cap, args, err, sizeof(err))) {
+			log_err("%s", err);
+			status = 1;
+			ctl.stop = true; /* ctl_run returns at once: leave and stop as usual */
+		}
+	}
 	ctl_start_joins(&ctl);
 	if (report >= 0) {
 		/* Started: from here on the daemon logs to syslog. */
@@ -1225,6 +1245,8 @@ int main(int argc, char **argv)
 	ctl_leave_all(&ctl);
 	npub = br.ngroups; /* runtime joins and leaves changed the set; all are published */
 out_ctl:
+	capture_free(ctl.cap); /* the workers stopped: its rings are free */
+	ctl.cap = NULL;
 	console_close(ctl.con);
 	ctl_fini(&ctl);
 out_engine:

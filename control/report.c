@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "placement.h"
+#include "capture.h"
 #include "show.h"
 #include "show_priv.h"
 
@@ -364,6 +365,17 @@ void report_json(struct ctl *c, FILE *out)
 	json_channels(&j, br);
 	json_workers(&j, br, h);
 	json_placement(&j, c->place);
+	{
+		struct capture_counts cc;
+
+		capture_counts_get(c->cap, &cc);
+		jw_open(&j, "capture", '{');
+		jw_bool(&j, "active", cc.active);
+		jw_u64(&j, "written", cc.written);
+		jw_u64(&j, "dropped", cc.dropped);
+		jw_u64(&j, "bytes", cc.bytes);
+		jw_close(&j, '}');
+	}
 	jw_open(&j, "pool", '{');
 	if (br->pool) {
 		uint64_t counts[POOL_NSTATES];

@@ -30,6 +30,7 @@
 struct pool;
 struct pool_cache;
 struct pgm_stream_table;
+struct cap_ring;
 
 /* The fixed header space of a UD receive (GRH, or IPv4 at offset 20 on RoCEv2). */
 #define BR_GRH_LEN	       40
@@ -283,6 +284,9 @@ struct worker {
 	uint64_t passes;
 	uint64_t drop_nth; /* fault injection counter */
 	struct hist lat;   /* poll -> post, ns */
+	/* Packet capture (capring.h): set by the control thread before the first capture
+	 * starts (published by bridge->cap_gen), kept until the bridge is freed. */
+	struct cap_ring *cap;
 	uint64_t idle_sleeps;
 	/* Control thread only: latency histogram at the last "zap"; heartbeat bookkeeping. */
 	struct hist lat_zap;
@@ -380,6 +384,15 @@ struct bridge {
 	_Atomic int64_t pgm_dups;   /* enum pgm_dup_policy */
 	_Atomic int64_t pgm_policy; /* PGM_DROP_* bits: drop bad checksums / malformed */
 	_Atomic int64_t stall;	    /* fault injection: worker stall-1 stops its loop (0 off) */
+	/*
+	 * Packet capture (control/capture.c): the running capture's generation, 0: none.
+	 * The control thread writes the workers' rings and the filters below, then the
+	 * generation (release); a worker reads the generation once per burst (acquire).
+	 */
+	_Atomic uint32_t cap_gen;
+	_Atomic uint32_t cap_sides; /* bit s: capture what side s receives */
+	_Atomic uint32_t cap_group; /* only this group address (network order), 0: all */
+	_Atomic uint32_t cap_snap;  /* payload bytes to copy at most */
 	/* Packets forwarded by groups no longer bridged (left at run time), per input side. */
 	_Atomic uint64_t left_fwd_pkts[NSIDES];
 	_Atomic uint64_t left_fwd_bytes[NSIDES];

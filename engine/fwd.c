@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "bridge.h"
+#include "capring.h"
 #include "fwd.h"
 #include "pgm.h"
 #include "pool.h"
@@ -321,6 +322,9 @@ struct burst {
 	bool flows_ok;
 	uint32_t pgm_malformed;	 /* rx_fast_run's count, added to the channel's at the end */
 	bool check_own; /* the channel's side cannot block our own multicast */
+	/* A capture takes this burst's receives (burst_capture_begin): its ring, else NULL. */
+	struct cap_ring *cap;
+	uint32_t cap_gen, cap_snap;
 	/* Added to the channel's counters at the end of the burst. */
 	uint32_t rx_errors, fwd_pkts;
 	uint64_t rx_bytes;
@@ -934,6 +938,72 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 	return i;
 }
 
+/*
+ * A capture is running (bridge->cap_gen): take this burst's receives if the capture
+ * wants the channel's side. The flow fast path is off for the burst (flows_ok): every
+ * packet goes through chan_rx, where its verdict is known. So a capture costs the full
+ * path; no capture costs one test per burst and one per chan_rx.
+ */
+static __attribute__((noinline)) void burst_capture_begin(struct burst *b, struct worker *w,
+							  enum side side, uint32_t gen)
+{
+	if (!w->cap ||
+	    !(atomic_load_explicit(&b->br->cap_sides, memory_order_relaxed) & (1u << side)))
+		return;
+	b->cap = w->cap;
+	b->cap_gen = gen;
+	b->cap_snap = atomic_load_explicit(&b->br->cap_snap, memory_order_relaxed);
+	b->flows_ok = false;
+}
+
+/* Copy a received packet into the capture ring; the record, NULL when the ring is full. */
+static __attribute__((noinline)) struct cap_rec *
+rx_capture(struct burst *b, struct channel *ch, const struct ibv_wc *wc, const uint8_t *p)
+{
+	struct cap_rec *r = cap_ring_reserve(b->cap);
+	uint32_t n = wc->byte_len, max = BR_GRH_LEN + b->cap_snap;
+
+	if (!r)
+		return NULL;
+	if (n > max)
+		n = max;
+	if (n > b->cap->data_max)
+		n = b->cap->data_max;
+	r->ts_ns = b->now;
+	r->gen = b->cap_gen;
+	r->src_qp = wc->src_qp;
+	r->byte_len = wc->byte_len;
+	r->caplen = n;
+	r->imm = wc->imm_data;
+	r->has_imm = (wc->wc_flags & IBV_WC_WITH_IMM) != 0;
+	r->slid = wc->slid;
+	r->side = (uint8_t)ch->side;
+	r->chan = ch->index;
+	memcpy(r->data, p, n);
+	return r;
+}
+
+/* Publish a captured packet's record with its verdict, if the capture's group filter
+ * wants its group g (NULL: none found). */
+static __attribute__((noinline)) void rx_capture_done(struct burst *b, struct cap_rec *r,
+						      const struct group *g, enum drop_reason why)
+{
+	uint32_t want = atomic_load_explicit(&b->br->cap_group, memory_order_relaxed);
+
+	if (want && (!g || g->addr != want))
+		return; /* not taken: the record is written over by the next one */
+	r->group = g ? g->addr : 0;
+	r->verdict = (uint8_t)why;
+	cap_ring_commit(b->cap);
+}
+
+/* Whether chan_send will drop (DROP_TX_FULL) a packet on `out` now. */
+static inline bool chan_send_drops(const struct channel *out)
+{
+	return !(sq_used(out) < out->sq_depth && out->bl_tail == out->bl_head) &&
+	       out->bl_tail - out->bl_head > out->bl_mask;
+}
+
 /* One receive completion on a channel of side `side`. */
 static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struct channel *ch,
 							  const enum side side,
@@ -944,6 +1014,7 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 	uint32_t buf = (uint32_t)wc->wr_id;
 	const uint8_t *p = region_data(&b->region, buf);
 	enum drop_reason why = DROP_NREASONS;
+	struct cap_rec *cr = NULL;
 	struct src_addr src;
 	struct channel *out;
 	struct sender *s;
@@ -961,6 +1032,8 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 	}
 	len = wc->byte_len - BR_GRH_LEN;
 	b->rx_bytes += len;
+	if (__builtin_expect(b->cap != NULL, 0))
+		cr = rx_capture(b, ch, wc, p);
 	g = rx_classify(b, ch, side, wc, p, &src, &why);
 	if (!g)
 		goto drop;
@@ -999,7 +1072,7 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 		g->fwd_pkts[side]++;
 		g->fwd_bytes[side] += len;
 		b->fwd_pkts++;
-		return;
+		goto forwarded;
 	}
 	g->fwd_pkts[side]++;
 	g->fwd_bytes[side] += len;
@@ -1008,12 +1081,19 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 		burst_peer_post(b, buf, (uintptr_t)p + BR_GRH_LEN, len,
 				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side]);
 		flow_set(b, f, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
-		return;
+		goto forwarded;
 	}
+	if (__builtin_expect(cr != NULL, 0) && chan_send_drops(out))
+		why = DROP_TX_FULL; /* counted by chan_send */
 	chan_send(w, b->pool, out, fl, buf, (uintptr_t)p + BR_GRH_LEN, len,
 		  wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side]);
+forwarded:
+	if (__builtin_expect(cr != NULL, 0))
+		rx_capture_done(b, cr, g, why);
 	return;
 drop:
+	if (__builtin_expect(cr != NULL, 0))
+		rx_capture_done(b, cr, g, why);
 	ch->st.drops[why]++;
 	fl_put(w, fl, buf);
 }
@@ -1099,6 +1179,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	struct freelist fl;
 	struct chan_flow *f = &ch->flow;
 	unsigned ntx = 0, nrx;
+	uint32_t cap_gen;
 
 	fl.n = 0;
 	b.w = w;
@@ -1115,6 +1196,10 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 		     (!b.pgm_on || !((unsigned)atomic_load_explicit(&b.br->pgm_policy,
 								    memory_order_relaxed) &
 				     PGM_DROP_MALFORMED));
+	b.cap = NULL;
+	cap_gen = atomic_load_explicit(&b.br->cap_gen, memory_order_acquire);
+	if (__builtin_expect(cap_gen != 0, 0))
+		burst_capture_begin(&b, w, side, cap_gen);
 	b.pgm_malformed = 0;
 	b.check_own = !ch->sd->block_lb;
 	b.rx_errors = b.fwd_pkts = 0;

@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 5u
+#define SF_VERSION 6u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -322,6 +322,17 @@ struct sf_fabric {
 	struct sf_group groups[SF_MAX_GROUPS];
 	struct sf_join joins[SF_MAX_JOINS];
 	/*
+	 * Packet capture (capture.c, `simfab capture`): while cap_gen is not 0, every
+	 * datagram that reaches a port in cap_devs is recorded, once per port, in the
+	 * capture ring of process cap_pid (object file "capture", serial cap_serial, of
+	 * cap_slots records). Written under the lock; cap_gen last (release).
+	 */
+	_Atomic uint64_t cap_gen;
+	int32_t cap_pid;
+	uint32_t cap_serial;
+	uint32_t cap_slots;
+	uint32_t cap_devs;
+	/*
 	 * Per-process, per-port counters: each process adds to its own block (no cache line
 	 * shared between processes on the data path). A block is folded into the port's
 	 * `ctr` when its process is reclaimed. Read them with sf_counters_read.
@@ -380,6 +391,55 @@ void sf_obj_path(char *buf, size_t len, const char *kind, int32_t pid, uint32_t 
  */
 void *sf_obj_create(const char *kind, uint32_t serial, size_t len, int *fdp);
 void *sf_obj_map(const char *kind, int32_t pid, uint32_t serial, size_t len);
+
+/* ---- capture.c: the capture ring (simfab capture) ---- */
+
+#define SF_CAP_DATA_MAX 4096 /* payload bytes a record holds: the largest IB MTU */
+
+/* One datagram as it reached a port. */
+struct sf_cap_rec {
+	_Atomic uint64_t seq; /* ring sequence: = position + 1 once written */
+	uint64_t ts_ns;	      /* CLOCK_REALTIME */
+	uint32_t dev;	      /* receiving port (device index) */
+	uint32_t src_qpn, dst_qpn, qkey;
+	uint32_t len;	 /* payload bytes */
+	uint32_t caplen; /* payload bytes in data */
+	uint32_t imm;	 /* network order */
+	uint16_t pkey, slid, dlid;
+	uint8_t ib, has_imm, has_grh;
+	uint8_t pad[7];
+	uint8_t hdr[SF_GRH_LEN]; /* the 40 bytes a receiver finds in front of the payload */
+	uint8_t data[SF_CAP_DATA_MAX];
+};
+
+/* A multi-producer (every delivering process) single-consumer ring of records. */
+struct sf_cap_ring {
+	_Atomic uint64_t tail; /* producers: next position to claim */
+	char pad1[56];
+	_Atomic uint64_t head; /* consumer: next position to read */
+	char pad2[56];
+	_Atomic uint64_t lost; /* records not taken: the ring was full */
+	uint32_t mask;
+	uint32_t pad3;
+	struct sf_cap_rec rec[];
+};
+
+/* Bytes of a capture ring of n records (a power of two). */
+size_t sf_cap_ring_size(uint32_t n);
+
+/*
+ * sf_cap_start - create a capture ring of n records (power of two) owned by this
+ * process and point the fabric at it for the devices in devs. -EBUSY when a live
+ * process captures already. Returns the ring, or NULL with errno.
+ */
+struct sf_cap_ring *sf_cap_start(struct sf_fabric *fab, uint32_t n, uint32_t devs);
+
+/* sf_cap_stop - stop recording (the ring stays mapped for a last read) and unlink it. */
+void sf_cap_stop(struct sf_fabric *fab, struct sf_cap_ring *ring);
+
+/* sf_cap_next - the next record of the ring, or NULL; sf_cap_done releases it. */
+struct sf_cap_rec *sf_cap_next(struct sf_cap_ring *ring);
+void sf_cap_done(struct sf_cap_ring *ring, struct sf_cap_rec *r);
 
 /*
  * sf_counters_read - the counters of port `dev`: those of exited processes plus every

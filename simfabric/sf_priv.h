@@ -139,7 +139,15 @@ struct sf_tx {
 	const uint8_t *inline_data; /* gathered inline payload, else NULL */
 	uint8_t hdr[SF_GRH_LEN];    /* the 40 bytes each receiver gets in front */
 	bool has_grh;
+	uint32_t cap_seen; /* capture: ports this send was recorded on */
+	uint16_t dlid;	   /* the address handle's DLID (the MLID of a group on IB) */
 };
+
+/* Copy n payload bytes of a send, from byte off, to dst (wire.c). */
+void sf_wire_gather(const struct sf_tx *tx, uint32_t off, uint8_t *dst, uint32_t n);
+
+/* Record a datagram reaching port `dev` in the capture ring (capture.c). */
+void sf_cap_record(struct sf_fabric *fab, struct sf_tx *tx, uint32_t dev, uint32_t gen);
 
 /* Deliver one send work request to its destination(s). */
 void sf_wire_send(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_priv *ah);

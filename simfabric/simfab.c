@@ -16,10 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <endian.h>
 
 #include "netns.h"
+#include "pcapng.h"
 #include "sf.h"
 
 #define SIMFAB_OK    0
@@ -46,6 +51,9 @@ static const char simfab_usage[] =
 	"  remove DEV               remove a device (DEVICE_FATAL, rdma_cm DEVICE_REMOVAL)\n"
 	"  loss SEGMENT P           drop each delivered copy on SEGMENT with probability P\n"
 	"                           (0..1, resolution 1e-6; 0 turns loss off)\n"
+	"  capture FILE [-c N] [DEV...]\n"
+	"                           record every datagram reaching the ports DEV (default\n"
+	"                           all) into FILE (pcapng) until SIGINT/SIGTERM or N packets\n"
 	"  reclaim                  reclaim the objects of dead processes\n"
 	"  reset                    unlink the fabric; the next user creates it afresh\n"
 	"  netns NS [--delete]      make network namespace NS with a netdev per device (ib<k>,\n"
@@ -832,6 +840,156 @@ static int cmd_loss(struct simfab *sf, int argc, char **argv)
 	return simfab_result("loss", argv[1], sf_loss_set(fab, s, ppm));
 }
 
+#define SIMFAB_CAP_SLOTS 1024
+#define SIMFAB_CAP_SNAP	 65535
+
+static volatile sig_atomic_t simfab_cap_stop;
+
+static void simfab_cap_signal(int sig)
+{
+	(void)sig;
+	simfab_cap_stop = 1;
+}
+
+/* Write one record as an Enhanced Packet Block on interface ifid. */
+static int simfab_cap_write(int fd, uint32_t ifid, const struct sf_cap_rec *r)
+{
+	static uint8_t blk[64 + CAP_FRAME_HDR_MAX + SF_CAP_DATA_MAX + CAP_FRAME_TRAILER_MAX + 256];
+	struct cap_pkt p = {0};
+	uint32_t n, wire;
+
+	p.ib = r->ib;
+	p.hdr = r->hdr;
+	p.payload = r->data;
+	p.len = r->len;
+	p.caplen = r->caplen;
+	p.src_qpn = r->src_qpn;
+	p.dst_qpn = r->dst_qpn;
+	p.qkey = r->qkey;
+	p.pkey = r->pkey;
+	p.slid = r->slid;
+	p.dlid = r->dlid;
+	p.has_imm = r->has_imm;
+	p.imm = r->imm;
+	p.ts_ns = r->ts_ns;
+	n = cap_frame_encode(&p, blk + 28, SIMFAB_CAP_SNAP, &wire);
+	return pcapng_write_all(fd, blk, pcapng_epb(blk, ifid, r->ts_ns, blk + 28, n, wire, NULL));
+}
+
+/* simfab capture FILE [-c N] [DEV...] */
+static int cmd_capture(struct simfab *sf, int argc, char **argv)
+{
+	uint32_t devs = 0, ifid[SF_MAX_DEVS];
+	uint64_t count = 0, written = 0;
+	struct sf_cap_ring *ring;
+	struct sf_fabric *fab;
+	const char *file;
+	struct sigaction sa;
+	uint8_t hb[1024];
+	size_t hl;
+	int fd, ret = SIMFAB_OK, i = 2, nif = 0;
+
+	if (argc < 2 || argv[1][0] == '-')
+		return simfab_bad_usage("usage: simfab capture FILE [-c N] [DEV...]");
+	file = argv[1];
+	if (argc > 2 && !strcmp(argv[2], "-c")) {
+		char *end;
+
+		if (argc < 4)
+			return simfab_bad_usage("capture: -c needs a count");
+		errno = 0;
+		count = strtoull(argv[3], &end, 10);
+		if (errno || end == argv[3] || *end || !count || argv[3][0] == '-')
+			return simfab_bad_usage("capture: '%s' is not a count", argv[3]);
+		i = 4;
+	}
+	fab = simfab_attach(sf);
+	if (!fab)
+		return SIMFAB_FAIL;
+	for (; i < argc; i++) {
+		int d = simfab_dev(sf, argv[i]);
+
+		if (d < 0)
+			return SIMFAB_FAIL;
+		devs |= 1u << d;
+	}
+	if (!devs)
+		devs = fab->ndevs >= 32 ? UINT32_MAX : (1u << fab->ndevs) - 1;
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
+	if (fd < 0) {
+		simfab_err("capture: %s: %s", file, strerror(errno));
+		return SIMFAB_FAIL;
+	}
+	/* The section header and one interface per captured port, each with its link. */
+	hl = pcapng_shb(hb, "simfab");
+	for (uint32_t d = 0; d < fab->ndevs; d++) {
+		if (!(devs & (1u << d)))
+			continue;
+		ifid[d] = (uint32_t)nif++;
+		hl += pcapng_idb(hb + hl, cap_frame_linktype(fab->devs[d].link == SF_LINK_IB),
+				 SIMFAB_CAP_SNAP, fab->devs[d].name);
+		if (hl > sizeof(hb) - 128) {
+			if (pcapng_write_all(fd, hb, hl))
+				goto werr;
+			hl = 0;
+		}
+	}
+	if (pcapng_write_all(fd, hb, hl))
+		goto werr;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = simfab_cap_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ring = sf_cap_start(fab, SIMFAB_CAP_SLOTS, devs);
+	if (!ring) {
+		simfab_err("capture: %s",
+			   errno == EBUSY ? "another simfab capture is running" : strerror(errno));
+		close(fd);
+		return SIMFAB_FAIL;
+	}
+	fprintf(stderr, "simfab: capturing to %s\n", file);
+	for (int last = 0;;) {
+		struct sf_cap_rec *r;
+		bool any = false;
+
+		while ((r = sf_cap_next(ring)) && (!count || written < count)) {
+			if (simfab_cap_write(fd, ifid[r->dev], r)) {
+				sf_cap_done(ring, r);
+				goto werr_stop;
+			}
+			sf_cap_done(ring, r);
+			written++;
+			any = true;
+		}
+		if (last || (count && written >= count))
+			break;
+		if (simfab_cap_stop) {
+			/* Stop recording, then read what delivering processes finished. */
+			sf_cap_stop(fab, ring);
+			nanosleep(&(struct timespec){0, 20000000}, NULL);
+			last = 1;
+			continue;
+		}
+		if (!any)
+			nanosleep(&(struct timespec){0, 1000000}, NULL);
+	}
+	if (!simfab_cap_stop)
+		sf_cap_stop(fab, ring);
+	printf("captured %llu packets, %llu lost (ring full)\n", (unsigned long long)written,
+	       (unsigned long long)atomic_load(&ring->lost));
+	if (close(fd)) {
+		simfab_err("capture: %s: %s", file, strerror(errno));
+		return SIMFAB_FAIL;
+	}
+	return ret;
+werr_stop:
+	sf_cap_stop(fab, ring);
+werr:
+	simfab_err("capture: writing %s: %s", file, strerror(errno));
+	close(fd);
+	return SIMFAB_FAIL;
+}
+
 /* simfab reclaim: release the objects of dead processes, print how many processes. */
 static int cmd_reclaim(struct simfab *sf, int argc, char **argv)
 {
@@ -1033,6 +1191,7 @@ static const struct simfab_cmd simfab_cmds[] = {
 	{"reregister", cmd_reregister},
 	{"remove", cmd_remove},
 	{"loss", cmd_loss},
+	{"capture", cmd_capture},
 	{"reclaim", cmd_reclaim},
 	{"reset", cmd_reset},
 	{"netns", cmd_netns},

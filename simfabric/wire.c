@@ -216,7 +216,7 @@ static void sf_wire_header(struct sf_fabric *fab, struct sf_tx *tx, const struct
 /* ---- delivery ---- */
 
 /* Copy `n` bytes from the sender's gather list, starting at byte `off`, to dst. */
-static void sf_gather(const struct sf_tx *tx, uint32_t off, uint8_t *dst, uint32_t n)
+void sf_wire_gather(const struct sf_tx *tx, uint32_t off, uint8_t *dst, uint32_t n)
 {
 	const struct ibv_send_wr *wr = tx->wr;
 
@@ -270,6 +270,13 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		SF_CTR_ADD(fab, r->dev, sim_loss, 1);
 		return;
 	}
+	{
+		/* A capture (simfab capture): one load while none runs. */
+		uint64_t cg = atomic_load_explicit(&fab->cap_gen, memory_order_acquire);
+
+		if (__builtin_expect(cg != 0, 0) && !(tx->cap_seen & (1u << r->dev)))
+			sf_cap_record(fab, tx, r->dev, (uint32_t)cg);
+	}
 	cq = &fab->cqs[r->recv_cq];
 	rq = sf_ring_get(&g_rq_maps[qpi], &own, "rq",
 			 (size_t)r->rq_size * sf_rwqe_stride(r->max_recv_sge));
@@ -312,7 +319,7 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		if (h && tx->has_grh)
 			memcpy(dst, tx->hdr + done, h);
 		if (c > h)
-			sf_gather(tx, done + h - SF_GRH_LEN, dst + h, c - h);
+			sf_wire_gather(tx, done + h - SF_GRH_LEN, dst + h, c - h);
 		done += c;
 	}
 
@@ -443,6 +450,8 @@ void sf_wire_send(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_priv *ah
 		SF_CTR_ADD(fab, tx->qp->dev, port_down, 1);
 		return;
 	}
+	tx->cap_seen = 0;
+	tx->dlid = ah->attr.dlid;
 	SF_CTR_ADD(fab, tx->qp->dev, xmit_pkts, 1);
 	SF_CTR_ADD(fab, tx->qp->dev, xmit_bytes, tx->len);
 	sf_wire_header(fab, tx, ah);
