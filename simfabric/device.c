@@ -18,7 +18,6 @@
 /* Attributes of a ConnectX-6 (MT4123) as reported by mlx5, capped at the fabric's tables. */
 #define SF_VENDOR_ID	  0x02c9
 #define SF_VENDOR_PART_ID 4123
-#define SF_FW_VER	  "20.31.1014"
 #define SF_MAX_QP_WR	  32768
 #define SF_MAX_SGE	  30
 #define SF_MAX_CQE	  4194303
@@ -44,11 +43,15 @@ static void sf_devs_init(void)
 		d->dev.transport_type = IBV_TRANSPORT_IB;
 		snprintf(d->dev.name, sizeof(d->dev.name), "%s", fab->devs[i].name);
 		snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "uverbs%u", i);
-		snprintf(d->dev.dev_path, sizeof(d->dev.dev_path),
-			 "/sys/class/infiniband_verbs/uverbs%u", i);
-		snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/sys/class/infiniband/%s",
-			 fab->devs[i].name);
+		sf_sysfs_dev_path(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), fab->name,
+				  fab->devs[i].name);
+		sf_sysfs_root(d->dev.dev_path, sizeof(d->dev.dev_path), fab->name);
+		snprintf(d->dev.dev_path + strlen(d->dev.dev_path),
+			 sizeof(d->dev.dev_path) - strlen(d->dev.dev_path),
+			 "/class/infiniband_verbs/uverbs%u", i);
 	}
+	/* The directories ibdev_path names exist once the list is handed out. */
+	sf_sysfs_refresh(fab, false);
 }
 
 SF_EXPORT struct ibv_device **ibv_get_device_list(int *num)
@@ -178,6 +181,7 @@ SF_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	ctx->num_comp_vectors = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	pthread_mutex_init(&ctx->mutex, NULL);
+	sf_sysfs_start(fab);
 	return ctx;
 }
 
@@ -268,7 +272,7 @@ static int sf_query_device_ex(struct ibv_context *context,
 	return 0;
 }
 
-static void sf_fill_port_attr(struct sf_fabric *fab, uint32_t dev, struct ibv_port_attr *a)
+void sf_port_attr_fill(struct sf_fabric *fab, uint32_t dev, struct ibv_port_attr *a)
 {
 	struct sf_dev *d = &fab->devs[dev];
 	bool ib = d->link == SF_LINK_IB;
@@ -310,7 +314,7 @@ static int sf_query_port_ex(struct ibv_context *context, uint8_t port_num,
 
 	if (port_num != 1)
 		return EINVAL;
-	sf_fill_port_attr(c->fab, c->dev, &a);
+	sf_port_attr_fill(c->fab, c->dev, &a);
 	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
 	return 0;
 }

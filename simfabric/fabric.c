@@ -31,6 +31,8 @@ static int g_err;
 static _Atomic uint32_t g_serial;
 static int32_t g_pid;
 static int g_attach_reclaimed;
+static dev_t g_fab_dev;
+static ino_t g_fab_ino;
 
 static void sf_atfork_child(void)
 {
@@ -355,7 +357,7 @@ int sf_reset(const char *name)
 	sf_unlink_files(name, 0);
 	if (unlink(path) < 0 && errno != ENOENT)
 		return -errno;
-	return 0;
+	return sf_sysfs_remove(name);
 }
 
 /* Enter the calling process in the process table. Caller holds the lock. */
@@ -443,6 +445,8 @@ static void sf_attach_once(void)
 		g_err = errno;
 		goto out;
 	}
+	g_fab_dev = st.st_dev;
+	g_fab_ino = st.st_ino;
 	if (st.st_size == 0) {
 		if (ftruncate(fd, sizeof(struct sf_fabric)) < 0) {
 			g_err = errno;
@@ -495,6 +499,15 @@ out:
 	close(fd);
 }
 
+bool sf_fabric_current(void)
+{
+	char path[256];
+	struct stat st;
+
+	sf_fabric_path(path, sizeof(path), g_name);
+	return !stat(path, &st) && st.st_dev == g_fab_dev && st.st_ino == g_fab_ino;
+}
+
 int sf_attach_reclaimed(void)
 {
 	return g_attach_reclaimed;
@@ -525,6 +538,7 @@ __attribute__((destructor)) static void sf_process_exit(void)
 
 	if (!fab || getpid() != g_pid)
 		return;
+	sf_sysfs_stop();
 	sf_lock(fab);
 	sf_release_pid_locked(fab, g_pid);
 	for (uint32_t i = 0; i < SF_MAX_PROCS; i++) {

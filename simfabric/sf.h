@@ -447,6 +447,23 @@ void sf_cap_done(struct sf_cap_ring *ring, struct sf_cap_rec *r);
  */
 void sf_counters_read(struct sf_fabric *fab, uint32_t dev, struct sf_counters *out);
 
+/* ---- sysfs.c: the simulated /sys/class/infiniband ---- */
+
+/* The tree's root, /dev/shm/simfabric.<fabric>.sys, and a device's directory in it. */
+void sf_sysfs_root(char *buf, size_t len, const char *fabric);
+void sf_sysfs_dev_path(char *buf, size_t len, const char *fabric, const char *dev);
+
+/*
+ * sf_sysfs_refresh - write the tree of the fabric (first time: every file) and publish
+ * port states and counters that changed. Skipped when another process refreshed less
+ * than 50 ms ago, unless `force`. Any thread; takes the tree's file lock, never the
+ * fabric lock. Returns 0 or -errno (-ESTALE: this process's fabric was reset).
+ */
+int sf_sysfs_refresh(struct sf_fabric *fab, bool force);
+
+/* Remove the tree of the named fabric (sf_reset). 0 or -errno. */
+int sf_sysfs_remove(const char *fabric);
+
 /* ---- topology.c ---- */
 
 /*

@@ -103,6 +103,27 @@ struct sf_counters *sf_ctr_mine(struct sf_fabric *fab, uint32_t dev);
 #define SF_CTR_ADD(fab, dev, field, n)                                                             \
 	atomic_fetch_add_explicit(&sf_ctr_mine((fab), (dev))->field, (n), memory_order_relaxed)
 
+/* What device.c reports and sysfs.c writes: a ConnectX-6 (MT4123) as mlx5 shows it. */
+#define SF_FW_VER   "20.31.1014"
+#define SF_HCA_TYPE "MT4123"
+#define SF_BOARD_ID "MT_0000000223"
+
+/* ibv_query_port's answer for the port of device `dev` (device.c). */
+void sf_port_attr_fill(struct sf_fabric *fab, uint32_t dev, struct ibv_port_attr *a);
+
+/* Is the fabric this process attached still the one named (not reset since)? (fabric.c) */
+bool sf_fabric_current(void);
+
+/* ---- the simulated sysfs (sysfs.c) ---- */
+
+/*
+ * sf_sysfs_start - start this process's refresher thread (once; again in a forked
+ * child). Called when a device is opened. sf_sysfs_stop - stop it and publish what this
+ * process counted (process exit).
+ */
+void sf_sysfs_start(struct sf_fabric *fab);
+void sf_sysfs_stop(void);
+
 /* ---- QP delivery lock (wire.c) ---- */
 
 void sf_qp_lock(struct sf_qp *qp);

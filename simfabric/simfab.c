@@ -778,8 +778,11 @@ static int cmd_port(struct simfab *sf, int argc, char **argv)
 	if (dev < 0)
 		return ret;
 	up = !strcmp(argv[2], "up");
-	return simfab_result(up ? "port up" : "port down", argv[1],
-			     sf_port_set(sf->fab, (uint32_t)dev, up));
+	ret = simfab_result(up ? "port up" : "port down", argv[1],
+			    sf_port_set(sf->fab, (uint32_t)dev, up));
+	/* ports/1/state in the simulated sysfs follows at once. */
+	sf_sysfs_refresh(sf->fab, true);
+	return ret;
 }
 
 /* simfab reregister DEV */
@@ -807,7 +810,9 @@ static int cmd_remove(struct simfab *sf, int argc, char **argv)
 	dev = simfab_dev_arg(sf, argc, argv, 1, &ret);
 	if (dev < 0)
 		return ret;
-	return simfab_result("remove", argv[1], sf_device_remove(sf->fab, (uint32_t)dev));
+	ret = simfab_result("remove", argv[1], sf_device_remove(sf->fab, (uint32_t)dev));
+	sf_sysfs_refresh(sf->fab, true);
+	return ret;
 }
 
 /* simfab loss SEGMENT P: P in [0, 1], stored in parts per million. */

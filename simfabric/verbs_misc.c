@@ -219,11 +219,11 @@ SF_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, 
 		int len;
 
 		if (!strcmp(file, "board_id"))
-			len = snprintf(buf, size, "MT_0000000223");
+			len = snprintf(buf, size, SF_BOARD_ID);
 		else if (!strcmp(file, "fw_ver"))
-			len = snprintf(buf, size, "20.31.1014");
+			len = snprintf(buf, size, SF_FW_VER);
 		else if (!strcmp(file, "hca_type"))
-			len = snprintf(buf, size, "MT4123");
+			len = snprintf(buf, size, SF_HCA_TYPE);
 		else if (!strcmp(file, "node_type"))
 			len = snprintf(buf, size, "1: CA");
 		else if (!strcmp(file, "node_desc"))

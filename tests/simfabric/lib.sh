@@ -72,7 +72,7 @@ sf_cleanup() {
 	done
 	wait 2>/dev/null || true
 	for f in $SF_FABRICS; do
-		SIMFABRIC=$f "$SIMFAB" reset >/dev/null 2>&1 || rm -f "/dev/shm/simfabric.$f" \
+		SIMFABRIC=$f "$SIMFAB" reset >/dev/null 2>&1 || rm -rf "/dev/shm/simfabric.$f" \
 			"/dev/shm/simfabric.$f".*
 	done
 	if [ -n "$SF_TMP" ]; then
