@@ -440,6 +440,7 @@ static void print_stats_line(struct ctl *c)
 
 	for (int s = 0; s < NSIDES; s++)
 		show_side_stats(c->br, s, false, &st[s]);
+	ctl_nic_read(c);
 	if (dt > 0)
 		log_notice("IB rx %" PRIu64 " (%.0f pps) fwd %" PRIu64 " drop %" PRIu64
 			   " | RoCE rx %" PRIu64 " (%.0f pps) fwd %" PRIu64 " drop %" PRIu64,
@@ -566,6 +567,10 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 			}
 		}
 	}
+	/* The NIC's drop counters count from here: the baseline. */
+	for (int s = 0; s < NSIDES; s++)
+		nic_ctr_init(&c->nic[s], br->sd[s].ctx ? br->sd[s].ctx->device->ibdev_path : NULL,
+			     br->sd[s].port);
 	c->start_ms = mono_ms();
 	c->start_wall = (int64_t)time(NULL);
 	c->last_stats_ms = c->last_rate_ms = c->last_age_ms = c->start_ms;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "bridge.h"
+#include "nic.h"
 
 /* What an epoll registration of the control thread is for. */
 enum ev_kind {
@@ -60,6 +61,8 @@ struct ctl {
 	uint64_t last_stats_ms, last_age_ms;
 	bool untracked_logged; /* the sender table full warning was logged */
 	uint64_t last_rx[NSIDES];
+	/* Receive drops of each side's port at the NIC (read at every statint and report). */
+	struct nic_ctr nic[NSIDES];
 	/* Runtime features owned by the control thread. */
 	_Atomic int64_t statint;
 	_Atomic int64_t hwrate;
@@ -86,6 +89,13 @@ static inline uint64_t mono_ms(void)
 static inline void fcntl_nonblock(int fd)
 {
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+/* Read each side's NIC drop counter now (control thread). */
+static inline void ctl_nic_read(struct ctl *c)
+{
+	for (int s = 0; s < NSIDES; s++)
+		nic_ctr_read(&c->nic[s]);
 }
 
 /* Set up epoll, signals, timers and the rdma_cm ids (bound, not joined). 0 or -errno. */

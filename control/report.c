@@ -26,8 +26,10 @@ void show_final(struct ctl *c, FILE *out)
 	struct hist lat;
 
 	fprintf(out, "ib2roce: final counters\n");
+	ctl_nic_read(c);
 	for (int s = 0; s < NSIDES; s++) {
 		struct chan_stats st;
+		uint64_t nic;
 
 		show_side_stats(br, s, false, &st);
 		fprintf(out,
@@ -38,6 +40,10 @@ void show_final(struct ctl *c, FILE *out)
 			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
 			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
 			st.backlog_max, st.pgm_pkts, st.pgm_malformed, st.pgm_bad_csum);
+		if (nic_ctr_get(&c->nic[s], false, &nic))
+			fprintf(out, " nic_rx_dropped=%" PRIu64, nic);
+		else
+			fprintf(out, " nic_rx_dropped=-");
 		for (int r = 0; r < DROP_NREASONS; r++)
 			if (st.drops[r])
 				fprintf(out, " drop_%s=%" PRIu64, drop_reason_name[r], st.drops[r]);
@@ -161,18 +167,28 @@ static void jw_bool(struct jw *j, const char *key, bool v)
 	fputs(v ? "true" : "false", j->f);
 }
 
+static void jw_null(struct jw *j, const char *key)
+{
+	jw_key(j, key);
+	fputs("null", j->f);
+}
+
 static void jw_string(struct jw *j, const char *key, const char *v)
 {
 	jw_key(j, key);
 	jw_str(j->f, v);
 }
 
-static void json_sides(struct jw *j, struct bridge *br)
+static void json_sides(struct jw *j, struct ctl *c)
 {
+	struct bridge *br = c->br;
+
+	ctl_nic_read(c);
 	jw_open(j, "sides", '[');
 	for (int s = 0; s < NSIDES; s++) {
 		const struct side_ctx *sd = &br->sd[s];
 		struct chan_stats st;
+		uint64_t nic;
 
 		show_side_stats(br, s, false, &st);
 		jw_open(j, NULL, '{');
@@ -188,6 +204,11 @@ static void json_sides(struct jw *j, struct bridge *br)
 		jw_u64(j, "tx_pkts", st.tx_pkts);
 		jw_u64(j, "tx_bytes", st.tx_bytes);
 		jw_u64(j, "drops", chan_stats_drops(&st));
+		/* null: the port has no hw_counters/out_of_buffer (unknown, not 0). */
+		if (nic_ctr_get(&c->nic[s], false, &nic))
+			jw_u64(j, "nic_rx_dropped", nic);
+		else
+			jw_null(j, "nic_rx_dropped");
 		jw_u64(j, "rx_starved", st.rx_starved);
 		jw_u64(j, "backlog", st.backlog);
 		jw_u64(j, "backlog_max", st.backlog_max);
@@ -360,7 +381,7 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "uptime_s", (mono_ms() - c->start_ms) / 1000);
 	jw_i64(&j, "start_time", c->start_wall);
 	jw_bool(&j, "ready", c->ready);
-	json_sides(&j, br);
+	json_sides(&j, c);
 	json_groups(&j, br);
 	json_channels(&j, br);
 	json_workers(&j, br, h);
@@ -513,6 +534,23 @@ static void prom_sides(FILE *f, struct bridge *br)
 	}
 }
 
+/* The NIC's receive drops; a side whose port has no such counter has no sample. */
+static void prom_nic(FILE *f, struct ctl *c)
+{
+	uint64_t v;
+
+	ctl_nic_read(c);
+	prom_head(f, "ib2roce_nic_rx_dropped_total", "counter",
+		  "Packets the side's NIC dropped for lack of a posted receive (hw_counters/"
+		  "out_of_buffer) since the bridge started.");
+	for (int s = 0; s < NSIDES; s++) {
+		if (!nic_ctr_get(&c->nic[s], false, &v))
+			continue;
+		prom_side(f, "ib2roce_nic_rx_dropped_total", &c->br->sd[s]);
+		fprintf(f, "} %" PRIu64 "\n", v);
+	}
+}
+
 static void prom_groups(FILE *f, struct bridge *br)
 {
 	static const char *const dir[NSIDES] = {"ib_to_roce", "roce_to_ib"};
@@ -637,6 +675,7 @@ static void prom_write(FILE *f, struct ctl *c)
 		  "Start time of the bridge since the Unix epoch, in seconds.");
 	fprintf(f, "ib2roce_start_time_seconds %" PRId64 "\n", (int64_t)c->start_wall);
 	prom_sides(f, br);
+	prom_nic(f, c);
 	prom_groups(f, br);
 	prom_workers(f, c, now);
 	if (br->pool) {

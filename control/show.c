@@ -329,6 +329,9 @@ void show_zap(struct ctl *c)
 	}
 	for (uint32_t i = 0; i < br->nworkers; i++)
 		memcpy(&br->workers[i].lat_zap, &br->workers[i].lat, sizeof(struct hist));
+	ctl_nic_read(c);
+	for (int s = 0; s < NSIDES; s++)
+		nic_ctr_zap(&c->nic[s]);
 }
 
 /* ---- status ---- */
@@ -336,14 +339,15 @@ void show_zap(struct ctl *c)
 void show_status(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
-		"side",	    "device",	"state",	 "rx_pkts",	 "rx_bytes",
-		"fwd_pkts", "tx_pkts",	"tx_bytes",	 "drops",	 "rx_starved",
-		"rx_pps",   "pgm_pkts", "pgm_malformed", "pgm_bad_csum",
+		"side",	      "device",	 "state",    "rx_pkts",	      "rx_bytes",
+		"fwd_pkts",   "tx_pkts", "tx_bytes", "drops",	      "nic_rx_dropped",
+		"rx_starved", "rx_pps",	 "pgm_pkts", "pgm_malformed", "pgm_bad_csum",
 	};
 	struct bridge *br = c->br;
 	struct chan_stats st[NSIDES];
 	struct counts n;
 	struct tbl t;
+	uint64_t nic;
 	char up[64], started[64];
 	time_t sw = (time_t)c->start_wall;
 	struct tm tm;
@@ -357,6 +361,7 @@ void show_status(struct ctl *c, FILE *out)
 	fprintf(out, "ready  %s\n", c->ready ? "yes" : "no: waiting for joins");
 	fprintf(out, "counters since zap (or start)\n");
 
+	ctl_nic_read(c);
 	tbl_init(&t, hdr, sizeof(hdr) / sizeof(hdr[0]));
 	for (int s = 0; s < NSIDES; s++) {
 		const struct side_ctx *sd = &br->sd[s];
@@ -371,6 +376,10 @@ void show_status(struct ctl *c, FILE *out)
 		tbl_u64(&t, st[s].tx_pkts);
 		tbl_u64(&t, st[s].tx_bytes);
 		tbl_u64(&t, chan_stats_drops(&st[s]));
+		if (nic_ctr_get(&c->nic[s], true, &nic))
+			tbl_u64(&t, nic);
+		else
+			tbl_add(&t, true, "-"); /* no hw_counters: unknown, not 0 */
 		tbl_u64(&t, st[s].rx_starved);
 		tbl_u64(&t, side_pps(br, s));
 		tbl_u64(&t, st[s].pgm_pkts);

@@ -125,6 +125,8 @@ br_stop() {
 
 	tpid=$(br_pid "$name")
 	child=$(sf_child "$tpid")
+	# The final counters read the NIC's drops from sysfs: let the last ones be published.
+	sf_sysfs_settle
 	kill -INT "$child" 2>/dev/null || br_fail "bridge $name is not running" "$name"
 	while kill -0 "$tpid" 2>/dev/null; do
 		n=$((n + 1))
@@ -235,6 +237,16 @@ br_field() {
 	printf '%s\n' "$v"
 }
 
+# br_nic NAME SIDE: nic_rx_dropped of the final counter line for SIDE: a number, or "-"
+# when the port has no such counter.
+br_nic() {
+	local v
+
+	v=$(grep "^$2 " "$SF_TMP/$1.out" | tr ' ' '\n' | sed -n 's/^nic_rx_dropped=\([0-9][0-9]*\|-\)$/\1/p')
+	[ -n "$v" ] || br_fail "bridge $1: no nic_rx_dropped in the $2 counter line" "$1"
+	printf '%s\n' "$v"
+}
+
 # br_group NAME GROUP KEY: ib_to_roce, roce_to_ib, ib or roce of a group's final line.
 br_group() {
 	local v
@@ -276,12 +288,17 @@ br_expect_group() {
 #   packet the port delivered into one of the bridge's receive buffers (rcv_pkts) was
 #   counted in rx_pkts, which also counts the error completions (drop_rx_error) the
 #   port did not deliver;
+# - what the senders offered to a bridge port was received by the bridge or dropped by
+#   its NIC: port rcv_pkts + out_of_buffer = rx_pkts - drop_rx_error + nic_rx_dropped
+#   (the bridge's NIC drops since its start, read from sysfs; the fabric is fresh, so
+#   the port counts since then too). nic_rx_dropped may be "-" (the port has no
+#   hw_counters file) only for a side named in BR_NIC_MISSING;
 # - PGM inspection counted each packet once at most (pgm_pkts + pgm_malformed <=
 #   rx_pkts), and every packet when nothing was dropped and inspection was on all along
 #   (set BR_PGM_PARTIAL=1 when a test switches it during the run).
 # Arguments: NAME IB_DEV ROCE_DEV.
 br_conservation() {
-	local name=$1 s o dev sum_drops r v rx fwd drops txf txe tx_o txf_o key gsum
+	local name=$1 s o dev sum_drops r v rx fwd drops txf txe tx_o txf_o key gsum nic oob
 
 	for s in IB RoCE; do
 		if [ "$s" = IB ]; then o=RoCE dev=$2 key=ib_to_roce; else o=IB dev=$3 key=roce_to_ib; fi
@@ -326,5 +343,14 @@ br_conservation() {
 		r=$(br_field "$name" "$s" drop_rx_error)
 		[ "$v" = $((rx - r)) ] ||
 			br_fail "bridge $name: port $dev delivered $v packets, $s rx_pkts=$rx - drop_rx_error=$r" "$name"
+		nic=$(br_nic "$name" "$s")
+		if [ "$nic" = - ]; then
+			[[ " ${BR_NIC_MISSING:-} " == *" $s "* ]] ||
+				br_fail "bridge $name: $s nic_rx_dropped unavailable" "$name"
+		else
+			oob=$(sf_counter "$dev" out_of_buffer)
+			[ $((v + oob)) = $((rx - r + nic)) ] ||
+				br_fail "bridge $name: port $dev offered rcv_pkts=$v + out_of_buffer=$oob != $s rx_pkts=$rx - drop_rx_error=$r + nic_rx_dropped=$nic" "$name"
+		fi
 	done
 }

@@ -185,6 +185,35 @@ sf_counter() {
 	printf '%s\n' "$v"
 }
 
+# sf_sysfs_file DEV FILE: the path of FILE (e.g. ports/1/hw_counters/out_of_buffer) in
+# DEV's directory of the simulated sysfs (what ibv_device.ibdev_path names).
+sf_sysfs_file() {
+	printf '%s\n' "/dev/shm/simfabric.$SIMFABRIC.sys/class/infiniband/$1/$2"
+}
+
+# sf_sysfs_settle: wait (up to 5 s) until the simulated sysfs shows every port's
+# out_of_buffer as the fabric counts it: files are refreshed every 100 ms by the running
+# processes, and a bridge reads its NIC drops from them. Call it once traffic stopped.
+sf_sysfs_settle() {
+	local n=0 json dev f v want ok
+
+	while [ "$n" -lt 50 ]; do
+		json=$("$SIMFAB" counters --json)
+		ok=1
+		for f in /dev/shm/simfabric."$SIMFABRIC".sys/class/infiniband/*/ports/1/hw_counters/out_of_buffer; do
+			[ -f "$f" ] || continue
+			dev=${f#/dev/shm/simfabric."$SIMFABRIC".sys/class/infiniband/}
+			dev=${dev%%/*}
+			want=$(printf '%s\n' "$json" | sed -n "s/^ *\"$dev\": .*\"out_of_buffer\": \([0-9]*\).*/\1/p")
+			v=$(cat "$f" 2>/dev/null || true)
+			[ "$v" = "$want" ] || ok=0
+		done
+		[ "$ok" = 0 ] || return 0
+		n=$((n + 1))
+		sleep 0.1
+	done
+}
+
 # sf_expect_counter DEV NAME VALUE: fail unless the counter has that value.
 sf_expect_counter() {
 	local v

@@ -27,8 +27,9 @@ sf_tool 30 ibv_devinfo -d sim_ib0 >"$out/devinfo.txt" 2>&1 ||
 	sf_fail "ibv_devinfo failed" "$out/devinfo.txt"
 grep -Eq 'board_id:[[:space:]]+MT_0000000223$' "$out/devinfo.txt" ||
 	sf_fail "ibv_devinfo shows no board_id" "$out/devinfo.txt"
-[ "$(ls "$ib")" = "$(printf 'sim_ib%s\n' 0 1 2 3; printf 'sim_roce%s\n' 0 1 2 3)" ] ||
-	sf_fail "$ib does not hold the eight devices: $(ls "$ib" | tr '\n' ' ')"
+devs=$(find "$ib" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | tr '\n' ' ')
+[ "$devs" = "sim_ib0 sim_ib1 sim_ib2 sim_ib3 sim_roce0 sim_roce1 sim_roce2 sim_roce3 " ] ||
+	sf_fail "$ib does not hold the eight devices: $devs"
 
 d=$ib/sim_ib1
 expect_file "$d/node_type" "1: CA"
