@@ -258,6 +258,12 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 	st = atomic_load_explicit(&r->state, memory_order_acquire);
 	if (!own.pid || (st != IBV_QPS_RTR && st != IBV_QPS_RTS))
 		return;
+	/* Only the sender's MTU was checked at post time: a packet larger than the receiving
+	 * port's MTU is dropped on the way (the switch port, or the NIC's MAC). */
+	if (tx->len > sf_mtu_bytes(rdev->active_mtu)) {
+		SF_CTR_ADD(fab, r->dev, mtu_drop, 1);
+		return;
+	}
 	if (tx->qkey != r->qkey) {
 		SF_CTR_ADD(fab, r->dev, qkey_viol, 1);
 		return;
