@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,8 @@ static int32_t g_pid;
 static int g_attach_reclaimed;
 static dev_t g_fab_dev;
 static ino_t g_fab_ino;
+static bool g_group_set; /* SIMFABRIC_GROUP given: files are shared with g_group */
+static gid_t g_group;
 
 static void sf_atfork_child(void)
 {
@@ -113,6 +116,45 @@ static void sf_fabric_path(char *buf, size_t len, const char *name)
 	snprintf(buf, len, SF_SHM_DIR "/simfabric.%s", name);
 }
 
+/*
+ * SIMFABRIC_GROUP: a group name or number whose members share the fabric's files. A
+ * name that does not resolve is an error (the fabric is not attached): files readable
+ * by a group nobody meant would be worse than a refusal.
+ */
+static int sf_group_resolve(void)
+{
+	const char *s = getenv("SIMFABRIC_GROUP");
+	struct group gr, *res = NULL;
+	char buf[4096], *end;
+	unsigned long n;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (!*end && !errno && n < (gid_t)-1) {
+		g_group = (gid_t)n;
+	} else {
+		if (getgrnam_r(s, &gr, buf, sizeof(buf), &res) || !res) {
+			fprintf(stderr, "simfabric: SIMFABRIC_GROUP '%s': no such group\n", s);
+			return -EINVAL;
+		}
+		g_group = res->gr_gid;
+	}
+	g_group_set = true;
+	return 0;
+}
+
+int sf_file_share(int fd, mode_t mode)
+{
+	if (g_group_set) {
+		if (fchown(fd, (uid_t)-1, g_group))
+			return -errno;
+		mode |= (mode & 0700) >> 3;
+	}
+	return fchmod(fd, mode) ? -errno : 0;
+}
+
 void sf_obj_path(char *buf, size_t len, const char *kind, int32_t pid, uint32_t serial)
 {
 	snprintf(buf, len, SF_SHM_DIR "/simfabric.%s.%s.%d.%u", g_name, kind, pid, serial);
@@ -125,10 +167,10 @@ void *sf_obj_create(const char *kind, uint32_t serial, size_t len, int *fdp)
 	int fd;
 
 	sf_obj_path(path, sizeof(path), kind, getpid(), serial);
-	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0660);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return NULL;
-	if (ftruncate(fd, (off_t)len) < 0)
+	if (sf_file_share(fd, 0600) < 0 || ftruncate(fd, (off_t)len) < 0)
 		goto fail;
 	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
@@ -431,8 +473,15 @@ static void sf_attach_once(void)
 	}
 	snprintf(g_name, sizeof(g_name), "%s", name);
 	sf_fabric_path(path, sizeof(path), name);
+	r = sf_group_resolve();
+	if (r) {
+		g_err = -r;
+		return;
+	}
 
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	/* Private to the user (0600), or to SIMFABRIC_GROUP too (0660): the fabric holds
+	 * every process's packets. */
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		g_err = errno;
 		fprintf(stderr, "simfabric: cannot open %s: %s\n", path, strerror(errno));
@@ -448,6 +497,13 @@ static void sf_attach_once(void)
 	g_fab_dev = st.st_dev;
 	g_fab_ino = st.st_ino;
 	if (st.st_size == 0) {
+		r = st.st_uid == geteuid() ? sf_file_share(fd, 0600) : 0;
+		if (r) {
+			fprintf(stderr, "simfabric: %s: cannot give it to SIMFABRIC_GROUP: %s\n",
+				path, strerror(-r));
+			g_err = -r;
+			goto out;
+		}
 		if (ftruncate(fd, sizeof(struct sf_fabric)) < 0) {
 			g_err = errno;
 			goto out;

@@ -383,6 +383,13 @@ bool sf_pid_alive(int32_t pid, uint64_t start_time);
  */
 int sf_reset(const char *name);
 
+/*
+ * sf_file_share - give a file or directory this process created the fabric's mode:
+ * `mode` (e.g. 0600) for the user alone, or with the user's bits for SIMFABRIC_GROUP too
+ * (0660) and that group. 0 or -errno.
+ */
+int sf_file_share(int fd, mode_t mode);
+
 /* Path of an object file: /dev/shm/simfabric.<fabric>.<kind>.<pid>.<serial>. */
 void sf_obj_path(char *buf, size_t len, const char *kind, int32_t pid, uint32_t serial);
 

@@ -116,21 +116,41 @@ int sf_sysfs_remove(const char *fabric)
 	return sys_rm_tree(root);
 }
 
+/*
+ * mkdir of one directory of the tree, 0755 as in sysfs; with SIMFABRIC_GROUP also
+ * writable by the group (its members' processes refresh the files too).
+ */
+static int sys_mkdir(const char *p)
+{
+	int fd, r;
+
+	if (mkdir(p, 0755))
+		return errno == EEXIST ? 0 : -errno;
+	fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = sf_file_share(fd, 0755);
+	close(fd);
+	return r;
+}
+
 /* mkdir -p of `path` (under the tree: every component may be new). */
 static int sys_mkdirs(const char *path)
 {
 	char p[512];
+	int r;
 
 	snprintf(p, sizeof(p), "%s", path);
 	for (char *s = p + 1; *s; s++) {
 		if (*s != '/')
 			continue;
 		*s = 0;
-		if (mkdir(p, 0755) && errno != EEXIST)
-			return -errno;
+		r = sys_mkdir(p);
+		if (r)
+			return r;
 		*s = '/';
 	}
-	return mkdir(p, 0755) && errno != EEXIST ? -errno : 0;
+	return sys_mkdir(p);
 }
 
 /*
@@ -446,9 +466,17 @@ int sf_sysfs_refresh(struct sf_fabric *fab, bool force)
 	if (fd < 0)
 		return -errno;
 	flock(fd, LOCK_EX);
-	if (fstat(fd, &sb) || (sb.st_size != sizeof(*st) && ftruncate(fd, sizeof(*st)))) {
+	if (fstat(fd, &sb)) {
 		r = -errno;
 		goto out;
+	}
+	if (sb.st_size != sizeof(*st)) {
+		/* New: private like the fabric (0600, or 0660 with SIMFABRIC_GROUP). */
+		r = sb.st_uid == geteuid() ? sf_file_share(fd, 0600) : 0;
+		if (!r && ftruncate(fd, sizeof(*st)))
+			r = -errno;
+		if (r)
+			goto out;
 	}
 	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (st == MAP_FAILED) {
