@@ -3,7 +3,8 @@
 # trees that ib2roce reads through --tune-root, and running --tune-check on them. Sourced
 # after nothing else: it sources the console tests' helpers (bridges, bcom, a fabric per
 # test). The NICs are the simulated fabric's sim_ib0 and sim_roce0, whose ibdev_path is
-# /sys/class/infiniband/<name>: the trees hold those directories.
+# /dev/shm/simfabric.<fabric>.sys/class/infiniband/<name> (the simulated sysfs,
+# docs/simfabric.md): the trees hold those directories (nic_dir).
 #
 # The fake host: 4 CPUs, two cores of two threads (cpu0+cpu2, cpu1+cpu3), one NUMA node.
 # The bridge runs one worker on cpu1 (--cpus 1) and its control thread on cpu0
@@ -28,9 +29,16 @@ put_s32() {
 		$(((v >> 16) & 255)) $(((v >> 24) & 255)))" >"$1"
 }
 
+# nic_dir: where the simulated devices' ibdev_path directories are (after sf_init).
+nic_dir() {
+	printf '%s\n' "/dev/shm/simfabric.$SIMFABRIC.sys/class/infiniband"
+}
+
 # host_tuned DIR: a host tuned as docs/tuning.md says (every check PASSes for cpu1).
 host_tuned() {
-	local d=$1 c s cpu=$1/sys/devices/system/cpu roce
+	local d=$1 c s cpu=$1/sys/devices/system/cpu roce nic
+
+	nic=$d$(nic_dir)
 
 	put "$cpu/online" 0-2
 	put "$cpu/isolated" 1
@@ -53,16 +61,17 @@ host_tuned() {
 	put "$d/proc/cmdline" "BOOT_IMAGE=/vmlinuz root=/dev/sda1 isolcpus=managed_irq,domain,1 nohz_full=1 rcu_nocbs=1 intel_idle.max_cstate=1"
 	# sim_ib0: a PCI device directory with MSI-X IRQs 40-42.
 	for s in 40 41 42; do
-		put "$d/sys/class/infiniband/sim_ib0/device/msi_irqs/$s" msix
+		put "$nic/sim_ib0/device/msi_irqs/$s" msix
 		put "$d/proc/irq/$s/smp_affinity_list" 0
 	done
-	put "$d/sys/class/infiniband/sim_ib0/device/numa_node" 0
+	put "$nic/sim_ib0/device/numa_node" 0
 	# sim_roce0: device links to its PCI directory (as in sysfs), no msi_irqs: its IRQs
 	# are the /proc/interrupts lines naming the PCI address.
 	roce=$d/sys/devices/pci0000:00/0000:3b:00.0
 	put "$roce/numa_node" 0
-	mkdir -p "$d/sys/class/infiniband/sim_roce0"
-	ln -s ../../../devices/pci0000:00/0000:3b:00.0 "$d/sys/class/infiniband/sim_roce0/device"
+	mkdir -p "$nic/sim_roce0"
+	# From DIR/dev/shm/simfabric.<fabric>.sys/class/infiniband/sim_roce0 up to DIR.
+	ln -s ../../../../../../sys/devices/pci0000:00/0000:3b:00.0 "$nic/sim_roce0/device"
 	cat >"$d/proc/interrupts" <<'INT'
            CPU0       CPU1       CPU2       CPU3
   0:         31          0          0          0  IR-IO-APIC    2-edge      timer
