@@ -1148,9 +1148,13 @@ int main(int argc, char **argv)
 	}
 	if (r) {
 		log_err("%s", err);
-		status = 1;
+		status = r == -ENOBUFS ? 2 : 1; /* a pool too small for the options given */
 		goto out_engine;
 	}
+	if (br.cfg.rq_depth < br.rq_asked)
+		log_info("receive queues: %u channels x %u buffers (rqdepth=%u does not fit in "
+			 "buffers=%u)",
+			 2 * br.npairs, br.cfg.rq_depth, br.rq_asked, br.cfg.nbufs);
 	log_info("IB %s:%u (lid %u) <-> RoCE %s:%u (%s), %u channel pair%s, %u worker%s%s",
 		 br.sd[0].dev, br.sd[0].port, br.sd[0].pattr.lid, br.sd[1].dev, br.sd[1].port,
 		 inet_ntoa(*(struct in_addr *)&br.sd[1].ipv4), br.npairs, br.npairs == 1 ? "" : "s",
