@@ -572,6 +572,9 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"stall", FEAT_INT,
 		 "fault injection: worker N-1 stops making progress (watchdog test; 0 = off)", 0, 0,
 		 64, false, 0, true, 0, &br->stall, true, apply_stall, br},
+		{"ctlstall", FEAT_INT,
+		 "fault injection: the control thread stops once for N ms (stall logging test)", 0,
+		 0, 600000, false, 0, true, 0, &ctl->ctlstall, true, NULL, NULL},
 	};
 	int r;
 

@@ -360,6 +360,9 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "uptime_s", (mono_ms() - c->start_ms) / 1000);
 	jw_i64(&j, "start_time", c->start_wall);
 	jw_bool(&j, "ready", c->ready);
+	jw_u64(&j, "ctl_stalls", c->stalls);
+	jw_u64(&j, "ctl_stall_max_ms", c->stall_max_ms);
+	jw_u64(&j, "ctl_stall_last_ms", c->stall_last_ms);
 	json_sides(&j, br);
 	json_groups(&j, br);
 	json_channels(&j, br);
