@@ -29,6 +29,26 @@ enum log_target {
  */
 void log_open(enum log_target target);
 
+/*
+ * log_async_start - from now on messages are queued (a bounded ring) and written by a
+ * thread of their own, so that a log output that blocks (a full pipe, journald behind)
+ * never blocks the caller; when the ring is full messages are dropped, counted, and the
+ * count is logged in their place once the output moves again. Main thread, just before
+ * the control loop (after daemonizing: the thread would not survive the fork).
+ * Returns 0 or -errno from pthread_create (messages are then written synchronously).
+ */
+int log_async_start(void);
+
+/*
+ * log_async_stop - write what is queued and stop the writer thread: waits up to 2 s for
+ * it; a writer still blocked then is left behind (detached). Messages are written by
+ * their caller again afterwards. Main thread, after the control loop.
+ */
+void log_async_stop(void);
+
+/* log_dropped - messages dropped so far because the log output was blocked. Any thread. */
+uint64_t log_dropped(void);
+
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*

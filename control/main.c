@@ -1239,7 +1239,11 @@ int main(int argc, char **argv)
 		daemon_report(report, 0);
 		report = -1;
 	}
+	/* From here to the end of the loop a blocked log output cannot stall it (log.h). */
+	if ((r = log_async_start()))
+		log_warn("log writer thread: %s: logging from the control thread", strerror(-r));
 	r = ctl_run(&ctl);
+	log_async_stop();
 	if (r)
 		status = 1;
 	if (br.cfg.nworkers)

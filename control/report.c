@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "placement.h"
 #include "capture.h"
 #include "show.h"
@@ -363,6 +364,7 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "ctl_stalls", c->stalls);
 	jw_u64(&j, "ctl_stall_max_ms", c->stall_max_ms);
 	jw_u64(&j, "ctl_stall_last_ms", c->stall_last_ms);
+	jw_u64(&j, "log_dropped", log_dropped());
 	json_sides(&j, br);
 	json_groups(&j, br);
 	json_channels(&j, br);
