@@ -12,6 +12,7 @@
 #
 # Usage: poolmin.sh MODE
 #   w1     --workers 1, one group (one channel pair)
+#   w0     --workers 0 (event-driven on the control thread), one group
 #   w2     --workers 2, -e mcqp=1 and 4 groups (4 channel pairs, 2 per worker: the
 #          listener sees 4 senders, one QP per pair)
 #   pairs  --workers 1, -e mcqp=1 and 20 groups with buffers=16384 (accepted): the 40
@@ -22,17 +23,18 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 
 [ $# = 1 ] || {
-	echo "usage: $0 w1|w2|pairs" >&2
+	echo "usage: $0 w1|w0|w2|pairs" >&2
 	exit 2
 }
 mode=$1
 group=239.1.3.1
 case $mode in
 w1) ngroups=1 opts=(--workers 1) ;;
+w0) ngroups=1 opts=(--workers 0) ;;
 w2) ngroups=4 opts=(--workers 2 -e mcqp=1) ;;
 pairs) ngroups=20 opts=(--workers 1 -e mcqp=1) ;;
 *)
-	echo "usage: $0 w1|w2|pairs" >&2
+	echo "usage: $0 w1|w0|w2|pairs" >&2
 	exit 2
 	;;
 esac
