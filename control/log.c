@@ -19,9 +19,11 @@
  * or watchdog pings (issue 15: the control thread stalled 14.5 s and 109 s while the
  * workers forwarded). The control thread queues each message (formatted, with its
  * time) into a bounded ring under a mutex that is only ever held for a copy; the
- * "ib2roce-log" thread writes them out and is the one that blocks. A full ring drops
- * messages and counts them; the writer reports the count in sequence, before the next
- * message that got through ("N log messages dropped: the log output was blocked").
+ * "ib2roce-log" thread writes them out and is the one that blocks. A full ring makes
+ * the control thread wait for room, at most LOG_FULL_WAIT_MS once per blocked period:
+ * then messages are dropped and counted until the writer moves again, and the writer
+ * reports the count in sequence, before the next message that got through
+ * ("N log messages dropped: the log output was blocked").
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -56,6 +58,8 @@
 #define LOG_NAME_MAX 96
 /* How long log_async_stop waits for the writer to empty the ring. */
 #define LOG_STOP_WAIT_MS 2000
+/* How long a message waits for room in a full ring before the output counts as blocked. */
+#define LOG_FULL_WAIT_MS 200
 
 _Atomic int64_t log_level = LOG_INFO;
 
@@ -76,14 +80,19 @@ struct log_ent {
  */
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;  /* a message was queued, or stop (the writer waits) */
+	pthread_cond_t space; /* a message was taken (a producer facing a full ring waits) */
 	pthread_t thread;
 	bool running, stop;
-	uint64_t head, tail; /* consumed / produced; tail - head <= LOG_QUEUE */
-	uint64_t pending;    /* dropped since the last queued message */
-	uint64_t dropped;    /* total, for tests and the final report */
+	bool blocked;	       /* a full ring did not move for LOG_FULL_WAIT_MS */
+	uint64_t blocked_head; /* head when that was found */
+	uint64_t head, tail;   /* consumed / produced; tail - head <= LOG_QUEUE */
+	uint64_t pending;      /* dropped since the last queued message */
+	uint64_t dropped;      /* total (log_dropped) */
 	struct log_ent ent[LOG_QUEUE];
-} lq = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+} lq = {.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+	.space = PTHREAD_COND_INITIALIZER};
 
 void log_open(enum log_target target)
 {
@@ -200,6 +209,7 @@ static void *log_writer(void *arg)
 		if (e)
 			*e = lq.ent[lq.head % LOG_QUEUE];
 		lq.head++;
+		pthread_cond_signal(&lq.space);
 		pthread_mutex_unlock(&lq.lock);
 		/* Without memory for the copy (never on Linux for 1.3 KiB), only the count. */
 		dropped = e ? e->dropped : 1;
@@ -269,14 +279,46 @@ uint64_t log_dropped(void)
 	return n;
 }
 
-/* Queue a message for the writer (the ring full: count it). */
+/*
+ * Wait, lock held, for room in a full ring: a writer that is only slower than a burst of
+ * messages (600 joins at start-up) frees a slot soon, and nothing is lost. A ring that
+ * does not move for LOG_FULL_WAIT_MS means the output is blocked: false, and no more
+ * waiting until the writer has moved on (one wait per blocked period, not per message).
+ */
+static bool log_wait_room_locked(void)
+{
+	struct timespec dl;
+
+	if (lq.blocked) {
+		if (lq.head == lq.blocked_head)
+			return false;
+		lq.blocked = false;
+	}
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_nsec += LOG_FULL_WAIT_MS * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	while (lq.tail - lq.head >= LOG_QUEUE) {
+		if (pthread_cond_timedwait(&lq.space, &lq.lock, &dl) == ETIMEDOUT &&
+		    lq.tail - lq.head >= LOG_QUEUE) {
+			lq.blocked = true;
+			lq.blocked_head = lq.head;
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Queue a message for the writer (the output blocked: count it). */
 static void log_enqueue(int prio, const struct timespec *ts, const char *device, const char *group,
 			const char *msg)
 {
 	struct log_ent *e;
 
 	pthread_mutex_lock(&lq.lock);
-	if (lq.tail - lq.head >= LOG_QUEUE) {
+	if (lq.tail - lq.head >= LOG_QUEUE && !log_wait_room_locked()) {
 		lq.pending++;
 		lq.dropped++;
 		pthread_mutex_unlock(&lq.lock);

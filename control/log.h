@@ -30,11 +30,12 @@ enum log_target {
 void log_open(enum log_target target);
 
 /*
- * log_async_start - from now on messages are queued (a bounded ring) and written by a
+ * log_async_start - from now on messages are queued (a ring of 256) and written by a
  * thread of their own, so that a log output that blocks (a full pipe, journald behind)
- * never blocks the caller; when the ring is full messages are dropped, counted, and the
- * count is logged in their place once the output moves again. Main thread, just before
- * the control loop (after daemonizing: the thread would not survive the fork).
+ * does not block the caller: a full ring that does not move for 200 ms counts as
+ * blocked, and then messages are dropped, counted, and the count is logged in their
+ * place once the output moves again (the caller waits those 200 ms once). Main thread,
+ * just before the control loop (after daemonizing: the thread would not survive the fork).
  * Returns 0 or -errno from pthread_create (messages are then written synchronously).
  */
 int log_async_start(void);
