@@ -371,8 +371,9 @@ static int worker_cpu(const struct bridge_cfg *c, uint32_t i)
  * Fit the receive queues to the pool (docs/pool.md, "The receive budget"). A posted
  * receive holds its buffer until a packet arrives: an idle channel keeps its whole
  * queue, so the pool must hold every channel's receive queue at once plus, per worker,
- * what the busy path has in hand: a full cache (2 * cache_size), one full send queue and
- * two bursts. The depth is lowered from cfg.rq_depth (down to BR_RQ_FIT_MIN, or the
+ * what the busy path has in hand: a full cache (cache_size: it spills beyond that, and
+ * keeps more only while the depot is momentarily blocked), one full send queue and two
+ * bursts. The depth is lowered from cfg.rq_depth (down to BR_RQ_FIT_MIN, or the
  * configured depth if smaller) when the channels' queues do not fit. -ENOBUFS with the
  * minimum in err when even that does not fit.
  */
@@ -381,7 +382,7 @@ static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, ch
 {
 	struct bridge_cfg *c = &br->cfg;
 	uint64_t nch = 2ull * br->npairs;
-	uint64_t per_worker = 2ull * cache_size + c->sq_depth + 2ull * BR_BURST;
+	uint64_t per_worker = (uint64_t)cache_size + c->sq_depth + 2ull * BR_BURST;
 	uint64_t reserve = nw * per_worker, floor_rq, fit;
 
 	floor_rq = c->rq_depth < BR_RQ_FIT_MIN ? c->rq_depth : BR_RQ_FIT_MIN;
@@ -393,7 +394,7 @@ static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, ch
 			      " (%" PRIu64 " channels x RQ depth %" PRIu64 " + %u worker%s x "
 			      "(cache %u + SQ depth %u + %u in flight))",
 			      c->nbufs, nch * floor_rq + reserve, nch, floor_rq, nw,
-			      nw == 1 ? "" : "s", 2 * cache_size, c->sq_depth, 2 * BR_BURST);
+			      nw == 1 ? "" : "s", cache_size, c->sq_depth, 2 * BR_BURST);
 	if (fit < c->rq_depth) {
 		/* A whole number of receive bursts, never below the floor. */
 		fit -= fit % BR_BURST;

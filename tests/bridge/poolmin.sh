@@ -31,7 +31,8 @@ group=239.1.3.1
 case $mode in
 w1) ngroups=1 opts=(--workers 1) ;;
 w0) ngroups=1 opts=(--workers 0) ;;
-w2) ngroups=4 opts=(--workers 2 -e mcqp=1) ;;
+# Two workers and the control thread on a two-CPU machine share CPUs: oversubscribe.
+w2) ngroups=4 opts=(--workers 2 -e oversubscribe -e mcqp=1) ;;
 pairs) ngroups=20 opts=(--workers 1 -e mcqp=1) ;;
 *)
 	echo "usage: $0 w1|w0|w2|pairs" >&2
