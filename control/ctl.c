@@ -1102,6 +1102,37 @@ int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * The control loop's heartbeat, once per iteration. A gap of more than CTL_STALL_MS since
+ * the previous one means that nothing the loop serves (timers and statistics, console,
+ * joins, async events, the watchdog ping, which is withheld so) ran meanwhile. A stalled
+ * thread cannot say so while stalled: the stall is logged and counted here, once over.
+ * Then the ctlstall fault injection: the loop stops for that long, once.
+ */
+static void ctl_heartbeat(struct ctl *c)
+{
+	uint64_t now = mono_ms(), gap = now - c->loop_ms;
+	int64_t inject = atomic_exchange(&c->ctlstall, 0);
+
+	if (c->loop_ms && gap > CTL_STALL_MS) {
+		c->stalls++;
+		c->stall_last_ms = gap;
+		if (gap > c->stall_max_ms)
+			c->stall_max_ms = gap;
+		log_warn("control thread was stalled for %.1f s: no timers, console, joins or "
+			 "watchdog pings meanwhile (%" PRIu64 " stall%s so far)",
+			 (double)gap / 1000.0, c->stalls, c->stalls == 1 ? "" : "s");
+	}
+	c->loop_ms = now;
+	if (inject > 0) {
+		struct timespec ts = {inject / 1000, (inject % 1000) * 1000000L};
+
+		log_notice("ctlstall: stopping the control thread for %" PRId64 " ms", inject);
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+}
+
 int ctl_run(struct ctl *c)
 {
 	struct epoll_event ev[16];
@@ -1109,6 +1140,7 @@ int ctl_run(struct ctl *c)
 	while (!c->stop) {
 		int n;
 
+		ctl_heartbeat(c);
 		urcu_qsbr_quiescent_state();
 		urcu_qsbr_thread_offline();
 		n = epoll_wait(c->ep, ev, 16, TICK_MS);

@@ -47,7 +47,14 @@ struct ctl {
 	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
 	bool sd;
 	uint64_t wd_usec, last_wd_ms;
-	uint32_t wd_stalled;	  /* 1 + the stalled worker already logged, 0: none */
+	uint32_t wd_stalled; /* 1 + the stalled worker already logged, 0: none */
+	/*
+	 * The control loop's own heartbeat (ctl_run, control thread only): when its current
+	 * iteration began, and the stalls seen, a stall being a gap of more than
+	 * CTL_STALL_MS between two iterations (nothing the loop serves ran meanwhile).
+	 */
+	uint64_t loop_ms;
+	uint64_t stalls, stall_max_ms, stall_last_ms;
 	uint64_t join_timeout_ms; /* READY=1 at the latest this long after start */
 	const char *metrics_path; /* --metrics-file, NULL: none */
 	uint64_t last_metrics_ms, last_rate_ms, last_pps_ms;
@@ -70,7 +77,12 @@ struct ctl {
 	_Atomic int64_t pgm_idle_s;
 	_Atomic int64_t con_idle_s; /* console_idle: a client without a command is closed */
 	_Atomic int64_t ppsdisplay;
+	_Atomic int64_t ctlstall; /* fault injection: the loop stops once for N ms (0 = off) */
 };
+
+/* A gap between two iterations of the control loop (normally at most one tick) that
+ * counts as a stall of the control thread. */
+#define CTL_STALL_MS 1000
 
 /* CLOCK_MONOTONIC: every timer and age of the control plane. Any thread. */
 static inline uint64_t mono_ns(void)

@@ -29,6 +29,27 @@ enum log_target {
  */
 void log_open(enum log_target target);
 
+/*
+ * log_async_start - from now on messages are queued (a ring of 256) and written by a
+ * thread of their own, so that a log output that blocks (a full pipe, journald behind)
+ * does not block the caller: a full ring that does not move for 200 ms counts as
+ * blocked, and then messages are dropped, counted, and the count is logged in their
+ * place once the output moves again (the caller waits those 200 ms once). Main thread,
+ * just before the control loop (after daemonizing: the thread would not survive the fork).
+ * Returns 0 or -errno from pthread_create (messages are then written synchronously).
+ */
+int log_async_start(void);
+
+/*
+ * log_async_stop - write what is queued and stop the writer thread: waits up to 2 s for
+ * it; a writer still blocked then is left behind (detached). Messages are written by
+ * their caller again afterwards. Main thread, after the control loop.
+ */
+void log_async_stop(void);
+
+/* log_dropped - messages dropped so far because the log output was blocked. Any thread. */
+uint64_t log_dropped(void);
+
 void log_msg(int prio, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*

@@ -572,6 +572,9 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"stall", FEAT_INT,
 		 "fault injection: worker N-1 stops making progress (watchdog test; 0 = off)", 0, 0,
 		 64, false, 0, true, 0, &br->stall, true, apply_stall, br},
+		{"ctlstall", FEAT_INT,
+		 "fault injection: the control thread stops once for N ms (stall logging test)", 0,
+		 0, 600000, false, 0, true, 0, &ctl->ctlstall, true, NULL, NULL},
 	};
 	int r;
 
@@ -1148,9 +1151,13 @@ int main(int argc, char **argv)
 	}
 	if (r) {
 		log_err("%s", err);
-		status = 1;
+		status = r == -ENOBUFS ? 2 : 1; /* a pool too small for the options given */
 		goto out_engine;
 	}
+	if (br.cfg.rq_depth < br.rq_asked)
+		log_info("receive queues: %u channels x %u buffers (rqdepth=%u does not fit in "
+			 "buffers=%u)",
+			 2 * br.npairs, br.cfg.rq_depth, br.rq_asked, br.cfg.nbufs);
 	log_info("IB %s:%u (lid %u) <-> RoCE %s:%u (%s), %u channel pair%s, %u worker%s%s",
 		 br.sd[0].dev, br.sd[0].port, br.sd[0].pattr.lid, br.sd[1].dev, br.sd[1].port,
 		 inet_ntoa(*(struct in_addr *)&br.sd[1].ipv4), br.npairs, br.npairs == 1 ? "" : "s",
@@ -1232,7 +1239,11 @@ int main(int argc, char **argv)
 		daemon_report(report, 0);
 		report = -1;
 	}
+	/* From here to the end of the loop a blocked log output cannot stall it (log.h). */
+	if ((r = log_async_start()))
+		log_warn("log writer thread: %s: logging from the control thread", strerror(-r));
 	r = ctl_run(&ctl);
+	log_async_stop();
 	if (r)
 		status = 1;
 	if (br.cfg.nworkers)

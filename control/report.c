@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "placement.h"
 #include "capture.h"
 #include "show.h"
@@ -381,6 +382,10 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "uptime_s", (mono_ms() - c->start_ms) / 1000);
 	jw_i64(&j, "start_time", c->start_wall);
 	jw_bool(&j, "ready", c->ready);
+	jw_u64(&j, "ctl_stalls", c->stalls);
+	jw_u64(&j, "ctl_stall_max_ms", c->stall_max_ms);
+	jw_u64(&j, "ctl_stall_last_ms", c->stall_last_ms);
+	jw_u64(&j, "log_dropped", log_dropped());
 	json_sides(&j, c);
 	json_groups(&j, br);
 	json_channels(&j, br);

@@ -359,6 +359,11 @@ void show_status(struct ctl *c, FILE *out)
 		snprintf(started, sizeof(started), "?");
 	fprintf(out, "uptime %s (started %s), pid %ld\n", up, started, (long)getpid());
 	fprintf(out, "ready  %s\n", c->ready ? "yes" : "no: waiting for joins");
+	if (c->stalls)
+		fprintf(out,
+			"control thread stalled %" PRIu64 " time%s, longest %.1f s, last %.1f s\n",
+			c->stalls, c->stalls == 1 ? "" : "s", (double)c->stall_max_ms / 1000.0,
+			(double)c->stall_last_ms / 1000.0);
 	fprintf(out, "counters since zap (or start)\n");
 
 	ctl_nic_read(c);

@@ -370,6 +370,7 @@ struct bridge {
 	struct worker *workers;
 	uint32_t nworkers; /* at least 1: worker 0 is the control thread with cfg.nworkers 0 */
 	uint32_t npairs;
+	uint32_t rq_asked; /* cfg.rq_depth before bridge_build fitted it to the pool */
 	struct cds_lfht *groups_by_addr;
 	struct group **groups; /* all groups, control thread */
 	uint32_t ngroups, groups_cap;

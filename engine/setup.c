@@ -5,6 +5,7 @@
  * the workers that own them, and tear it all down again.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <ifaddrs.h>
 #include <stdarg.h>
@@ -24,8 +25,10 @@
 #include "setup.h"
 #include "stream.h"
 
-#define BR_BUF_SIZE  4160 /* 40-byte header + 4096 MTU, rounded to 64 */
-#define HANDOFF_RING 4096
+#define BR_BUF_SIZE   4160 /* 40-byte header + 4096 MTU, rounded to 64 */
+#define HANDOFF_RING  4096
+#define BR_POOL_CACHE (2 * BR_BURST * 8) /* buffers a worker cache holds before spilling */
+#define BR_RQ_FIT_MIN 256		 /* receive queues shrink to fit the pool down to this */
 
 static int seterr(char *err, size_t len, int r, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -364,6 +367,42 @@ static int worker_cpu(const struct bridge_cfg *c, uint32_t i)
 	return c->placed ? c->wcpu[i] : -1;
 }
 
+/*
+ * Fit the receive queues to the pool (docs/pool.md, "The receive budget"). A posted
+ * receive holds its buffer until a packet arrives: an idle channel keeps its whole
+ * queue, so the pool must hold every channel's receive queue at once plus, per worker,
+ * what the busy path has in hand: a full cache (cache_size: it spills beyond that, and
+ * keeps more only while the depot is momentarily blocked), one full send queue and two
+ * bursts. The depth is lowered from cfg.rq_depth (down to BR_RQ_FIT_MIN, or the
+ * configured depth if smaller) when the channels' queues do not fit. -ENOBUFS with the
+ * minimum in err when even that does not fit.
+ */
+static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, char *err,
+			 size_t errlen)
+{
+	struct bridge_cfg *c = &br->cfg;
+	uint64_t nch = 2ull * br->npairs;
+	uint64_t per_worker = (uint64_t)cache_size + c->sq_depth + 2ull * BR_BURST;
+	uint64_t reserve = nw * per_worker, floor_rq, fit;
+
+	floor_rq = c->rq_depth < BR_RQ_FIT_MIN ? c->rq_depth : BR_RQ_FIT_MIN;
+	br->rq_asked = c->rq_depth;
+	fit = c->nbufs > reserve ? (c->nbufs - reserve) / nch : 0;
+	if (fit < floor_rq)
+		return seterr(err, errlen, -ENOBUFS,
+			      "buffers=%u is too small: this configuration needs at least %" PRIu64
+			      " (%" PRIu64 " channels x RQ depth %" PRIu64 " + %u worker%s x "
+			      "(cache %u + SQ depth %u + %u in flight))",
+			      c->nbufs, nch * floor_rq + reserve, nch, floor_rq, nw,
+			      nw == 1 ? "" : "s", cache_size, c->sq_depth, 2 * BR_BURST);
+	if (fit < c->rq_depth) {
+		/* A whole number of receive bursts, never below the floor. */
+		fit -= fit % BR_BURST;
+		c->rq_depth = (uint32_t)(fit > floor_rq ? fit : floor_rq);
+	}
+	return 0;
+}
+
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 {
 	struct bridge_cfg *c = &br->cfg;
@@ -383,6 +422,9 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	if (br->npairs < nw)
 		br->npairs = nw;
 	c->mcqp = mcqp;
+	r = bridge_fit_rq(br, nw, BR_POOL_CACHE, err, errlen);
+	if (r)
+		return r;
 
 	memset(&pp, 0, sizeof(pp));
 	pp.nbufs = c->nbufs;
@@ -391,7 +433,7 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	pp.numa_node = c->placed ? c->node : side_numa_node(&br->sd[SIDE_IB]);
 	pp.huge = c->huge;
 	pp.nworkers = nw;
-	pp.cache_size = 2 * BR_BURST * 8;
+	pp.cache_size = BR_POOL_CACHE;
 	br->pool = pool_new(&pp);
 	if (!br->pool)
 		return seterr(err, errlen, -errno, "buffer pool of %u buffers%s: %s", c->nbufs,

@@ -20,7 +20,11 @@ int side_numa_node(const struct side_ctx *sd);
 /*
  * With both sides open: allocate and register the pool, create the channel pairs for
  * `ngroups` groups (cfg.mcqp per channel) and the workers owning them, fill the receive
- * queues. 0 or -errno with a message.
+ * queues. The receive queue depth is fitted to the pool first: cfg.rq_depth is lowered
+ * when every channel's queue at the configured depth (kept in br->rq_asked) does not fit
+ * beside the per-worker reserve (docs/pool.md). Control thread, before the workers start.
+ * 0 or -errno with a message: -ENOBUFS when cfg.nbufs is below the minimum of this
+ * configuration (the message states it), nothing allocated then.
  */
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen);
 

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Buffer exhaustion: a bridge with the smallest pool and receive queues (-e buffers=1024
-# -e rqdepth=64) gets an unpaced burst both ways at once, far more than its queues and
-# pool hold. It must neither stall nor crash: what it cannot take is counted (its drop
+# Buffer exhaustion: a bridge with the smallest receive queues (-e rqdepth=64) and the
+# smallest pool it accepts with them (br_min_buffers) gets an unpaced burst both ways at
+# once, far more than its queues and pool hold. It must neither stall nor crash: what it cannot take is counted (its drop
 # counters, or the fabric's out_of_buffer on its ports when no receive was posted), what
 # it forwards arrives intact. Then, at a low rate, everything is forwarded again.
 #
@@ -37,7 +37,9 @@ group=239.1.2.3
 burst=30000
 m=300
 
-br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers "$workers" -e buffers=1024 \
+buffers=$(br_min_buffers -d sim_ib0 -r sim_roce0 --workers "$workers" "${queues[@]}" -m "$group")
+sf_log "buffers=$buffers"
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers "$workers" -e buffers="$buffers" \
 	"${queues[@]}" -m "$group"
 
 # Phase 1: the burst. Listeners without a count: they check what arrives.

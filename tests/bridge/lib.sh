@@ -87,6 +87,23 @@ br_start() {
 	printf -v "${name}_pid" '%s' "$BR_PID"
 }
 
+# br_min_buffers ARG...: the smallest pool (-e buffers) the bridge accepts with ARG...:
+# 1024 (the feature's minimum) when --check accepts that, else the minimum its refusal
+# states ("buffers=1024 is too small: this configuration needs at least M (...)").
+br_min_buffers() {
+	local out rc=0
+
+	out=$(timeout -k 5 30 "$IB2ROCE" --check --control "$SF_TMP/min-buffers.sock" "$@" \
+		-e buffers=1024 2>&1) || rc=$?
+	if [ "$rc" = 0 ]; then
+		echo 1024
+		return
+	fi
+	out=$(printf '%s\n' "$out" | sed -n 's/.*buffers=1024 is too small: this configuration needs at least \([0-9]*\) .*/\1/p')
+	[ "$rc" = 2 ] && [ -n "$out" ] || sf_fail "ib2roce --check $*: exit $rc, no minimum pool stated"
+	printf '%s\n' "$out"
+}
+
 # br_pid NAME: the timeout process of NAME.
 br_pid() {
 	local v="${1}_pid"

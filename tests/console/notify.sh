@@ -3,7 +3,8 @@
 # - RoCE port down at start: READY=1 comes when the join timeout passes, with STATUS=
 #   naming the group not joined; when the port comes up the bridge joins and forwards;
 # - WATCHDOG_USEC=1 s: WATCHDOG=1 about every 0.5 s; when a worker is stalled on purpose
-#   (the stall feature) the pings stop, and resume when it runs again;
+#   (the stall feature) the pings stop, and resume when it runs again; the same for the
+#   control thread (ctlstall), whose stall is also logged and counted once it is over;
 # - a second bridge with both ports up: READY=1 only after its joins (the "all groups
 #   joined" log line comes first);
 # - STOPPING=1 on SIGTERM.
@@ -72,6 +73,32 @@ bc_ok bridge disable stall >/dev/null
 sleep 2
 w4=$(count n1 WATCHDOG=1)
 [ "$w4" -gt "$w3" ] || br_fail "WATCHDOG=1 did not resume after the stall" bridge n1
+
+# A stalled control thread (the ctlstall fault injection stops it for 4 s): no
+# WATCHDOG=1 while it is stopped (a gap of at least 4 s between two pings), the stall is
+# logged once it is over and counted in stats --json and status, and the pings resume.
+bc_ok bridge enable ctlstall=4000 >/dev/null
+n=0
+until grep -q 'ib2roce warning: control thread was stalled for [0-9.]* s' "$SF_TMP/bridge.err"; do
+	n=$((n + 1))
+	[ "$n" -le 150 ] || br_fail "no log line about the control thread's stall" bridge
+	sleep 0.1
+done
+secs=$(sed -n 's/.*control thread was stalled for \([0-9]*\)\.[0-9] s.*/\1/p' "$SF_TMP/bridge.err")
+[ "$secs" -ge 4 ] || br_fail "the stall was logged as $secs s, at least 4 s expected" bridge
+[ "$(json bridge '.ctl_stalls >= 1 and .ctl_stall_max_ms >= 4000')" = true ] ||
+	br_fail "stats --json: ctl_stalls $(json bridge .ctl_stalls), ctl_stall_max_ms $(json bridge .ctl_stall_max_ms)" bridge
+expect_in "$(bc_ok bridge status)" "control thread stalled " "status"
+w5=$(count n1 WATCHDOG=1)
+n=0
+until [ "$(count n1 WATCHDOG=1)" -gt "$w5" ]; do
+	n=$((n + 1))
+	[ "$n" -le 100 ] || br_fail "WATCHDOG=1 did not resume after the control thread's stall" bridge n1
+	sleep 0.1
+done
+gap=$(awk '$2 == "WATCHDOG=1" { if (p && $1 - p > g) g = $1 - p; p = $1 } END { print g + 0 }' \
+	"$SF_TMP/n1.out")
+[ "$gap" -ge 4000 ] || br_fail "longest gap between WATCHDOG=1 is $gap ms: pinged during the stall" bridge n1
 
 # STOPPING=1 on SIGTERM, then a clean exit.
 kill -TERM "$(sf_child "$(br_pid bridge)")"

@@ -132,7 +132,9 @@ console)
 	# A live bridge is placed (control/placement.c): both CPUs allowed, the control
 	# thread pinned to cpu0 as the report expects.
 	taskset -pc 0,1 $$ >/dev/null
-	br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 --cpus 1 --control-cpu 0 -e buffers=1024 \
+	# The smallest queues, so that the pool of 1024 buffers (4160 KiB) is accepted.
+	br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 --cpus 1 --control-cpu 0 \
+		-e buffers=1024 -e rqdepth=64 -e sqdepth=64 \
 		--tune-root "$root" -e cpu_dma_latency -m 239.1.2.3
 	bc_ok bridge tuning >"$SF_TMP/tune.out"
 	expect_report "$exp/tuned.txt"
