@@ -1,0 +1,564 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * mctool.c - options, port, joins and the packet header shared by mcsender and
+ * mclisten (see mctool.h).
+ *
+ * The port choice repeats ib2roce's rules (engine/setup.c side_open) in a few lines of
+ * its own: side_open lives with bridge_build and the engine's RCU tables, which these
+ * programs do not need; the rules are the same (first active port, IB: GID 0 and P_Key
+ * index 0; RoCE: the RoCEv2 GID with an IPv4-mapped address).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/ib.h>
+
+#include "mctool.h"
+#include "options.h"
+
+static int seterr(char *err, size_t len, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int seterr(char *err, size_t len, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+const char *mct_fabric_name(enum mct_fabric f)
+{
+	return f == MCT_IB ? "IB" : "RoCE";
+}
+
+clockid_t mct_clock_id(enum mct_clock c)
+{
+	return c == MCT_CLOCK_MONOTONIC ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+}
+
+/* ---- The packet header ---- */
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htonl(v);
+	memcpy(p, &v, 4);
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return ntohl(v);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+void mct_hdr_put(void *buf, const struct mct_hdr *h)
+{
+	uint8_t *p = buf;
+
+	put32(p, MCT_MAGIC);
+	put32(p + 4, h->stream);
+	put64(p + 8, h->seq);
+	put64(p + 16, h->tx_ns);
+	put32(p + 24, h->total);
+	p[28] = h->clock;
+	p[29] = h->flags;
+	p[30] = p[31] = 0;
+}
+
+bool mct_hdr_get(const void *buf, size_t len, struct mct_hdr *h)
+{
+	const uint8_t *p = buf;
+
+	if (len < MCT_HDR_LEN || get32(p) != MCT_MAGIC)
+		return false;
+	h->magic = MCT_MAGIC;
+	h->stream = get32(p + 4);
+	h->seq = get64(p + 8);
+	h->tx_ns = get64(p + 16);
+	h->total = get32(p + 24);
+	h->clock = p[28];
+	h->flags = p[29];
+	h->reserved = 0;
+	return true;
+}
+
+/* ---- Options ---- */
+
+static int add_group(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct mct_cfg *c = ctx;
+	struct group *g;
+	int r;
+
+	for (uint32_t i = 0; i < c->ngroups; i++)
+		if (!strcmp(c->groups[i].spec->spec, arg))
+			return opt_errf(err, len, -EINVAL, "group '%s' given twice", arg);
+	if (c->ngroups == c->cap) {
+		uint32_t cap = c->cap ? 2 * c->cap : 8;
+		struct mct_group *v = realloc(c->groups, cap * sizeof(*v));
+
+		if (!v)
+			return opt_errf(err, len, -ENOMEM, "out of memory");
+		c->groups = v;
+		c->cap = cap;
+	}
+	g = aligned_alloc(64, sizeof(*g));
+	if (!g)
+		return opt_errf(err, len, -ENOMEM, "out of memory");
+	memset(g, 0, sizeof(*g));
+	r = group_spec_parse(g, arg, c->fmt, c->port, c->tos, err, len);
+	if (r) {
+		free(g);
+		return r;
+	}
+	for (uint32_t i = 0; i < c->ngroups; i++) {
+		if (c->groups[i].spec->addr == g->addr) {
+			opt_errf(err, len, -EINVAL, "group '%s': address already given by '%s'",
+				 arg, c->groups[i].spec->spec);
+			free(g);
+			return -EINVAL;
+		}
+	}
+	memset(&c->groups[c->ngroups], 0, sizeof(c->groups[0]));
+	c->groups[c->ngroups++].spec = g;
+	return 0;
+}
+
+static int parse_dev(const char *arg, char *dev, size_t devlen, uint8_t *port, char *err,
+		     size_t len)
+{
+	const char *colon = strchr(arg, ':');
+	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+
+	if (!n || n >= devlen)
+		return opt_errf(err, len, -EINVAL, "'%s': expected device[:port]", arg);
+	memcpy(dev, arg, n);
+	dev[n] = 0;
+	*port = 0;
+	if (colon) {
+		uint64_t p;
+		int r = opt_parse_uint(colon + 1, 1, 255, &p, err, len);
+
+		if (r)
+			return r;
+		*port = (uint8_t)p;
+	}
+	return 0;
+}
+
+static int opt_device(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct mct_cfg *c = ctx;
+
+	return parse_dev(arg, c->ib_dev, sizeof(c->ib_dev), &c->ib_port, err, len);
+}
+
+static int opt_roce(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct mct_cfg *c = ctx;
+
+	return parse_dev(arg, c->roce_dev, sizeof(c->roce_dev), &c->roce_port, err, len);
+}
+
+static int opt_mgid(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct mct_cfg *c = ctx;
+	int f;
+
+	if (!arg) {
+		c->list_fmts = true;
+		opt_request_exit();
+		return 0;
+	}
+	f = mgid_fmt_parse(arg);
+	if (f < 0)
+		return opt_errf(err, len, -EINVAL,
+				"unknown MGID format '%s' (RDMA, IPv4, IPv6, PORT, IB)", arg);
+	c->fmt = (enum mgid_fmt)f;
+	return 0;
+}
+
+static int opt_port(void *ctx, const char *arg, char *err, size_t len)
+{
+	uint64_t v;
+	int r = opt_parse_uint(arg, 1, 65535, &v, err, len);
+
+	if (!r)
+		((struct mct_cfg *)ctx)->port = (uint16_t)v;
+	return r;
+}
+
+static int opt_tos(void *ctx, const char *arg, char *err, size_t len)
+{
+	uint64_t v;
+	int r = opt_parse_uint(arg, 0, 255, &v, err, len);
+
+	if (!r)
+		((struct mct_cfg *)ctx)->tos = (int)v;
+	return r;
+}
+
+int mct_options_register(struct mct_cfg *c)
+{
+	const struct opt_def defs[] = {
+		{"device", 'd', "dev[:port]", false, "InfiniBand device (use the IB fabric)",
+		 opt_device, c, false},
+		{"roce", 'r', "dev[:port]", false, "RoCE device (use the RoCEv2 fabric)", opt_roce,
+		 c, false},
+		{"multicast", 'm', "addr[:port][/fmt][#tos]", false, "a group (also as argument)",
+		 add_group, c, true},
+		{"mgid", 'l', "fmt", true,
+		 "IB MGID format of the groups that follow (RDMA, IPv4, IPv6, PORT, IB); no "
+		 "argument: list them",
+		 opt_mgid, c, true},
+		{"port", 'p', "n", false, "default UDP port of the groups that follow (4711)",
+		 opt_port, c, true},
+		{"tos", 't', "n", false, "traffic class of the groups that follow", opt_tos, c,
+		 true},
+	};
+	int r;
+
+	c->fmt = MGID_RDMA;
+	c->port = MCT_DEFAULT_PORT;
+	c->tos = -1;
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
+		if ((r = opt_register(&defs[i])))
+			return r;
+	return opt_set_positional("GROUP", "addr[:port][/fmt][#tos]: a multicast group", add_group,
+				  c);
+}
+
+int mct_options_check(struct mct_cfg *c, char *err, size_t errlen)
+{
+	if (c->list_fmts) {
+		for (int i = 0; i < MGID_NFMT; i++)
+			printf("%s%s\n", mgid_fmt_name[i], i == MGID_RDMA ? " (default)" : "");
+		return 1;
+	}
+	if (!c->ngroups)
+		return seterr(err, errlen, -EINVAL, "no multicast group given (-m addr or GROUP)");
+	if (c->ib_dev[0] && c->roce_dev[0])
+		return seterr(err, errlen, -EINVAL,
+			      "-d and -r both given: one program works on one fabric");
+	return 0;
+}
+
+void mct_cfg_free(struct mct_cfg *c)
+{
+	for (uint32_t i = 0; i < c->ngroups; i++)
+		free(c->groups[i].spec);
+	free(c->groups);
+	c->groups = NULL;
+	c->ngroups = c->cap = 0;
+}
+
+/* ---- The port ---- */
+
+static bool gid_is_ipv4(const union ibv_gid *g)
+{
+	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	return !memcmp(g->raw, pfx, sizeof(pfx));
+}
+
+/* Does (ctx, port) serve fabric f as ib2roce would use it? Fills p. */
+static bool port_try(struct mct_port *p, enum mct_fabric f, struct ibv_context *ctx, uint8_t port)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, port, &pa) || pa.state != IBV_PORT_ACTIVE)
+		return false;
+	if (f == MCT_IB) {
+		__be16 pkey;
+
+		if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND ||
+		    ibv_query_gid(ctx, port, 0, &p->gid) || ibv_query_pkey(ctx, port, 0, &pkey))
+			return false;
+		p->gid_index = 0;
+		p->pkey = ntohs(pkey);
+		p->ipv4 = 0;
+	} else {
+		if (pa.link_layer != IBV_LINK_LAYER_ETHERNET)
+			return false;
+		p->gid_index = -1;
+		for (int i = 0; i < pa.gid_tbl_len && p->gid_index < 0; i++) {
+			struct ibv_gid_entry e;
+
+			if (!ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0) &&
+			    e.gid_type == IBV_GID_TYPE_ROCE_V2 && gid_is_ipv4(&e.gid)) {
+				p->gid = e.gid;
+				p->gid_index = i;
+			}
+		}
+		if (p->gid_index < 0)
+			return false;
+		memcpy(&p->ipv4, &p->gid.raw[12], 4);
+		p->pkey = 0xffff;
+	}
+	p->fabric = f;
+	p->port = port;
+	p->mtu = 128u << pa.active_mtu;
+	return true;
+}
+
+/* Find an active port of fabric f (on device dev when not empty, port `port` when not 0). */
+static int port_find(struct mct_port *p, enum mct_fabric f, const char *dev, uint8_t port)
+{
+	struct ibv_device **list;
+	int n, r = -ENODEV;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return -errno;
+	for (int i = 0; i < n && r; i++) {
+		const char *name = ibv_get_device_name(list[i]);
+		struct ibv_context *ctx;
+		struct ibv_device_attr da;
+
+		if (dev[0] && strcmp(dev, name))
+			continue;
+		ctx = ibv_open_device(list[i]);
+		if (!ctx)
+			continue;
+		if (!ibv_query_device(ctx, &da)) {
+			for (uint8_t q = port ? port : 1; q <= (port ? port : da.phys_port_cnt);
+			     q++) {
+				if (port_try(p, f, ctx, q)) {
+					p->ctx = ctx;
+					p->dattr = da;
+					snprintf(p->dev, sizeof(p->dev), "%s", name);
+					r = 0;
+					break;
+				}
+			}
+		}
+		if (r)
+			ibv_close_device(ctx);
+	}
+	ibv_free_device_list(list);
+	return r;
+}
+
+int mct_port_open(struct mct_port *p, const struct mct_cfg *c, char *err, size_t errlen)
+{
+	struct sockaddr_storage a;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	if (c->ib_dev[0])
+		r = port_find(p, MCT_IB, c->ib_dev, c->ib_port);
+	else if (c->roce_dev[0])
+		r = port_find(p, MCT_ROCE, c->roce_dev, c->roce_port);
+	else if ((r = port_find(p, MCT_IB, "", 0)))
+		r = port_find(p, MCT_ROCE, "", 0);
+	if (r == -ENODEV) {
+		if (c->ib_dev[0] || c->roce_dev[0])
+			return seterr(err, errlen, r,
+				      "%s device %s: not found, not active or no %s port",
+				      c->ib_dev[0] ? "IB" : "RoCE",
+				      c->ib_dev[0] ? c->ib_dev : c->roce_dev,
+				      c->ib_dev[0] ? "InfiniBand"
+						   : "Ethernet port with a RoCEv2 IPv4 GID on a");
+		return seterr(err, errlen, r,
+			      "no active InfiniBand port and no active RoCEv2 port found");
+	}
+	if (r)
+		return seterr(err, errlen, r, "no RDMA devices: %s", strerror(-r));
+	p->pd = ibv_alloc_pd(p->ctx);
+	if (!p->pd)
+		return seterr(err, errlen, -errno, "%s: ibv_alloc_pd: %s", p->dev, strerror(errno));
+	p->cm_ch = rdma_create_event_channel();
+	if (!p->cm_ch || rdma_create_id(p->cm_ch, &p->cm_id, NULL, RDMA_PS_UDP))
+		return seterr(err, errlen, -errno, "%s: rdma_cm: %s", p->dev, strerror(errno));
+	memset(&a, 0, sizeof(a));
+	if (p->fabric == MCT_IB) {
+		/* Bind to the port GID, as ib2roce: no IPoIB address needed. */
+		struct sockaddr_ib *sib = (struct sockaddr_ib *)&a;
+
+		sib->sib_family = AF_IB;
+		sib->sib_pkey = htons(p->pkey);
+		memcpy(&sib->sib_addr, p->gid.raw, 16);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)&a;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = p->ipv4;
+	}
+	if (rdma_bind_addr(p->cm_id, (struct sockaddr *)&a))
+		return seterr(err, errlen, -errno, "%s: rdma_bind_addr: %s", p->dev,
+			      strerror(errno));
+	return 0;
+}
+
+/* The address a group is joined with: AF_IB and its MGID on IB, AF_INET on RoCE. */
+static struct sockaddr *join_addr(const struct mct_port *p, const struct group *g,
+				  struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (p->fabric == MCT_IB) {
+		struct sockaddr_ib *sib = (struct sockaddr_ib *)ss;
+		union ibv_gid m;
+
+		group_mgid_ib(g, p->pkey, &m);
+		sib->sib_family = AF_IB;
+		sib->sib_pkey = htons(p->pkey);
+		memcpy(&sib->sib_addr, m.raw, 16);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = g->addr;
+	}
+	return (struct sockaddr *)ss;
+}
+
+int mct_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
+	     size_t errlen)
+{
+	struct timespec t0;
+	uint32_t done = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct rdma_cm_join_mc_attr_ex ja;
+		struct sockaddr_storage ss;
+
+		memset(&ja, 0, sizeof(ja));
+		ja.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+		ja.addr = join_addr(p, g[i].spec, &ss);
+		ja.join_flags = send_only ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
+					  : RDMA_MC_JOIN_FLAG_FULLMEMBER;
+		if (rdma_join_multicast_ex(p->cm_id, &ja, &g[i]))
+			return seterr(err, errlen, -errno, "join %s: %s", g[i].spec->spec,
+				      strerror(errno));
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (done < n) {
+		struct pollfd pfd = {.fd = p->cm_ch->fd, .events = POLLIN};
+		struct rdma_cm_event *ev;
+		struct timespec t;
+		long left;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = MCT_JOIN_TIMEOUT -
+		       ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
+			break;
+		if (rdma_get_cm_event(p->cm_ch, &ev))
+			return seterr(err, errlen, -errno, "rdma_get_cm_event: %s",
+				      strerror(errno));
+		if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN) {
+			struct mct_group *mg = (struct mct_group *)ev->param.ud.private_data;
+
+			mg->aa = ev->param.ud.ah_attr;
+			mg->qkey = ev->param.ud.qkey;
+			mg->mgid = mg->aa.grh.dgid;
+			mg->mlid = mg->aa.dlid;
+			if (mg->spec->tos_set)
+				mg->aa.grh.traffic_class = mg->spec->tos;
+			mg->ah = ibv_create_ah(p->pd, &mg->aa);
+			if (!mg->ah) {
+				int e = errno;
+
+				rdma_ack_cm_event(ev);
+				return seterr(err, errlen, -e, "%s: ibv_create_ah: %s",
+					      mg->spec->spec, strerror(e));
+			}
+			if (!mg->joined)
+				done++;
+			mg->joined = true;
+		} else if (ev->event == RDMA_CM_EVENT_MULTICAST_ERROR) {
+			struct mct_group *mg = (struct mct_group *)ev->param.ud.private_data;
+			int st = ev->status;
+
+			rdma_ack_cm_event(ev);
+			return seterr(err, errlen, st < 0 ? st : -EIO, "join %s failed: %s",
+				      mg->spec->spec, strerror(st < 0 ? -st : EIO));
+		}
+		rdma_ack_cm_event(ev);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (!g[i].joined)
+			return seterr(err, errlen, -ETIMEDOUT, "join %s: no answer in %d ms",
+				      g[i].spec->spec, MCT_JOIN_TIMEOUT);
+	return 0;
+}
+
+void mct_port_close(struct mct_port *p, struct mct_group *g, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		struct sockaddr_storage ss;
+
+		if (g[i].ah)
+			ibv_destroy_ah(g[i].ah);
+		g[i].ah = NULL;
+		if (g[i].joined && p->cm_id)
+			rdma_leave_multicast(p->cm_id, join_addr(p, g[i].spec, &ss));
+		g[i].joined = false;
+	}
+	if (p->cm_id)
+		rdma_destroy_id(p->cm_id);
+	if (p->cm_ch)
+		rdma_destroy_event_channel(p->cm_ch);
+	if (p->pd)
+		ibv_dealloc_pd(p->pd);
+	if (p->ctx)
+		ibv_close_device(p->ctx);
+	memset(p, 0, sizeof(*p));
+}
+
+struct ibv_qp *mct_qp_create(struct mct_port *p, struct ibv_cq *cq, uint32_t sq, uint32_t rq,
+			     uint32_t qkey)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {.max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = 1, .max_recv_sge = 1},
+		.qp_type = IBV_QPT_UD,
+	};
+	struct ibv_qp_attr a;
+	struct ibv_qp *qp = ibv_create_qp(p->pd, &ia);
+	int r;
+
+	if (!qp)
+		return NULL;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = p->port;
+	a.qkey = qkey;
+	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	if (!r) {
+		a.qp_state = IBV_QPS_RTR;
+		r = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+	}
+	if (!r) {
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 0;
+		r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	}
+	if (r) {
+		ibv_destroy_qp(qp);
+		errno = r;
+		return NULL;
+	}
+	return qp;
+}
