@@ -390,6 +390,17 @@ static uint64_t stream_expected(const struct lstream *s)
 	return s->total ? s->total : s->max - s->first + 1;
 }
 
+/*
+ * Gaps, with a missing start and end of a stream whose length the sender announced
+ * (its sequence numbers are then 0 .. total - 1).
+ */
+static uint64_t stream_gaps(const struct lstream *s)
+{
+	if (!s->have || !s->total)
+		return s->gaps;
+	return s->gaps + (s->first > 0) + (s->max + 1 < s->total);
+}
+
 static uint64_t stream_lost(const struct lstream *s)
 {
 	uint64_t e = stream_expected(s);
@@ -627,10 +638,11 @@ static void live_line(struct listener *l, uint64_t now, uint64_t iv_ns)
 	fmt_us(p50, sizeof(p50), lhist_percentile(l->iv_hist, 50));
 	fmt_us(p99, sizeof(p99), lhist_percentile(l->iv_hist, 99));
 	fmt_us(mx, sizeof(mx), l->iv_hist->max);
-	printf("mclisten: %8.1fs pps=%.0f rx=%" PRIu64 " lost=%" PRIu64 " dup=%" PRIu64
-	       " streams=%u p50=%sus p99=%sus max=%sus\n",
-	       secs, (double)l->iv_rx * 1e9 / (double)iv_ns, l->data_rx, total_lost(l),
-	       total_dup(l), l->ns, p50, p99, mx);
+	fprintf(l->o->json ? stderr : stdout,
+		"mclisten: %8.1fs pps=%.0f rx=%" PRIu64 " lost=%" PRIu64 " dup=%" PRIu64
+		" streams=%u p50=%sus p99=%sus max=%sus\n",
+		secs, (double)l->iv_rx * 1e9 / (double)iv_ns, l->data_rx, total_lost(l),
+		total_dup(l), l->ns, p50, p99, mx);
 	fflush(stdout);
 	l->iv_rx = 0;
 	lhist_reset(l->iv_hist);
@@ -725,7 +737,7 @@ static void totals_get(const struct listener *l, struct totals *t)
 		t->rx += s->rx;
 		t->unique += s->unique;
 		t->lost += stream_lost(s);
-		t->gaps += s->gaps;
+		t->gaps += stream_gaps(s);
 		t->dup += s->dup;
 		t->reorder += s->reorder;
 		t->late += s->late;
@@ -771,8 +783,8 @@ static void report_text(const struct listener *l)
 		src_name(l, s, src, sizeof(src));
 		printf("%-24s %-16s %-30s %9" PRIu64 " %7" PRIu64 " %6" PRIu64 " %6" PRIu64
 		       " %6" PRIu64 " %6" PRIu64 " %11.1f %5s",
-		       name, l->c->groups[s->group].spec->spec, src, s->rx, stream_lost(s), s->gaps,
-		       s->dup, s->reorder, s->late, stream_pps(s),
+		       name, l->c->groups[s->group].spec->spec, src, s->rx, stream_lost(s),
+		       stream_gaps(s), s->dup, s->reorder, s->late, stream_pps(s),
 		       !s->h->count			 ? "-"
 		       : s->clock == MCT_CLOCK_MONOTONIC ? "mono"
 							 : "real");
@@ -835,8 +847,8 @@ static void report_json(const struct listener *l)
 		       ", \"rate_pps\": %.1f, \"complete\": %s",
 		       i ? "," : "", name, l->c->groups[s->group].spec->spec, src,
 		       s->kind == STREAM_KIND_PGM ? "true" : "false", s->rx, s->unique,
-		       stream_expected(s), stream_lost(s), s->gaps, s->dup, s->reorder, s->late,
-		       s->first, s->max, s->spm, s->rdata, s->bytes, stream_pps(s),
+		       stream_expected(s), stream_lost(s), stream_gaps(s), s->dup, s->reorder,
+		       s->late, s->first, s->max, s->spm, s->rdata, s->bytes, stream_pps(s),
 		       s->last_seen ? "true" : "false");
 		if (s->h->count) {
 			printf(", \"latency_ns\": {\"clock\": \"%s\", \"count\": %" PRIu64
@@ -904,8 +916,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	r = opt_parse_argv(argc, argv, err, sizeof(err));
-	if (r == 0)
-		r = mct_options_check(&c, err, sizeof(err));
+	if (r >= 0)
+		r = mct_options_check(&c, r == OPT_EXIT, err, sizeof(err));
 	if (r) {
 		if (r < 0)
 			fprintf(stderr, "mclisten: %s\n", err);
@@ -922,9 +934,10 @@ int main(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "mclisten: %s\n", err);
 	} else {
-		printf("mclisten: joined %u group%s on %s:%u (%s)\n", c.ngroups,
-		       c.ngroups == 1 ? "" : "s", l.port.dev, l.port.port,
-		       mct_fabric_name(l.port.fabric));
+		/* With --json, stdout holds the report only. */
+		fprintf(o.json ? stderr : stdout, "mclisten: joined %u group%s on %s:%u (%s)\n",
+			c.ngroups, c.ngroups == 1 ? "" : "s", l.port.dev, l.port.port,
+			mct_fabric_name(l.port.fabric));
 		fflush(stdout);
 		run(&l);
 		if (o.json)

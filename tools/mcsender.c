@@ -41,7 +41,7 @@
 #define PGM_GSI_TAG0	   'M'
 #define PGM_GSI_TAG1	   'C'
 #define DEF_RATE	   1000
-#define DEF_SIZE	   64
+#define DEF_SIZE	   128
 #define DEF_SPM_MS	   1000
 #define MAX_SIZES	   64
 #define DRAIN_TIMEOUT_NS   5000000000ull
@@ -687,8 +687,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	r = opt_parse_argv(argc, argv, err, sizeof(err));
-	if (r == 0)
-		r = mct_options_check(&c, err, sizeof(err));
+	if (r >= 0)
+		r = mct_options_check(&c, r == OPT_EXIT, err, sizeof(err));
 	if (r == 0 && (smallest_size(&o) < min_size(&o)))
 		r = opt_errf(err, sizeof(err), -EINVAL, "size %u is below the minimum %u%s",
 			     smallest_size(&o), min_size(&o), o.pgm ? " with --pgm" : "");
@@ -711,10 +711,11 @@ int main(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "mcsender: %s\n", err);
 	} else {
-		printf("mcsender: joined %u group%s on %s:%u (%s), %u stream%s, %u QP%s\n",
-		       c.ngroups, c.ngroups == 1 ? "" : "s", sd.port.dev, sd.port.port,
-		       mct_fabric_name(sd.port.fabric), sd.ns, sd.ns == 1 ? "" : "s", o.nqps,
-		       o.nqps == 1 ? "" : "s");
+		fprintf(o.json ? stderr : stdout,
+			"mcsender: joined %u group%s on %s:%u (%s), %u stream%s, %u QP%s\n",
+			c.ngroups, c.ngroups == 1 ? "" : "s", sd.port.dev, sd.port.port,
+			mct_fabric_name(sd.port.fabric), sd.ns, sd.ns == 1 ? "" : "s", o.nqps,
+			o.nqps == 1 ? "" : "s");
 		fflush(stdout);
 		run(&sd);
 		summary(&sd);

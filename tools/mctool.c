@@ -247,13 +247,15 @@ int mct_options_register(struct mct_cfg *c)
 				  c);
 }
 
-int mct_options_check(struct mct_cfg *c, char *err, size_t errlen)
+int mct_options_check(struct mct_cfg *c, bool exiting, char *err, size_t errlen)
 {
 	if (c->list_fmts) {
 		for (int i = 0; i < MGID_NFMT; i++)
 			printf("%s%s\n", mgid_fmt_name[i], i == MGID_RDMA ? " (default)" : "");
 		return 1;
 	}
+	if (exiting)
+		return 1;
 	if (!c->ngroups)
 		return seterr(err, errlen, -EINVAL, "no multicast group given (-m addr or GROUP)");
 	if (c->ib_dev[0] && c->roce_dev[0])

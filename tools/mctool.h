@@ -109,11 +109,12 @@ struct mct_port {
 int mct_options_register(struct mct_cfg *c);
 
 /*
- * mct_options_check - after parsing: print the MGID formats when -l was given without
- * one (returns 1: exit 0), else require at least one group and at most one of -d / -r.
+ * mct_options_check - after parsing (exiting: the parser returned OPT_EXIT): print the
+ * MGID formats when -l was given without one; then return 1 (exit 0) when exiting, else
+ * require at least one group and at most one of -d / -r.
  * Returns 0, 1, or -EINVAL with a message.
  */
-int mct_options_check(struct mct_cfg *c, char *err, size_t errlen);
+int mct_options_check(struct mct_cfg *c, bool exiting, char *err, size_t errlen);
 
 /*
  * mct_port_open - open the port: -d names an InfiniBand device, -r a RoCE device; with
