@@ -39,6 +39,7 @@
 #include "lhist.h"
 #include "mctool.h"
 #include "options.h"
+#include "pcapdump.h"
 #include "pgm.h"
 
 #define DEF_RQ		4096
@@ -66,6 +67,7 @@ struct lopts {
 	uint64_t duration_ms; /* stop after this long, 0 = no */
 	uint64_t interval_ms;
 	uint32_t rq;
+	const char *dump; /* --dump: pcap file of the payloads received */
 };
 
 struct lgroup {
@@ -112,7 +114,8 @@ struct listener {
 	struct lhist *iv_hist;
 	uint64_t iv_rx, iv_lost_base;
 	uint64_t t_start, t_end;
-	bool armed;
+	FILE *dump;
+	bool dump_failed; /* a write to the --dump file failed: exit 1 */
 };
 
 /* ---- Options ---- */
@@ -156,6 +159,14 @@ static int opt_rq(void *ctx, const char *arg, char *err, size_t len)
 	return r;
 }
 
+static int opt_dump(void *ctx, const char *arg, char *err, size_t len)
+{
+	if (!*arg)
+		return opt_errf(err, len, -EINVAL, "empty file name");
+	((struct lopts *)ctx)->dump = arg;
+	return 0;
+}
+
 static int register_options(struct lopts *o)
 {
 	const struct opt_def defs[] = {
@@ -169,6 +180,9 @@ static int register_options(struct lopts *o)
 		{"interval", 'I', "ms", false, "live display interval (1000)", opt_interval, o,
 		 false},
 		{"rq", 0, "n", false, "receive queue depth per QP (4096)", opt_rq, o, false},
+		{"dump", 'w', "file", false,
+		 "write the payloads received to a pcap file, in UDP to the group's port", opt_dump,
+		 o, false},
 	};
 	const struct feat_def pps = {
 		.name = "ppsdisplay",
@@ -486,6 +500,15 @@ static void on_recv(struct listener *l, const struct ibv_wc *wc, uint64_t now)
 		l->unknown_group++;
 		return;
 	}
+	if (l->dump) {
+		const struct group *g = l->c->groups[gi].spec;
+		uint32_t sip = 0;
+
+		if (l->port.fabric == MCT_ROCE)
+			memcpy(&sip, src + 12, 4);
+		pcapdump_write(l->dump, mct_now_ns(CLOCK_REALTIME), sip, g->addr, g->port,
+			       b + MCT_GRH_LEN, wc->byte_len - MCT_GRH_LEN);
+	}
 	on_payload(l, gi, b + MCT_GRH_LEN, wc->byte_len - MCT_GRH_LEN, src, wc->src_qp, now);
 }
 
@@ -516,6 +539,8 @@ static int setup(struct listener *l, char *err, size_t errlen)
 	size_t memlen;
 	int r;
 
+	if (o->dump && !(l->dump = pcapdump_open(o->dump)))
+		return snprintf(err, errlen, "%s: %s", o->dump, strerror(errno)), -errno;
 	if ((r = mct_port_open(&l->port, c, err, errlen)))
 		return r;
 	gpq = l->port.dattr.max_mcast_qp_attach > 0 ? (uint32_t)l->port.dattr.max_mcast_qp_attach
@@ -886,6 +911,10 @@ static void teardown(struct listener *l)
 	if (l->mr)
 		ibv_dereg_mr(l->mr);
 	mct_port_close(&l->port, l->c->groups, l->c->ngroups);
+	if (pcapdump_close(l->dump)) {
+		fprintf(stderr, "mclisten: %s: write error\n", l->o->dump);
+		l->dump_failed = true;
+	}
 	for (uint32_t i = 0; i < l->ns; i++) {
 		free(l->s[i].seen);
 		free(l->s[i].h);
@@ -951,6 +980,8 @@ int main(int argc, char **argv)
 	opt_registry_clear();
 	feat_registry_clear();
 	if (r)
+		return 1;
+	if (l.dump_failed)
 		return 1;
 	return o.count && l.data_rx < o.count ? 1 : 0;
 }

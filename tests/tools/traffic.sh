@@ -4,7 +4,8 @@
 # the listener counts what the sender sent, per stream and in total, without loss, gaps,
 # duplicates or reordering, and times every packet (same host: one clock). With pgm,
 # every packet passes the project's PGM parser (checksums included) and the SPMs are
-# counted per stream.
+# counted per stream; the packets mclisten dumped (--dump) decode alike with tshark and
+# pgm/ (tests/pgm/compare_tshark.sh).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -25,8 +26,10 @@ if [ "$mode" = pgm ]; then
 	sizes=68-4096
 fi
 
-tl_listen listen "${rx[@]}" -m 239.1.2.3 239.1.2.4:5000/PORT --json -D 50
-tl_send send "${tx[@]}" -m 239.1.2.3 239.1.2.4:5000/PORT -n "$n" --streams 3 --qps 2 \
+# Ports 3055 and 3056: where tshark and pgm/'s pgmtool look for UDP-encapsulated PGM.
+tl_listen listen "${rx[@]}" -p 3055 -m 239.1.2.3 239.1.2.4:3056/PORT --json -D 50 \
+	--dump "$SF_TMP/listen.pcap"
+tl_send send "${tx[@]}" -p 3055 -m 239.1.2.3 239.1.2.4:3056/PORT -n "$n" --streams 3 --qps 2 \
 	--burst 8 --rate 20000 --size "$sizes" --stream-id 1000 --clock monotonic "${extra[@]}"
 [ "$TL_SENT" = $((n * 6)) ] || br_fail "sender: sent=$TL_SENT, expected $((n * 6))" send
 tl_stop listen
@@ -50,6 +53,18 @@ if [ "$mode" = pgm ]; then
 	# The sender's SPMs: one per stream before the data, ambient ones, a final one.
 	spm=$(sed -n 's/^mcsender: .* spm=\([0-9]*\) .*/\1/p' "$SF_TMP/send.out")
 	tl_json listen '.totals.spm == '"$spm"' and ([.streams[].spm >= 2] | all)' >/dev/null
+	# What arrived, as mclisten --dump wrote it, decodes alike with tshark and pgm/: every
+	# field, checksums included; and tshark sees every ODATA and SPM with a good checksum.
+	if command -v tshark >/dev/null 2>&1; then
+		sh "$(dirname "$0")/../pgm/compare_tshark.sh" "$PGMTOOL" "$SF_TMP/listen.pcap" \
+			>"$SF_TMP/compare.out" 2>&1 || br_fail "tshark and pgm/ disagree" compare
+		v=$(tshark -n -r "$SF_TMP/listen.pcap" -d udp.port==3055,pgm -d udp.port==3056,pgm \
+			-Y 'pgm.hdr.type == 4 && pgm.hdr.cksum.status == "Good"' 2>/dev/null | wc -l)
+		[ "$v" = $((n * 6)) ] || br_fail "tshark: $v good ODATA, expected $((n * 6))" listen
+		v=$(tshark -n -r "$SF_TMP/listen.pcap" -d udp.port==3055,pgm -d udp.port==3056,pgm \
+			-Y 'pgm.hdr.type == 0 && pgm.hdr.cksum.status == "Good"' 2>/dev/null | wc -l)
+		[ "$v" = "$spm" ] || br_fail "tshark: $v good SPMs, expected $spm" listen
+	fi
 else
 	ids=$(tl_json listen '[.streams[].stream] | sort | join(",")')
 	[ "$ids" = "id:1000,id:1001,id:1002,id:1003,id:1004,id:1005" ] ||
