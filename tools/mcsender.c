@@ -394,11 +394,10 @@ static void post_chain(struct sender *sd, struct sqp *q)
 	q->wr[q->nwr - 1].send_flags |= IBV_SEND_SIGNALED;
 	r = ibv_post_send(q->qp, q->wr, &bad);
 	if (r) {
-		/* The WRs from bad on were not posted: failed sends. */
+		/* The WRs from bad on were not posted: failed sends (their slots are free). */
 		uint32_t first = (uint32_t)(bad - q->wr);
 
 		sd->errors += q->nwr - first;
-		sd->sent -= q->nwr - first;
 		q->posted -= q->nwr - first;
 	}
 	q->nwr = 0;

@@ -45,12 +45,12 @@ tl_send() {
 	*" errors=0 "*) ;;
 	*) br_fail "sender $name: no summary without errors" "$name" ;;
 	esac
+	# shellcheck disable=SC2034 # read by the tests
 	TL_SENT=$(printf '%s\n' "$line" | sed -n 's/^mcsender: sent=\([0-9]*\) .*/\1/p')
 }
 
 # tl_stop NAME: SIGTERM to a listener (the senders are done: simfabric has delivered
 # everything into its receive queue, which it drains before reporting); it must exit 0.
-# Its last line (the summary, or the end of its JSON report) is in TL_SUMMARY.
 tl_stop() {
 	local tpid
 
@@ -65,7 +65,6 @@ tl_stop() {
 tl_end() {
 	sf_wait_exit "$(br_pid "$1")"
 	[ "$SF_RC" = 0 ] || br_fail "listener $1 exited with status $SF_RC" "$1"
-	TL_SUMMARY=$(grep '^mclisten: received=' "$SF_TMP/$1.out" || true)
 }
 
 # tl_field NAME KEY: a value of the listener's summary line ("mclisten: received=..").
