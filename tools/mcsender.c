@@ -13,9 +13,12 @@
  * mct_hdr (sequence number from 0 and the send time in ns of --clock), at the start of
  * the payload, or of the ODATA data with --pgm.
  *
- * PGM: an SPM per stream before its first ODATA, ambient SPMs every --spm-interval ms,
- * ODATA with OPT_SYN on the first packet and OPT_FIN on the last (with --count), and a
- * final heartbeat SPM per stream announcing the last SQN. Checksums are filled (pgm/).
+ * PGM (RFC 3208 6.1): an SPM per stream before its first ODATA, ambient SPMs for every
+ * stream every --spm-interval ms, heartbeat SPMs when a stream's data pauses (the first
+ * --spm-heartbeat ms after its last ODATA, the interval doubling until it reaches the
+ * ambient one), ODATA with OPT_SYN on the first packet and OPT_FIN on the last (with
+ * --count), and a final SPM per stream announcing its last SQN. Checksums are filled
+ * (pgm/).
  *
  * Sends: one WR per packet, chained per QP and posted once per burst, one signaled send
  * in SIG_EVERY (and the last of each chain); a QP never has more than its send queue
@@ -43,6 +46,7 @@
 #define DEF_RATE	   1000
 #define DEF_SIZE	   128
 #define DEF_SPM_MS	   1000
+#define DEF_HB_MS	   100
 #define MAX_SIZES	   64
 #define DRAIN_TIMEOUT_NS   5000000000ull
 #define PGM_ODATA_FIXED	   24u /* common header 16 + DATA_SQN/DATA_TRAIL 8 */
@@ -73,7 +77,8 @@ struct sopts {
 	uint32_t stream_base;
 	bool stream_base_set;
 	enum mct_clock clock;
-	uint64_t spm_ms;
+	uint64_t spm_ms; /* ambient SPM interval */
+	uint64_t hb_ms;	 /* first heartbeat SPM after data */
 };
 
 struct stream {
@@ -84,6 +89,8 @@ struct stream {
 	uint32_t spm_sqn;
 	struct pgm_tsi tsi;
 	bool done;
+	uint64_t hb_next; /* CLOCK_MONOTONIC ns of the next heartbeat SPM, 0 = none */
+	uint64_t hb_ivl;  /* the current heartbeat interval (doubles up to the ambient one) */
 };
 
 struct sqp {
@@ -213,6 +220,11 @@ static int opt_spm(void *ctx, const char *arg, char *err, size_t len)
 	return opt_parse_uint(arg, 10, 3600000, &((struct sopts *)ctx)->spm_ms, err, len);
 }
 
+static int opt_hb(void *ctx, const char *arg, char *err, size_t len)
+{
+	return opt_parse_uint(arg, 1, 3600000, &((struct sopts *)ctx)->hb_ms, err, len);
+}
+
 static int opt_stream_id(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct sopts *o = ctx;
@@ -272,6 +284,9 @@ static int register_options(struct sopts *o)
 		 opt_clock, o, false},
 		{"spm-interval", 0, "ms", false, "ambient SPM interval with --pgm (1000)", opt_spm,
 		 o, false},
+		{"spm-heartbeat", 0, "ms", false,
+		 "first heartbeat SPM after data with --pgm, doubling up to --spm-interval (100)",
+		 opt_hb, o, false},
 		{"json", 'j', NULL, false, "print the summary as JSON", opt_flag, &o->json, false},
 	};
 	const struct feat_def feats[] = {
@@ -563,52 +578,100 @@ static void post_all(struct sender *sd)
 	reap(sd, -1);
 }
 
+/* The earliest heartbeat SPM due over all streams, UINT64_MAX when none. */
+static uint64_t heartbeat_next(const struct sender *sd)
+{
+	uint64_t t = UINT64_MAX;
+
+	for (uint32_t i = 0; i < sd->ns; i++)
+		if (sd->s[i].hb_next && sd->s[i].hb_next < t)
+			t = sd->s[i].hb_next;
+	return t;
+}
+
+/* Ambient SPMs for every stream when due; heartbeats of streams whose data paused. */
+static void spm_tick(struct sender *sd, uint64_t now, uint64_t *next_ambient)
+{
+	const struct sopts *o = sd->o;
+	uint64_t ambient_ns = o->spm_ms * 1000000ull;
+
+	if (now >= *next_ambient) {
+		for (uint32_t i = 0; i < sd->ns; i++)
+			send_spm(sd, &sd->s[i]);
+		*next_ambient += ambient_ns;
+		if (*next_ambient <= now)
+			*next_ambient = now + ambient_ns;
+	}
+	for (uint32_t i = 0; i < sd->ns; i++) {
+		struct stream *s = &sd->s[i];
+
+		if (!s->hb_next || now < s->hb_next)
+			continue;
+		send_spm(sd, s);
+		s->hb_ivl *= 2;
+		/* Decayed to the ambient rate: the ambient SPMs take over. */
+		s->hb_next = s->hb_ivl < ambient_ns ? now + s->hb_ivl : 0;
+	}
+}
+
 static void run(struct sender *sd)
 {
 	const struct sopts *o = sd->o;
 	clockid_t clk = mct_clock_id(o->clock);
 	uint64_t rate = (uint64_t)atomic_load(&o->rate);
 	uint64_t burst_ns = rate ? (uint64_t)o->burst * 1000000000ull / rate : 0;
-	uint64_t k = 0, next_spm, end, now;
+	uint64_t k = 0, next_ambient, end, now;
 	uint32_t active = sd->ns;
 
 	sd->t_start = mct_now_ns(CLOCK_MONOTONIC);
 	end = o->duration_ms ? sd->t_start + o->duration_ms * 1000000ull : UINT64_MAX;
-	next_spm = sd->t_start + o->spm_ms * 1000000ull;
+	next_ambient = sd->t_start + o->spm_ms * 1000000ull;
 	if (o->pgm) {
 		for (uint32_t i = 0; i < sd->ns; i++)
 			send_spm(sd, &sd->s[i]);
 		post_all(sd);
 	}
 	while (!stop && active) {
-		if (burst_ns) {
-			uint64_t t = sd->t_start + k * burst_ns;
+		uint64_t due, wake;
 
+		now = mct_now_ns(CLOCK_MONOTONIC);
+		if (now >= end)
+			break;
+		due = burst_ns ? sd->t_start + k * burst_ns : now;
+		wake = due;
+		if (o->pgm) {
+			uint64_t hb = heartbeat_next(sd);
+
+			wake = next_ambient < wake ? next_ambient : wake;
+			wake = hb < wake ? hb : wake;
+		}
+		if (wake > now) {
+			sleep_until(wake < end ? wake : end);
 			now = mct_now_ns(CLOCK_MONOTONIC);
-			if (t > now)
-				sleep_until(t);
-			else if (now - t > burst_ns)
+			if (now >= end || stop)
+				break;
+		}
+		if (now >= due) {
+			if (burst_ns && now - due > burst_ns)
 				sd->late_bursts++;
 			k++;
-		}
-		now = mct_now_ns(CLOCK_MONOTONIC);
-		if (now >= end || stop)
-			break;
-		for (uint32_t j = 0; j < o->burst && active; j++) {
-			struct stream *s;
+			for (uint32_t j = 0; j < o->burst && active; j++) {
+				struct stream *s;
 
-			do
-				s = &sd->s[sd->next_stream++ % sd->ns];
-			while (s->done);
-			send_data(sd, s, mct_now_ns(clk));
-			if (s->done)
-				active--;
+				do
+					s = &sd->s[sd->next_stream++ % sd->ns];
+				while (s->done);
+				send_data(sd, s, mct_now_ns(clk));
+				if (o->pgm) {
+					s->hb_ivl = o->hb_ms * 1000000ull;
+					s->hb_next = now + s->hb_ivl;
+				}
+				if (s->done)
+					active--;
+			}
 		}
-		if (o->pgm && now >= next_spm) {
-			for (uint32_t i = 0; i < sd->ns; i++)
-				send_spm(sd, &sd->s[i]);
-			next_spm += o->spm_ms * 1000000ull;
-		}
+		if (o->pgm)
+			spm_tick(sd, now, &next_ambient);
 		post_all(sd);
 	}
 	if (o->pgm) {
@@ -673,7 +736,8 @@ static void teardown(struct sender *sd)
 
 int main(int argc, char **argv)
 {
-	static struct sopts o = {.burst = 1, .nqps = 1, .streams = 1, .spm_ms = DEF_SPM_MS};
+	static struct sopts o = {
+		.burst = 1, .nqps = 1, .streams = 1, .spm_ms = DEF_SPM_MS, .hb_ms = DEF_HB_MS};
 	static struct sender sd;
 	struct mct_cfg c = {.prog = "mcsender"};
 	char err[OPT_ERR_LEN];
