@@ -383,8 +383,8 @@ static void stream_data(struct listener *l, struct lstream *s, uint64_t seq, uin
 		uint64_t rx = mct_now_ns(mct_clock_id((enum mct_clock)h->clock));
 
 		s->clock = h->clock;
-		if (h->total)
-			s->total = h->total;
+		if (h->total > s->total)
+			s->total = h->total; /* a stream resumed with --first-seq grows */
 		if (h->flags & MCT_F_LAST)
 			s->last_seen = true;
 		if (rx >= h->tx_ns) {

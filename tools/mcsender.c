@@ -77,8 +77,9 @@ struct sopts {
 	uint32_t stream_base;
 	bool stream_base_set;
 	enum mct_clock clock;
-	uint64_t spm_ms; /* ambient SPM interval */
-	uint64_t hb_ms;	 /* first heartbeat SPM after data */
+	uint64_t first_seq; /* sequence number of every stream's first packet */
+	uint64_t spm_ms;    /* ambient SPM interval */
+	uint64_t hb_ms;	    /* first heartbeat SPM after data */
 };
 
 struct stream {
@@ -220,6 +221,11 @@ static int opt_spm(void *ctx, const char *arg, char *err, size_t len)
 	return opt_parse_uint(arg, 10, 3600000, &((struct sopts *)ctx)->spm_ms, err, len);
 }
 
+static int opt_first_seq(void *ctx, const char *arg, char *err, size_t len)
+{
+	return opt_parse_uint(arg, 0, UINT64_MAX >> 1, &((struct sopts *)ctx)->first_seq, err, len);
+}
+
 static int opt_hb(void *ctx, const char *arg, char *err, size_t len)
 {
 	return opt_parse_uint(arg, 1, 3600000, &((struct sopts *)ctx)->hb_ms, err, len);
@@ -284,6 +290,9 @@ static int register_options(struct sopts *o)
 		 opt_clock, o, false},
 		{"spm-interval", 0, "ms", false, "ambient SPM interval with --pgm (1000)", opt_spm,
 		 o, false},
+		{"first-seq", 0, "n", false,
+		 "sequence number of each stream's first packet (0); PGM SQNs are its low 32 bits",
+		 opt_first_seq, o, false},
 		{"spm-heartbeat", 0, "ms", false,
 		 "first heartbeat SPM after data with --pgm, doubling up to --spm-interval (100)",
 		 opt_hb, o, false},
@@ -455,10 +464,11 @@ static void send_spm(struct sender *sd, struct stream *s)
 	uint8_t *buf;
 	ssize_t n;
 	uint32_t lead = (uint32_t)s->seq - 1; /* nothing sent yet: trail = lead + 1 */
+	bool empty = s->seq == sd->o->first_seq;
 
 	buf = wr_add(sd, s->qp, s->group, 0);
 	n = pgm_build_spm(buf, sd->slot, &s->tsi, sd->c->groups[s->group].spec->port, s->spm_sqn++,
-			  s->seq ? lead : lead + 1, lead, &sd->nla);
+			  empty ? lead + 1 : lead, lead, &sd->nla);
 	if (n < 0) {
 		/* Cannot happen with a valid NLA and a slot of the MTU; counted if it did. */
 		sd->errors++;
@@ -467,6 +477,17 @@ static void send_spm(struct sender *sd, struct stream *s)
 	sd->q[s->qp].sge[sd->q[s->qp].nwr - 1].length = (uint32_t)n;
 	sd->spm++;
 	sd->bytes += (uint64_t)n;
+}
+
+/*
+ * The stream length a header announces: --first-seq + --count (sequence numbers 0 ..
+ * total - 1 make the stream), 0 when open-ended or beyond 32 bits.
+ */
+static uint32_t stream_total(const struct sopts *o)
+{
+	uint64_t t = o->first_seq + o->count;
+
+	return o->count && t <= UINT32_MAX ? (uint32_t)t : 0;
 }
 
 static void send_data(struct sender *sd, struct stream *s, uint64_t now_ns)
@@ -478,15 +499,15 @@ static void send_data(struct sender *sd, struct stream *s, uint64_t now_ns)
 		.stream = s->id,
 		.seq = s->seq,
 		.tx_ns = now_ns,
-		.total = (uint32_t)o->count,
+		.total = stream_total(o),
 		.clock = (uint8_t)o->clock,
-		.flags = o->count && s->seq + 1 == o->count ? MCT_F_LAST : 0,
+		.flags = o->count && s->seq + 1 == o->first_seq + o->count ? MCT_F_LAST : 0,
 	};
 
 	if (o->pgm) {
 		uint8_t data[65536];
-		unsigned opts =
-			(s->seq ? 0 : PGM_BUILD_SYN) | (h.flags & MCT_F_LAST ? PGM_BUILD_FIN : 0);
+		unsigned opts = (s->seq == o->first_seq ? PGM_BUILD_SYN : 0) |
+				(h.flags & MCT_F_LAST ? PGM_BUILD_FIN : 0);
 		unsigned nflags = !!(opts & PGM_BUILD_SYN) + !!(opts & PGM_BUILD_FIN);
 		uint32_t over = PGM_ODATA_FIXED + (nflags ? PGM_OPT_HDR * (1u + nflags) : 0u);
 		ssize_t n;
@@ -502,7 +523,7 @@ static void send_data(struct sender *sd, struct stream *s, uint64_t now_ns)
 		memset(buf + MCT_HDR_LEN, (int)(s->seq & 0xff), len - MCT_HDR_LEN);
 	}
 	s->seq++;
-	if (o->count && s->seq == o->count)
+	if (o->count && s->seq == o->first_seq + o->count)
 		s->done = true;
 	sd->sent++;
 	sd->bytes += len;
@@ -551,6 +572,7 @@ static int setup(struct sender *sd, char *err, size_t errlen)
 		uint32_t base = htonl(o->stream_base);
 
 		s->id = o->stream_base + i;
+		s->seq = o->first_seq;
 		s->group = i / o->streams;
 		s->qp = i % o->nqps;
 		memcpy(s->tsi.gsi, &base, 4);
