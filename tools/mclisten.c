@@ -585,7 +585,7 @@ static int setup(struct listener *l, char *err, size_t errlen)
 		}
 	}
 	free(bufs);
-	if ((r = mct_join(&l->port, c->groups, c->ngroups, false, err, errlen)))
+	if ((r = mct_groups_join(&l->port, c->groups, c->ngroups, false, err, errlen)))
 		return r;
 	for (uint32_t gi = 0; gi < c->ngroups; gi++) {
 		struct mct_group *g = &c->groups[gi];

@@ -542,7 +542,7 @@ static int setup(struct sender *sd, char *err, size_t errlen)
 		return snprintf(err, errlen, "size %u exceeds the MTU %u of %s", max_size(o),
 				sd->port.mtu, sd->port.dev),
 		       -EMSGSIZE;
-	if ((r = mct_join(&sd->port, c->groups, c->ngroups, true, err, errlen)))
+	if ((r = mct_groups_join(&sd->port, c->groups, c->ngroups, true, err, errlen)))
 		return r;
 	sd->cq = ibv_create_cq(sd->port.ctx, (int)(o->nqps * SQ_DEPTH), NULL, NULL, 0);
 	if (!sd->cq)

@@ -433,8 +433,8 @@ static struct sockaddr *join_addr(const struct mct_port *p, const struct group *
 	return (struct sockaddr *)ss;
 }
 
-int mct_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
-	     size_t errlen)
+int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
+		    size_t errlen)
 {
 	struct timespec t0;
 	uint32_t done = 0;

@@ -126,13 +126,13 @@ int mct_options_check(struct mct_cfg *c, bool exiting, char *err, size_t errlen)
 int mct_port_open(struct mct_port *p, const struct mct_cfg *c, char *err, size_t errlen);
 
 /*
- * mct_join - join every group (send-only full member when send_only, else full member)
+ * mct_groups_join - join every group (send-only full member when send_only, else full member)
  * and wait up to MCT_JOIN_TIMEOUT ms for all; creates each group's AH (traffic class
  * from #tos / -t when given). Attaching QPs is the caller's business (mct_group.aa).
  * Returns 0 or -errno with a message naming the group.
  */
-int mct_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
-	     size_t errlen);
+int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
+		    size_t errlen);
 
 /* mct_port_close - leave the groups, destroy AHs, the rdma_cm id, the PD, the context. */
 void mct_port_close(struct mct_port *p, struct mct_group *g, uint32_t n);
