@@ -102,6 +102,8 @@ struct listener {
 	uint32_t nqp;
 	struct ibv_recv_wr *rwr;
 	struct ibv_sge *rsge;
+	uint32_t *deferred; /* buffers waiting for room in their receive queue */
+	uint32_t ndeferred;
 	/* Groups by MGID (open addressing, index + 1, 0 = empty). */
 	uint32_t *gtab, gmask;
 	struct lgroup *g;
@@ -514,10 +516,19 @@ static void on_recv(struct listener *l, const struct ibv_wc *wc, uint64_t now)
 
 /* ---- Receive queue ---- */
 
+/*
+ * Post receive buffers bufs[0..n) on QP qi as one chain. Those a full receive queue
+ * refuses (ENOMEM: a device may free a receive's slot just after its completion shows,
+ * simfabric does) wait in l->deferred for post_deferred(); other failures are counted
+ * in rx_errors (the buffers are lost to the queue). Returns 0 or the verbs error.
+ */
 static int post_recvs(struct listener *l, uint32_t qi, const uint32_t *bufs, uint32_t n)
 {
-	struct ibv_recv_wr *bad;
+	struct ibv_recv_wr *bad = NULL;
+	int r;
 
+	if (!n)
+		return 0;
 	for (uint32_t i = 0; i < n; i++) {
 		l->rsge[i] =
 			(struct ibv_sge){.addr = (uintptr_t)(l->mem + (size_t)bufs[i] * l->slot),
@@ -528,7 +539,28 @@ static int post_recvs(struct listener *l, uint32_t qi, const uint32_t *bufs, uin
 						 .num_sge = 1,
 						 .next = i + 1 < n ? &l->rwr[i + 1] : NULL};
 	}
-	return n ? ibv_post_recv(l->qp[qi], l->rwr, &bad) : 0;
+	r = ibv_post_recv(l->qp[qi], l->rwr, &bad);
+	if (r) {
+		uint32_t first = bad ? (uint32_t)(bad - l->rwr) : 0;
+
+		for (uint32_t i = first; i < n; i++) {
+			if (r == ENOMEM)
+				l->deferred[l->ndeferred++] = bufs[i];
+			else
+				l->rx_errors++;
+		}
+	}
+	return r;
+}
+
+/* Post the receives a full queue refused before, one at a time (rare). */
+static void post_deferred(struct listener *l)
+{
+	uint32_t n = l->ndeferred;
+
+	l->ndeferred = 0;
+	for (uint32_t i = 0; i < n; i++)
+		post_recvs(l, l->deferred[i] / l->o->rq, &l->deferred[i], 1);
 }
 
 static int setup(struct listener *l, char *err, size_t errlen)
@@ -556,8 +588,9 @@ static int setup(struct listener *l, char *err, size_t errlen)
 	l->rwr = calloc(o->rq, sizeof(*l->rwr));
 	l->rsge = calloc(o->rq, sizeof(*l->rsge));
 	bufs = calloc(o->rq, sizeof(*bufs));
+	l->deferred = calloc(l->nbuf, sizeof(*l->deferred));
 	l->iv_hist = malloc(sizeof(*l->iv_hist));
-	if (!l->mem || !l->qp || !l->rwr || !l->rsge || !bufs || !l->iv_hist) {
+	if (!l->mem || !l->qp || !l->rwr || !l->rsge || !bufs || !l->deferred || !l->iv_hist) {
 		free(bufs);
 		return snprintf(err, errlen, "out of memory"), -ENOMEM;
 	}
@@ -609,9 +642,12 @@ static int drain(struct listener *l)
 	int total = 0;
 
 	for (;;) {
-		int n = ibv_poll_cq(l->cq, CQ_BURST, wc);
+		int n;
 		uint32_t bufs[CQ_BURST];
 
+		if (l->ndeferred)
+			post_deferred(l);
+		n = ibv_poll_cq(l->cq, CQ_BURST, wc);
 		if (n <= 0)
 			return total;
 		total += n;
@@ -626,8 +662,7 @@ static int drain(struct listener *l)
 			for (int i = 0; i < n; i++)
 				if (wc[i].wr_id / l->o->rq == q)
 					bufs[k++] = (uint32_t)wc[i].wr_id;
-			if (k && post_recvs(l, q, bufs, k))
-				l->rx_errors += k;
+			post_recvs(l, q, bufs, k);
 		}
 	}
 }
@@ -926,6 +961,7 @@ static void teardown(struct listener *l)
 	free(l->qp);
 	free(l->rwr);
 	free(l->rsge);
+	free(l->deferred);
 	free(l->mem);
 	free(l->iv_hist);
 }

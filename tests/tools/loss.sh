@@ -2,7 +2,8 @@
 # Loss counted exactly: the fabric drops packets on the listener's segment at random
 # (simfab loss); the listener's lost count equals the packets its port lost (sim_loss),
 # received + lost equals what was sent, and nothing is a duplicate. The sender announces
-# each stream's length, so a lost last packet is counted too.
+# each stream's length, so a lost last packet is counted too. The same for the drops of a
+# port whose receive queue is full.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -21,4 +22,12 @@ gaps=$(tl_field listen gaps)
 if [ "$gaps" -lt 1 ] || [ "$gaps" -gt "$lost" ]; then
 	br_fail "listener: gaps=$gaps, lost=$lost" listen
 fi
+# A small receive queue (16): what the port drops for want of a posted receive
+# (out_of_buffer, as mlx5 counts it) is what the listener counts lost, however many.
+"$SIMFAB" loss eth0 0 >/dev/null
+tl_listen small -r sim_roce3 -m 239.1.2.3 -D 50 --rq 16
+tl_send send2 -r sim_roce1 -m 239.1.2.3 -n "$n" --rate 0 --burst 64
+tl_stop small
+oob=$(sf_counter sim_roce3 out_of_buffer)
+tl_expect small received=$((n - oob)) lost="$oob" dup=0 rx_errors=0
 sf_log "PASS"
