@@ -583,6 +583,7 @@ static int setup(struct listener *l, char *err, size_t errlen)
 	l->slot = (MCT_GRH_LEN + l->port.mtu + 63u) & ~63u;
 	l->nbuf = l->nqp * o->rq;
 	memlen = (size_t)l->nbuf * l->slot;
+	memlen = (memlen + 4095) & ~(size_t)4095; /* aligned_alloc wants a multiple of 4096 */
 	l->mem = aligned_alloc(4096, memlen);
 	l->qp = calloc(l->nqp, sizeof(*l->qp));
 	l->rwr = calloc(o->rq, sizeof(*l->rwr));

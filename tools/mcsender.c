@@ -549,6 +549,7 @@ static int setup(struct sender *sd, char *err, size_t errlen)
 		return snprintf(err, errlen, "ibv_create_cq: %s", strerror(errno)), -errno;
 	sd->slot = (sd->port.mtu + 63u) & ~63u;
 	memlen = (size_t)o->nqps * SQ_DEPTH * sd->slot;
+	memlen = (memlen + 4095) & ~(size_t)4095; /* aligned_alloc wants a multiple of 4096 */
 	sd->mem = aligned_alloc(4096, memlen);
 	sd->q = calloc(o->nqps, sizeof(*sd->q));
 	if (!sd->mem || !sd->q)

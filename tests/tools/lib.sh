@@ -17,7 +17,7 @@
 # tl_listen NAME ARG...: start mclisten ARG... in the background and wait for it to have
 # joined its groups and posted its receives (its "joined" line: on stderr with --json).
 tl_listen() {
-	local name=$1 a
+	local name=$1 a n
 
 	TL_JOINED_IN=out
 	for a in "$@"; do
@@ -28,7 +28,13 @@ tl_listen() {
 
 	shift
 	br_start "$name" 60 "$MCLISTEN" "$@"
-	sf_wait_line "$SF_TMP/$name.$TL_JOINED_IN" '^mclisten: joined ' "$BR_PID" 30
+	n=0
+	while ! grep -q '^mclisten: joined ' "$SF_TMP/$name.$TL_JOINED_IN"; do
+		kill -0 "$BR_PID" 2>/dev/null || br_fail "listener $name exited before joining" "$name"
+		n=$((n + 1))
+		[ "$n" -le 300 ] || br_fail "listener $name: not joined within 30 s" "$name"
+		sleep 0.1
+	done
 }
 
 # tl_send NAME ARG...: run mcsender ARG... to the end; it must exit 0 with a summary
