@@ -272,7 +272,7 @@ static int register_options(struct sopts *o)
 		{"burst", 'b', "n", false, "packets sent back to back every burst/rate s (1)",
 		 opt_burst, o, false},
 		{"size", 'S', "n[,n...]|min-max", false,
-		 "payload bytes: one size, a list used in turn, or uniform in a range (64)",
+		 "payload bytes: one size, a list used in turn, or uniform in a range (128)",
 		 opt_size, o, false},
 		{"count", 'n', "n", false, "packets per stream, then stop", opt_count, o, false},
 		{"duration", 'D', "secs", false, "stop after this many seconds", opt_duration, o,
