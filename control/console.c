@@ -217,8 +217,15 @@ static int cmd_status(struct ctl *c, char *args, FILE *out)
 {
 	if (no_args("status", args, out))
 		return -1;
-	show_status(c, out);
-	return 0;
+	/* Unhealthy is a failed status: a script's `bcom status` exits 1. */
+	return show_status(c, out) ? 0 : -1;
+}
+
+static int cmd_health(struct ctl *c, char *args, FILE *out)
+{
+	if (no_args("health", args, out))
+		return -1;
+	return show_health(c, out) ? 0 : -1;
 }
 
 static int cmd_zap(struct ctl *c, char *args, FILE *out)
@@ -383,7 +390,7 @@ static int cmd_stats(struct ctl *c, char *args, FILE *out)
 	if (no_args("stats", args, out))
 		return -1;
 	if (!opt) {
-		show_final(c, out);
+		show_counters(c, out, false);
 		return 0;
 	}
 	if (strcmp(opt, "--json") && strcmp(opt, "json")) {
@@ -481,6 +488,8 @@ static const struct cmd cmds[] = {
 	 cmd_enable},
 	{"endpoints", "[N]", "same as senders", cmd_senders},
 	{"events", NULL, "the control thread's timers", cmd_events},
+	{"health", NULL, "ok, or one line per failed health condition (fails if unhealthy)",
+	 cmd_health},
 	{"help", "[command]", "this list", cmd_help},
 	{"interfaces", "[name]", "devices, ports, limits and GID tables", cmd_interfaces},
 	{"join", "group [both|in|out]", "bridge one more group now", cmd_join},
@@ -490,7 +499,8 @@ static const struct cmd cmds[] = {
 	{"reload", NULL, "re-read the configuration (as SIGHUP)", cmd_reload},
 	{"senders", "[N]", "who sends into the bridge (N rows, default 100)", cmd_senders},
 	{"stats", "[--json]", "all counters: final-counters format, or one JSON object", cmd_stats},
-	{"status", NULL, "per-side counters, drops by reason, join summary", cmd_status},
+	{"status", NULL, "health, per-side counters, drops by reason, join summary (fails if unhealthy)",
+	 cmd_status},
 	{"tsi", "[filter]", "PGM streams (lines containing filter)", cmd_tsi},
 	{"tuning", NULL, "host tuning report: isolation, IRQs, SMT, C-states (as --tune-check)",
 	 cmd_tuning},

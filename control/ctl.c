@@ -29,6 +29,7 @@
 #include "capture.h"
 #include "ctl.h"
 #include "fwd.h"
+#include "health.h"
 #include "log.h"
 #include "options.h"
 #include "pool.h"
@@ -731,29 +732,54 @@ static void check_ready(struct ctl *c, uint64_t now)
 }
 
 /*
+ * Health (health.h), once a second after show_tick: a worker that stalls is logged in
+ * every mode (and once more when it moves again), a condition that fails or recovers
+ * is logged, and systemd's STATUS= follows every change at once.
+ */
+static void health_tick(struct ctl *c, uint64_t now)
+{
+	struct health h;
+	unsigned changed;
+
+	health_check(c, now, &h);
+	if (h.stalled != c->wd_stalled) {
+		if (h.stalled)
+			log_err("%s%s", h.why[HEALTH_WORKERS],
+				c->sd && c->wd_usec ? ": withholding the watchdog" : "");
+		else
+			log_notice("workers: every worker makes progress again");
+		c->wd_stalled = h.stalled;
+	}
+	changed = (h.failed ^ c->health_failed) & ~(1u << HEALTH_READY);
+	for (int k = 0; k < HEALTH_NCONDS; k++) {
+		if (!(changed & (1u << k)) || k == HEALTH_WORKERS)
+			continue;
+		if (h.failed & (1u << k))
+			log_warn("health: %s", h.why[k]);
+		else
+			log_notice("health: %s ok again", health_cond_name[k]);
+	}
+	if (h.failed != c->health_failed && c->sd && c->ready) {
+		char sum[256];
+
+		show_summary(c, sum, sizeof(sum));
+		sd_notifyf(0, "STATUS=%s", sum);
+	}
+	c->health_failed = h.failed;
+}
+
+/*
  * The systemd watchdog: pinged from the control thread at half the interval, but only
- * while every worker's heartbeat advances, so a stuck worker gets the service restarted.
- * With --workers 0 the control thread is the data path and its own liveness is enough.
+ * while every worker's heartbeat advances (health_tick), so a stuck worker gets the
+ * service restarted. With --workers 0 the control thread is the data path and its own
+ * liveness is enough.
  */
 static void watchdog_tick(struct ctl *c, uint64_t now)
 {
-	uint64_t half = c->wd_usec / 2000, limit = half > 1000 ? half : 1000;
+	uint64_t half = c->wd_usec / 2000;
 
-	if (!c->sd || !c->wd_usec || now - c->last_wd_ms < half)
+	if (!c->sd || !c->wd_usec || now - c->last_wd_ms < half || c->wd_stalled)
 		return;
-	for (uint32_t i = 0; c->br->cfg.nworkers && i < c->br->nworkers; i++) {
-		struct worker *w = &c->br->workers[i];
-
-		if (now - w->hb_changed_ms > limit) {
-			if (c->wd_stalled != i + 1)
-				log_err("worker %u (CPU %d): no progress for %" PRIu64
-					" ms: withholding the watchdog",
-					i, w->cpu, now - w->hb_changed_ms);
-			c->wd_stalled = i + 1;
-			return;
-		}
-	}
-	c->wd_stalled = 0;
 	sd_notify(0, "WATCHDOG=1");
 	c->last_wd_ms = now;
 }
@@ -813,6 +839,7 @@ static void on_timer(struct ctl *c)
 	}
 	if (now - c->last_rate_ms >= 1000) {
 		show_tick(c, now);
+		health_tick(c, now);
 		if (atomic_load(&c->ppsdisplay))
 			pps_line(c);
 	}

@@ -55,8 +55,15 @@ struct ctl {
 	 */
 	uint64_t loop_ms;
 	uint64_t stalls, stall_max_ms, stall_last_ms;
+	unsigned health_failed; /* health conditions failed at the last check (health.h) */
+	/*
+	 * Health input (health.h): the NIC's receive drop counter rose since its last
+	 * sample. Set by the sampler of that counter; false while none exists.
+	 */
+	bool nic_drops_rising;
 	uint64_t join_timeout_ms; /* READY=1 at the latest this long after start */
 	const char *metrics_path; /* --metrics-file, NULL: none */
+	bool metrics_final;	  /* the last metrics file, at a clean exit: ib2roce_up 0 */
 	uint64_t last_metrics_ms, last_rate_ms, last_pps_ms;
 	const char *config_path;		 /* -c FILE (for SIGHUP), NULL: none */
 	int (*reload)(struct ctl *c, FILE *out); /* re-read the configuration (main.c) */

@@ -41,6 +41,7 @@
 #include "show.h"
 #include "sysgroup.h"
 #include "tune.h"
+#include "version_line.h"
 
 #define DEFAULT_PORT 4711
 
@@ -155,6 +156,18 @@ static int opt_roce(void *ctx, const char *arg, char *err, size_t len)
 	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
 
 	return parse_dev(arg, c->roce_dev, sizeof(c->roce_dev), &c->roce_port, err, len);
+}
+
+/* --version: the version line on stdout, then exit 0 (as --help). */
+static int opt_version(void *ctx, const char *arg, char *err, size_t len)
+{
+	(void)ctx;
+	(void)arg;
+	(void)err;
+	(void)len;
+	printf("%s\n", version_line);
+	opt_request_exit();
+	return 0;
 }
 
 static int opt_mgid(void *ctx, const char *arg, char *err, size_t len)
@@ -460,6 +473,7 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"workers", 0, "n", false,
 		 "worker threads; 0 = event-driven data path on the control thread", opt_workers, o,
 		 false},
+		{"version", 0, NULL, false, "show the version and exit", opt_version, o, false},
 		{"cpus", 0, "list", false,
 		 "CPUs for the workers in order, e.g. 2,3 or 4-7 (default: NIC-local cores)",
 		 opt_cpus, o, false},
@@ -990,6 +1004,22 @@ static int lock_memory(void)
 	return -e;
 }
 
+/*
+ * The last metrics file, with ib2roce_up 0 and the final counters: kept, not removed, so
+ * that monitoring sees a clean stop (up 0) apart from a crash or kill -9 (the file stays
+ * at up 1 and its mtime goes stale: docs/metrics.md, monitoring/ib2roce.rules.yml).
+ */
+static void write_final_metrics(struct ctl *ctl)
+{
+	char err[256];
+
+	if (!ctl->metrics_path)
+		return;
+	ctl->metrics_final = true;
+	if (metrics_write(ctl, ctl->metrics_path, err, sizeof(err)))
+		log_warn("%s", err);
+}
+
 static void print_final(struct ctl *ctl, bool to_log)
 {
 	char *buf = NULL;
@@ -1253,6 +1283,7 @@ int main(int argc, char **argv)
 	urcu_qsbr_barrier();
 	urcu_qsbr_thread_online();
 	print_final(&ctl, background_log);
+	write_final_metrics(&ctl);
 	ctl_leave_all(&ctl);
 	npub = br.ngroups; /* runtime joins and leaves changed the set; all are published */
 out_ctl:
@@ -1274,9 +1305,6 @@ out_engine:
 	free(br.groups);
 	urcu_qsbr_unregister_thread();
 out:
-	/* A metrics file left behind would tell node_exporter the bridge still runs. */
-	if (ctl.metrics_path && !o.check)
-		unlink(ctl.metrics_path);
 	if (pidfd >= 0)
 		pidfile_unlock(pidfd, pidpath);
 	if (report >= 0)

@@ -13,20 +13,31 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "health.h"
 #include "log.h"
 #include "placement.h"
 #include "capture.h"
 #include "show.h"
 #include "show_priv.h"
+#include "version_line.h"
 
 /* ---- the final counters (also the console's stats) ---- */
 
 void show_final(struct ctl *c, FILE *out)
 {
+	show_counters(c, out, true);
+}
+
+void show_counters(struct ctl *c, FILE *out, bool final)
+{
 	struct bridge *br = c->br;
 	struct hist lat;
 
-	fprintf(out, "ib2roce: final counters\n");
+	if (final)
+		fprintf(out, "ib2roce: final counters\n");
+	else
+		fprintf(out, "ib2roce: counters after %" PRIu64 " s (running)\n",
+			(mono_ms() - c->start_ms) / 1000);
 	ctl_nic_read(c);
 	for (int s = 0; s < NSIDES; s++) {
 		struct chan_stats st;
@@ -37,10 +48,11 @@ void show_final(struct ctl *c, FILE *out)
 			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
 			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
 			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64 " pgm_pkts=%" PRIu64
-			" pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64,
+			" pgm_not_pgm=%" PRIu64 " pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64,
 			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
 			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
-			st.backlog_max, st.pgm_pkts, st.pgm_malformed, st.pgm_bad_csum);
+			st.backlog_max, st.pgm_pkts, st.pgm_not_pgm, st.pgm_malformed,
+			st.pgm_bad_csum);
 		if (nic_ctr_get(&c->nic[s], false, &nic))
 			fprintf(out, " nic_rx_dropped=%" PRIu64, nic);
 		else
@@ -215,6 +227,7 @@ static void json_sides(struct jw *j, struct ctl *c)
 		jw_u64(j, "backlog_max", st.backlog_max);
 		jw_u64(j, "handoff_out", st.handoff_out);
 		jw_u64(j, "pgm_pkts", st.pgm_pkts);
+		jw_u64(j, "pgm_not_pgm", st.pgm_not_pgm);
 		jw_u64(j, "pgm_malformed", st.pgm_malformed);
 		jw_u64(j, "pgm_bad_csum", st.pgm_bad_csum);
 		jw_open(j, "drop_reasons", '{');
@@ -386,6 +399,16 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "ctl_stall_max_ms", c->stall_max_ms);
 	jw_u64(&j, "ctl_stall_last_ms", c->stall_last_ms);
 	jw_u64(&j, "log_dropped", log_dropped());
+	{
+		struct health hl;
+
+		jw_bool(&j, "healthy", health_check(c, mono_ms(), &hl));
+		jw_open(&j, "health", '{');
+		for (int k = 0; k < HEALTH_NCONDS; k++)
+			jw_string(&j, health_cond_name[k], hl.why[k]);
+		jw_close(&j, '}');
+	}
+	jw_string(&j, "build", version_line);
 	json_sides(&j, c);
 	json_groups(&j, br);
 	json_channels(&j, br);
@@ -609,6 +632,54 @@ static void prom_groups(FILE *f, struct bridge *br)
 	}
 }
 
+/*
+ * The histogram's upper bounds in nanoseconds (le, printed in seconds). A sample is
+ * counted under le when its bucket of the engine's histogram (6.25% wide, stats.h)
+ * ends at or below le, so a bound undercounts by at most one bucket's width.
+ */
+static const uint64_t lat_le_ns[] = {
+	250,   500,    1000,   2000,   5000,	10000,	  20000,
+	50000, 100000, 200000, 500000, 1000000, 10000000, 100000000,
+};
+
+static void prom_latency(FILE *f, uint32_t worker, const struct hist *h)
+{
+	uint64_t cum = 0;
+	uint32_t b = 0;
+
+	for (size_t i = 0; i < sizeof(lat_le_ns) / sizeof(lat_le_ns[0]); i++) {
+		/* Bucket b holds values below hist_bucket_low(b + 1). */
+		while (b + 1 < HIST_BUCKETS && hist_bucket_low(b + 1) - 1 <= lat_le_ns[i])
+			cum += h->b[b++];
+		fprintf(f,
+			"ib2roce_worker_latency_seconds_bucket{worker=\"%u\",le=\"%g\"} %" PRIu64
+			"\n",
+			worker, (double)lat_le_ns[i] / 1e9, cum);
+	}
+	fprintf(f, "ib2roce_worker_latency_seconds_bucket{worker=\"%u\",le=\"+Inf\"} %" PRIu64 "\n",
+		worker, h->count);
+	fprintf(f, "ib2roce_worker_latency_seconds_sum{worker=\"%u\"} %.9f\n", worker,
+		(double)h->sum / 1e9);
+	fprintf(f, "ib2roce_worker_latency_seconds_count{worker=\"%u\"} %" PRIu64 "\n", worker,
+		h->count);
+}
+
+struct pgm_gap_sum {
+	uint64_t gaps, missed, repairs;
+};
+
+static int gap_add(const struct pgm_stream *st, void *arg)
+{
+	struct pgm_gap_sum *gs = arg;
+	struct pgm_stream_stats ss;
+
+	pgm_stream_snapshot(st, &ss);
+	gs->gaps += ss.gaps;
+	gs->missed += ss.missed;
+	gs->repairs += ss.repairs;
+	return 0;
+}
+
 /* {worker="0",cpu="3" (the caller closes the braces); cpu "none" when unpinned. */
 static void prom_worker(FILE *f, const char *name, const struct worker *w)
 {
@@ -641,25 +712,62 @@ static void prom_workers(FILE *f, struct ctl *c, uint64_t now_ms)
 		return; /* 8 KiB per worker; without it, no latency this time */
 	for (uint32_t i = 0; i < br->nworkers; i++)
 		lat_view(&br->workers[i], false, &h[i]);
-	prom_head(f, "ib2roce_worker_latency_nanoseconds", "gauge",
-		  "Poll-to-post latency quantiles since start, in nanoseconds.");
+	prom_head(f, "ib2roce_worker_latency_seconds", "histogram",
+		  "Poll-to-post latency of forwarded packets since start, in seconds.");
 	for (uint32_t i = 0; i < br->nworkers; i++)
-		for (size_t q = 0; q < NLAT_Q; q++)
-			fprintf(f,
-				"ib2roce_worker_latency_nanoseconds{worker=\"%u\",quantile=\"%s\"} "
-				"%" PRIu64 "\n",
-				br->workers[i].id, lat_q[q].prom, hist_quantile(&h[i], lat_q[q].q));
-	prom_head(f, "ib2roce_worker_latency_max_nanoseconds", "gauge",
-		  "Highest poll-to-post latency since start, in nanoseconds.");
+		prom_latency(f, br->workers[i].id, &h[i]);
+	prom_head(f, "ib2roce_worker_latency_max_seconds", "gauge",
+		  "Highest poll-to-post latency since start, in seconds.");
 	for (uint32_t i = 0; i < br->nworkers; i++)
-		fprintf(f, "ib2roce_worker_latency_max_nanoseconds{worker=\"%u\"} %" PRIu64 "\n",
-			br->workers[i].id, h[i].max);
-	prom_head(f, "ib2roce_worker_latency_samples_total", "counter",
-		  "Packets whose poll-to-post latency was recorded.");
-	for (uint32_t i = 0; i < br->nworkers; i++)
-		fprintf(f, "ib2roce_worker_latency_samples_total{worker=\"%u\"} %" PRIu64 "\n",
-			br->workers[i].id, h[i].count);
+		fprintf(f, "ib2roce_worker_latency_max_seconds{worker=\"%u\"} %.9f\n",
+			br->workers[i].id, (double)h[i].max / 1e9);
 	free(h);
+}
+
+/* PGM inspection per side, and the gaps of the streams tracked now. */
+static void prom_pgm(FILE *f, struct bridge *br)
+{
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} pm[] = {
+		{"ib2roce_pgm_packets_total", "Well-formed PGM packets inspected on the side.",
+		 offsetof(struct chan_stats, pgm_pkts)},
+		{"ib2roce_pgm_not_pgm_total",
+		 "Datagrams inspected on the side that are not PGM (other UDP traffic).",
+		 offsetof(struct chan_stats, pgm_not_pgm)},
+		{"ib2roce_pgm_malformed_total",
+		 "Datagrams shaped like PGM whose header or options are invalid.",
+		 offsetof(struct chan_stats, pgm_malformed)},
+		{"ib2roce_pgm_bad_checksum_total", "PGM packets with a wrong checksum.",
+		 offsetof(struct chan_stats, pgm_bad_csum)},
+	};
+	struct pgm_gap_sum gs = {0};
+	struct chan_stats st[NSIDES];
+
+	for (int s = 0; s < NSIDES; s++)
+		show_side_stats(br, s, false, &st[s]);
+	for (size_t m = 0; m < sizeof(pm) / sizeof(pm[0]); m++) {
+		prom_head(f, pm[m].name, "counter", pm[m].help);
+		for (int s = 0; s < NSIDES; s++) {
+			uint64_t x;
+
+			memcpy(&x, (const char *)&st[s] + pm[m].off, sizeof(x));
+			prom_side(f, pm[m].name, &br->sd[s]);
+			fprintf(f, "} %" PRIu64 "\n", x);
+		}
+	}
+	if (br->pgm)
+		pgm_stream_table_for_each(br->pgm, gap_add, &gs);
+	prom_head(f, "ib2roce_pgm_stream_gaps", "gauge",
+		  "Sequence gaps of the PGM streams tracked now (streams age out: not a counter).");
+	fprintf(f, "ib2roce_pgm_stream_gaps %" PRIu64 "\n", gs.gaps);
+	prom_head(f, "ib2roce_pgm_stream_missed_sqns", "gauge",
+		  "Sequence numbers skipped by those gaps.");
+	fprintf(f, "ib2roce_pgm_stream_missed_sqns %" PRIu64 "\n", gs.missed);
+	prom_head(f, "ib2roce_pgm_stream_repairs", "gauge",
+		  "RDATA that filled a gap, over the PGM streams tracked now.");
+	fprintf(f, "ib2roce_pgm_stream_repairs %" PRIu64 "\n", gs.repairs);
 }
 
 static void prom_write(FILE *f, struct ctl *c)
@@ -667,13 +775,29 @@ static void prom_write(FILE *f, struct ctl *c)
 	struct bridge *br = c->br;
 	uint64_t now = mono_ms();
 	struct counts n;
+	struct health h;
 
 	counts_get(br, &n);
-	prom_head(f, "ib2roce_up", "gauge", "1 while the bridge runs.");
-	fprintf(f, "ib2roce_up 1\n");
+	health_check(c, now, &h);
+	prom_head(f, "ib2roce_up", "gauge",
+		  "1 while the bridge runs, 0 in the last file written at a clean exit.");
+	fprintf(f, "ib2roce_up %d\n", !c->metrics_final);
+	prom_head(f, "ib2roce_build_info", "gauge", "Always 1; the labels name the build.");
+	fprintf(f, "ib2roce_build_info{version=\"%s\",describe=\"", version_string);
+	prom_value(f, version_describe);
+	fputs("\"} 1\n", f);
 	prom_head(f, "ib2roce_ready", "gauge",
-		  "1 once every group is joined on both sides (or the join timeout passed).");
+		  "1 once the startup joins ended (all joined or the join timeout passed); never "
+		  "goes back to 0: see ib2roce_healthy.");
 	fprintf(f, "ib2roce_ready %d\n", c->ready);
+	prom_head(f, "ib2roce_healthy", "gauge",
+		  "1 while every health condition holds (docs/metrics.md), 0 otherwise.");
+	fprintf(f, "ib2roce_healthy %d\n", h.ok && !c->metrics_final);
+	prom_head(f, "ib2roce_health_condition_ok", "gauge",
+		  "1 while the health condition holds, 0 when it fails.");
+	for (int k = 0; k < HEALTH_NCONDS; k++)
+		fprintf(f, "ib2roce_health_condition_ok{condition=\"%s\"} %d\n",
+			health_cond_name[k], !(h.failed & (1u << k)));
 	prom_head(f, "ib2roce_uptime_seconds", "gauge", "Seconds since the bridge started.");
 	fprintf(f, "ib2roce_uptime_seconds %" PRIu64 "\n", sub0(now, c->start_ms) / 1000);
 	prom_head(f, "ib2roce_start_time_seconds", "gauge",
@@ -682,6 +806,7 @@ static void prom_write(FILE *f, struct ctl *c)
 	prom_sides(f, br);
 	prom_nic(f, c);
 	prom_groups(f, br);
+	prom_pgm(f, br);
 	prom_workers(f, c, now);
 	if (br->pool) {
 		uint64_t counts[POOL_NSTATES];

@@ -35,12 +35,14 @@
 
 #include "bridge.h"
 #include "ctl.h"
+#include "health.h"
 #include "placement.h"
 #include "pool.h"
 #include "senders.h"
 #include "show.h"
 #include "show_priv.h"
 #include "stream.h"
+#include "version_line.h"
 
 #define SENDERS_ROWS_DEFAULT 100
 #define SENDERS_ROWS_MAX     1000000
@@ -336,12 +338,13 @@ void show_zap(struct ctl *c)
 
 /* ---- status ---- */
 
-void show_status(struct ctl *c, FILE *out)
+bool show_status(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
 		"side",	      "device",	 "state",    "rx_pkts",	      "rx_bytes",
 		"fwd_pkts",   "tx_pkts", "tx_bytes", "drops",	      "nic_rx_dropped",
-		"rx_starved", "rx_pps",	 "pgm_pkts", "pgm_malformed", "pgm_bad_csum",
+		"rx_starved", "rx_pps",	 "pgm_pkts", "non_pgm",	      "pgm_malformed",
+		"pgm_bad_csum",
 	};
 	struct bridge *br = c->br;
 	struct chan_stats st[NSIDES];
@@ -350,6 +353,7 @@ void show_status(struct ctl *c, FILE *out)
 	uint64_t nic;
 	char up[64], started[64];
 	time_t sw = (time_t)c->start_wall;
+	bool healthy;
 	struct tm tm;
 
 	fmt_uptime(mono_ms() - c->start_ms, up, sizeof(up));
@@ -357,6 +361,7 @@ void show_status(struct ctl *c, FILE *out)
 		strftime(started, sizeof(started), "%Y-%m-%d %H:%M:%S %z", &tm);
 	else
 		snprintf(started, sizeof(started), "?");
+	fprintf(out, "%s\n", version_line);
 	fprintf(out, "uptime %s (started %s), pid %ld\n", up, started, (long)getpid());
 	fprintf(out, "ready  %s\n", c->ready ? "yes" : "no: waiting for joins");
 	if (c->stalls)
@@ -364,6 +369,7 @@ void show_status(struct ctl *c, FILE *out)
 			"control thread stalled %" PRIu64 " time%s, longest %.1f s, last %.1f s\n",
 			c->stalls, c->stalls == 1 ? "" : "s", (double)c->stall_max_ms / 1000.0,
 			(double)c->stall_last_ms / 1000.0);
+	healthy = show_health(c, out);
 	fprintf(out, "counters since zap (or start)\n");
 
 	ctl_nic_read(c);
@@ -388,6 +394,7 @@ void show_status(struct ctl *c, FILE *out)
 		tbl_u64(&t, st[s].rx_starved);
 		tbl_u64(&t, side_pps(br, s));
 		tbl_u64(&t, st[s].pgm_pkts);
+		tbl_u64(&t, st[s].pgm_not_pgm);
 		tbl_u64(&t, st[s].pgm_malformed);
 		tbl_u64(&t, st[s].pgm_bad_csum);
 	}
@@ -427,6 +434,21 @@ void show_status(struct ctl *c, FILE *out)
 			"senders_untracked %" PRIu64 " (sender table full: packets forwarded, "
 			"their senders not recorded)\n",
 			sender_table_untracked(br->senders));
+	return healthy;
+}
+
+bool show_health(struct ctl *c, FILE *out)
+{
+	struct health h;
+
+	if (health_check(c, mono_ms(), &h)) {
+		fprintf(out, "health ok\n");
+		return true;
+	}
+	for (int k = 0; k < HEALTH_NCONDS; k++)
+		if (h.failed & (1u << k))
+			fprintf(out, "health FAILED %s\n", h.why[k]);
+	return false;
 }
 
 /* ---- multicast ---- */
@@ -1024,15 +1046,32 @@ void show_summary(struct ctl *c, char *buf, size_t len)
 	struct bridge *br = c->br;
 	struct chan_stats st[NSIDES];
 	struct counts n;
+	struct health h;
+	char pre[96] = "";
 
 	counts_get(br, &n);
 	for (int s = 0; s < NSIDES; s++)
 		show_side_stats(br, s, false, &st[s]);
+	if (!c->ready) {
+		snprintf(pre, sizeof(pre), "waiting for joins: ");
+	} else if (!health_check(c, mono_ms(), &h)) {
+		size_t off = (size_t)snprintf(pre, sizeof(pre), "UNHEALTHY (");
+
+		for (int k = 0, first = 1; k < HEALTH_NCONDS && off < sizeof(pre); k++) {
+			if (!(h.failed & (1u << k)))
+				continue;
+			off += (size_t)snprintf(pre + off, sizeof(pre) - off, "%s%s",
+						first ? "" : ", ", health_cond_name[k]);
+			first = 0;
+		}
+		if (off < sizeof(pre))
+			snprintf(pre + off, sizeof(pre) - off, "): ");
+	}
 	snprintf(buf, len,
 		 "%sforwarding %u/%u groups | IB rx %" PRIu64 " fwd %" PRIu64 " drop %" PRIu64
 		 " | RoCE rx %" PRIu64 " fwd %" PRIu64 " drop %" PRIu64 " | %u worker%s%s",
-		 c->ready ? "" : "waiting for joins: ", n.forwarding, n.groups, st[0].rx_pkts,
-		 st[0].fwd_pkts, chan_stats_drops(&st[0]), st[1].rx_pkts, st[1].fwd_pkts,
-		 chan_stats_drops(&st[1]), br->cfg.nworkers, br->cfg.nworkers == 1 ? "" : "s",
+		 pre, n.forwarding, n.groups, st[0].rx_pkts, st[0].fwd_pkts,
+		 chan_stats_drops(&st[0]), st[1].rx_pkts, st[1].fwd_pkts, chan_stats_drops(&st[1]),
+		 br->cfg.nworkers, br->cfg.nworkers == 1 ? "" : "s",
 		 br->cfg.nworkers ? "" : " (event-driven)");
 }

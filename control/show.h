@@ -33,6 +33,12 @@ void show_side_stats(struct bridge *br, int side, bool zapped, struct chan_stats
 void show_final(struct ctl *c, FILE *out);
 
 /*
+ * The same counters with a header for their moment: "ib2roce: final counters" (final),
+ * or "ib2roce: counters after N s (running)" (the console's stats).
+ */
+void show_counters(struct ctl *c, FILE *out, bool final);
+
+/*
  * Once a second (control thread): per-channel pps_rx/pps_fwd over the interval since
  * the previous call (c->last_rate_ms, updated here; the first call only takes the
  * references), per-worker loop_rate from the heartbeat, and hb_prev/hb_changed_ms
@@ -50,13 +56,14 @@ void show_zap(struct ctl *c);
 
 /*
  * The console tables, written to out (control thread). Counters since zap.
- * status: uptime, readiness, per-side counters, non-zero drop reasons, totals.
+ * status: version, uptime, readiness, health, per-side counters, non-zero drop reasons,
+ * totals; returns the health (health.h): true when healthy.
  * multicast: one row per group: direction, pair, join state per side, packets, forwarding.
  * channels: one row per channel: QPN, worker, queues, backlog, counters, rate, state.
  * buffers: the pool and its census by state (one pass over the buffer metadata).
  * workers: CPU, NUMA node, loop rate, heartbeat age, latency quantiles since zap.
  */
-void show_status(struct ctl *c, FILE *out);
+bool show_status(struct ctl *c, FILE *out);
 void show_multicast(struct ctl *c, FILE *out);
 void show_channels(struct ctl *c, FILE *out);
 void show_buffers(struct ctl *c, FILE *out);
@@ -84,7 +91,16 @@ int show_senders(struct ctl *c, const char *arg, FILE *out);
  */
 void show_tsi(struct ctl *c, const char *filter, FILE *out);
 
-/* The one-line summary (systemd STATUS=), raw counters; always terminated, truncated. */
+/*
+ * The health (health.h) for people: "health ok", or one "health FAILED <why>" line per
+ * failed condition. Returns true when healthy. Control thread.
+ */
+bool show_health(struct ctl *c, FILE *out);
+
+/*
+ * The one-line summary (systemd STATUS=), raw counters, prefixed with "waiting for
+ * joins: " or "UNHEALTHY (conditions): " (health.h); always terminated, truncated.
+ */
 void show_summary(struct ctl *c, char *buf, size_t len);
 
 /* stats --json: one JSON object on one line, newline-terminated (docs/metrics.md). */

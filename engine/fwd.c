@@ -320,7 +320,8 @@ struct burst {
 	/* Flows may forward (flow_set, flow_valid): no drop=N, and a PGM policy that forwards
 	 * what is not PGM (rx_fast_run forwards it without asking). */
 	bool flows_ok;
-	uint32_t pgm_malformed;	 /* rx_fast_run's count, added to the channel's at the end */
+	uint32_t pgm_malformed;	 /* rx_fast_run's counts, added to the channel's at the end */
+	uint32_t pgm_not_pgm;
 	bool check_own; /* the channel's side cannot block our own multicast */
 	/* A capture takes this burst's receives (burst_capture_begin): its ring, else NULL. */
 	struct cap_ring *cap;
@@ -537,6 +538,20 @@ rx_classify_roce(struct burst *b, struct channel *ch, const struct ibv_wc *wc, c
  * of the burst loop): the group to forward to, or a drop reason. Fills src, the sender's
  * address.
  */
+/*
+ * Why a group that is not forwarding from this side drops a packet: a port of either
+ * side is down or removed (the control thread cleared the ready bits when it went),
+ * or the group is not joined yet. Only on that drop path: the state is the control
+ * thread's, read relaxed (a packet racing with a port event may get either reason).
+ */
+static __attribute__((noinline, cold)) enum drop_reason rx_not_joined(const struct channel *ch)
+{
+	if (__atomic_load_n(&ch->sd->state, __ATOMIC_RELAXED) != SIDE_UP ||
+	    __atomic_load_n(&ch->peer->sd->state, __ATOMIC_RELAXED) != SIDE_UP)
+		return DROP_SIDE_DOWN;
+	return DROP_NOT_JOINED;
+}
+
 static inline __attribute__((always_inline)) struct group *
 rx_classify(struct burst *b, struct channel *ch, const enum side side, const struct ibv_wc *wc,
 	    const uint8_t *p, struct src_addr *src, enum drop_reason *why)
@@ -558,7 +573,7 @@ rx_classify(struct burst *b, struct channel *ch, const enum side side, const str
 		return NULL;
 	}
 	if (!(atomic_load_explicit(&g->ready, memory_order_acquire) & (1u << side))) {
-		*why = DROP_NOT_JOINED;
+		*why = rx_not_joined(ch);
 		return NULL;
 	}
 	if (!b->bridging) {
@@ -689,7 +704,7 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
  * stream's only writer). Returns true when the packet must be dropped: a loop (the
  * stream was first seen on the other side), an unknown option asking for discard, a
  * duplicate under pgm_dups=drop, or a bad checksum / malformed payload under the strict
- * policy. Never modifies the payload. For a payload pgm_surely_malformed passed (rx_pgm
+ * policy. Never modifies the payload. For a payload pgm_precheck passed (rx_pgm
  * checks that first).
  */
 static __attribute__((noinline)) bool rx_pgm_inspect(struct bridge *br, struct channel *ch,
@@ -737,8 +752,11 @@ static __attribute__((noinline)) bool rx_pgm_inspect(struct bridge *br, struct c
 static inline bool rx_pgm(struct bridge *br, struct channel *ch, const struct group *g,
 			  const uint8_t *payload, uint32_t len, uint64_t now)
 {
-	if (pgm_surely_malformed(payload, len)) {
-		ch->st.pgm_malformed++;
+	enum pgm_shape shape = pgm_precheck(payload, len);
+
+	if (shape) {
+		ch->st.pgm_not_pgm += shape == PGM_SHAPE_NOT_PGM;
+		ch->st.pgm_malformed += shape == PGM_SHAPE_MALFORMED;
 		/* pgm_result_drop of any malformed result */
 		return (atomic_load_explicit(&br->pgm_policy, memory_order_relaxed) &
 			PGM_DROP_MALFORMED) != 0;
@@ -839,7 +857,8 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 	struct tx_slot *t = b->peer_slot;
 	uint64_t head = b->peer_head;
 	uint32_t to_signal = b->peer_to_signal, sig_every = b->peer->sig_every;
-	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, pkts = 0, malformed = 0;
+	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, pkts = 0, malformed = 0,
+		 not_pgm = 0;
 	struct pool_meta *meta = b->meta;
 	struct sender *s = f->s;
 	uint64_t bytes = 0;
@@ -904,14 +923,17 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 		s->pkts++;
 		s->bytes += len;
 		/*
-		 * PGM inspection on: what is surely not PGM is counted as malformed and
-		 * forwarded, as rx_pgm would (flows_ok: the policy forwards it); what may be
+		 * PGM inspection on: what pgm_precheck refuses is counted (not PGM, or
+		 * malformed) and forwarded, as rx_pgm would (flows_ok: the policy forwards it); what may be
 		 * PGM gets rx_pgm_inspect (it updates the packet's stream), and is dropped here
 		 * when its verdict says so.
 		 */
 		if (b->pgm_on) {
-			if (pgm_surely_malformed(p + BR_GRH_LEN, len)) {
-				malformed++;
+			enum pgm_shape shape = pgm_precheck(p + BR_GRH_LEN, len);
+
+			if (shape) {
+				not_pgm += shape == PGM_SHAPE_NOT_PGM;
+				malformed += shape == PGM_SHAPE_MALFORMED;
 			} else if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, b->now)) {
 				b->rx_bytes += len;
 				ch->st.drops[DROP_PGM]++;
@@ -932,6 +954,7 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 	b->peer_head = head;
 	b->peer_to_signal = to_signal;
 	b->pgm_malformed += malformed;
+	b->pgm_not_pgm += not_pgm;
 	f->s = s;
 	f->pkts += pkts;
 	f->bytes += bytes;
@@ -1059,7 +1082,7 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 	 * grace period has passed, so one loaded here is safe to post). */
 	ah = atomic_load_explicit(&g->ah_out[!side], memory_order_relaxed);
 	if (__builtin_expect(!ah, 0)) {
-		why = DROP_NOT_JOINED;
+		why = rx_not_joined(ch);
 		goto drop;
 	}
 	if (__builtin_expect(out->w != w, 0)) {
@@ -1201,6 +1224,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	if (__builtin_expect(cap_gen != 0, 0))
 		burst_capture_begin(&b, w, side, cap_gen);
 	b.pgm_malformed = 0;
+	b.pgm_not_pgm = 0;
 	b.check_own = !ch->sd->block_lb;
 	b.rx_errors = b.fwd_pkts = 0;
 	b.rx_bytes = 0;
@@ -1225,6 +1249,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	}
 	nrx = (unsigned)n - ntx;
 	ch->st.pgm_malformed += b.pgm_malformed;
+	ch->st.pgm_not_pgm += b.pgm_not_pgm;
 	if (f->lim)
 		flow_flush(&b, f, side);
 	burst_peer_end(&b);

@@ -15,6 +15,7 @@ const char *const drop_reason_name[DROP_NREASONS] = {
 	[DROP_MGID_FORMAT] = "mgid_format",
 	[DROP_SENDONLY_SIDE] = "sendonly_side",
 	[DROP_NOT_JOINED] = "not_joined",
+	[DROP_SIDE_DOWN] = "side_down",
 	[DROP_BRIDGING_OFF] = "bridging_off",
 	[DROP_INJECTED] = "injected",
 	[DROP_TX_FULL] = "tx_full",
@@ -59,6 +60,7 @@ void chan_stats_add(struct chan_stats *d, const struct chan_stats *s)
 	d->tx_completions += s->tx_completions;
 	d->handoff_out += s->handoff_out;
 	d->pgm_pkts += s->pgm_pkts;
+	d->pgm_not_pgm += s->pgm_not_pgm;
 	d->pgm_malformed += s->pgm_malformed;
 	d->pgm_bad_csum += s->pgm_bad_csum;
 }

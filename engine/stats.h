@@ -26,6 +26,7 @@ enum drop_reason {
 	DROP_MGID_FORMAT,   /* IB: group known but the MGID has another format */
 	DROP_SENDONLY_SIDE, /* data on the side that is joined send-only */
 	DROP_NOT_JOINED,    /* group not joined on both sides yet */
+	DROP_SIDE_DOWN,	    /* a side's port is down or removed: nothing forwarded meanwhile */
 	DROP_BRIDGING_OFF,  /* bridging disabled at run time */
 	DROP_INJECTED,	    /* fault injection: drop every Nth packet */
 	DROP_TX_FULL,	    /* send queue and backlog full */
@@ -50,7 +51,8 @@ struct chan_stats {
 	uint64_t tx_completions;
 	uint64_t handoff_out;	/* packets handed to another worker */
 	uint64_t pgm_pkts;	/* well-formed PGM packets inspected */
-	uint64_t pgm_malformed; /* payloads that are not valid PGM (forwarded unless strict) */
+	uint64_t pgm_not_pgm;	/* datagrams that are not PGM at all (other UDP traffic) */
+	uint64_t pgm_malformed; /* shaped like PGM but invalid (forwarded unless strict) */
 	uint64_t pgm_bad_csum;	/* PGM packets with a wrong checksum */
 };
 

@@ -287,8 +287,26 @@ extern const struct pgm_type_shape pgm_type_shapes[16];
  */
 extern const uint64_t pgm_type_sizes[16];
 
-static inline __attribute__((always_inline)) bool pgm_surely_malformed(const void *buf,
-									 size_t len)
+/*
+ * What pgm_precheck() makes of a payload: MAYBE (ask pgm_parse()), NOT_PGM (the common
+ * header does not have PGM's shape: length out of range, a version nibble or type
+ * pgm_parse() refuses, or without options a TSDU length that leaves no room the type's
+ * fields could fill: other UDP traffic on the group), MALFORMED (the header's shape is
+ * PGM's but its addresses, lengths or first options are invalid).
+ */
+enum pgm_shape {
+	PGM_SHAPE_MAYBE = 0,
+	PGM_SHAPE_NOT_PGM,
+	PGM_SHAPE_MALFORMED,
+};
+
+/*
+ * pgm_precheck - pgm_surely_malformed() that also tells which of its tests refused the
+ * payload (enum pgm_shape); the same contract and cost: anything but PGM_SHAPE_MAYBE
+ * means pgm_parse() returns a malformed result.
+ */
+static inline __attribute__((always_inline)) enum pgm_shape pgm_precheck(const void *buf,
+									  size_t len)
 {
 	const uint8_t *p = buf;
 	const struct pgm_type_shape *shape;
@@ -296,10 +314,10 @@ static inline __attribute__((always_inline)) bool pgm_surely_malformed(const voi
 	unsigned alen;
 
 	if (len < PGM_HDR_LEN || len > PGM_MAX_TPDU)
-		return true;
+		return PGM_SHAPE_NOT_PGM;
 	/* A version nibble other than 0, or a type pgm_parse() does not define. */
 	if (p[PGM_OFF_TYPE] & PGM_TYPE_VERSION_MASK)
-		return true;
+		return PGM_SHAPE_NOT_PGM;
 	/*
 	 * Without options, what lies between the header and the TSDU must be the type's
 	 * fields exactly (pgm_parse() wants tsdu_len == the bytes left after them): one
@@ -310,43 +328,51 @@ static inline __attribute__((always_inline)) bool pgm_surely_malformed(const voi
 
 		/* A TSDU longer than the packet wraps around to a large value: rejected. */
 		if (fields >= 64 || !((pgm_type_sizes[p[PGM_OFF_TYPE]] >> fields) & 1))
-			return true;
+			return PGM_SHAPE_NOT_PGM;
 	}
 	shape = &pgm_type_shapes[p[PGM_OFF_TYPE]];
 	end = shape->end;
 	if (!end)
-		return true;
+		return PGM_SHAPE_NOT_PGM;
 	for (unsigned k = 0; k < shape->nlas; k++) {
 		/* An NLA block at end (NAK, NNAK, NCF: two): its AFI in the packet, IPv4/IPv6. */
 		if (len < end + PGM_NLA_OFF_AFI + 2)
-			return true;
+			return PGM_SHAPE_MALFORMED;
 		alen = pgm_afi_len(pgm_get16(p + end + PGM_NLA_OFF_AFI));
 		if (!alen)
-			return true;
+			return PGM_SHAPE_MALFORMED;
 		end += PGM_NLA_HDR_LEN + alen;
 	}
 	end += shape->tail;
 	if (end > len)
-		return true;
+		return PGM_SHAPE_MALFORMED;
 	tsdu = pgm_get16(p + PGM_OFF_TSDU_LEN);
 	if (!(p[PGM_OFF_OPTIONS] & PGM_HDR_OPT_PRESENT))
-		return tsdu != len - end;
+		return tsdu != len - end ? PGM_SHAPE_MALFORMED : PGM_SHAPE_MAYBE;
 	/*
 	 * OPT_LENGTH at end, then at least one 4-byte option (pgm_parse() wants an E bit),
 	 * then exactly tsdu bytes.
 	 */
 	if (len - end < tsdu + PGM_OPT_LENGTH_LEN + PGM_OPT_HDR_LEN)
-		return true;
+		return PGM_SHAPE_MALFORMED;
 	total = len - end - tsdu;
 	p += end; /* OPT_LENGTH */
 	if ((p[PGM_OPT_OFF_TYPE] & PGM_OPT_TYPE_MASK) != PGM_OPT_LENGTH ||
 	    p[PGM_OPT_OFF_LEN] != PGM_OPT_LENGTH_LEN || pgm_get16(p + PGM_OPT_OFF_TOTAL) != total)
-		return true;
+		return PGM_SHAPE_MALFORMED;
 	p += PGM_OPT_LENGTH_LEN; /* first option: not a second OPT_LENGTH, inside the total */
 	total -= PGM_OPT_LENGTH_LEN;
 	return (p[PGM_OPT_OFF_TYPE] & PGM_OPT_TYPE_MASK) == PGM_OPT_LENGTH ||
-	       p[PGM_OPT_OFF_LEN] < PGM_OPT_HDR_LEN || p[PGM_OPT_OFF_LEN] > total ||
-	       ((p[PGM_OPT_OFF_TYPE] & PGM_OPT_END) && p[PGM_OPT_OFF_LEN] != total);
+			       p[PGM_OPT_OFF_LEN] < PGM_OPT_HDR_LEN || p[PGM_OPT_OFF_LEN] > total ||
+			       ((p[PGM_OPT_OFF_TYPE] & PGM_OPT_END) && p[PGM_OPT_OFF_LEN] != total)
+		       ? PGM_SHAPE_MALFORMED
+		       : PGM_SHAPE_MAYBE;
+}
+
+static inline __attribute__((always_inline)) bool pgm_surely_malformed(const void *buf,
+									 size_t len)
+{
+	return pgm_precheck(buf, len) != PGM_SHAPE_MAYBE;
 }
 
 /* ---- Decoded packet ---- */

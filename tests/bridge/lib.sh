@@ -310,7 +310,7 @@ br_expect_group() {
 #   (the bridge's NIC drops since its start, read from sysfs; the fabric is fresh, so
 #   the port counts since then too). nic_rx_dropped may be "-" (the port has no
 #   hw_counters file) only for a side named in BR_NIC_MISSING;
-# - PGM inspection counted each packet once at most (pgm_pkts + pgm_malformed <=
+# - PGM inspection counted each packet once at most (pgm_pkts + pgm_not_pgm + pgm_malformed <=
 #   rx_pkts), and every packet when nothing was dropped and inspection was on all along
 #   (set BR_PGM_PARTIAL=1 when a test switches it during the run).
 # Arguments: NAME IB_DEV ROCE_DEV.
@@ -326,7 +326,7 @@ br_conservation() {
 		txe=$(br_field "$name" "$s" drop_tx_error)
 		sum_drops=0
 		for r in rx_error no_grh bad_header unicast own loop peer_bridge foreign_source \
-			unknown_group mgid_format sendonly_side not_joined bridging_off injected \
+			unknown_group mgid_format sendonly_side not_joined side_down bridging_off injected \
 			tx_full tx_error pgm too_big; do
 			v=$(br_field "$name" "$s" "drop_$r")
 			sum_drops=$((sum_drops + v))
@@ -347,9 +347,10 @@ br_conservation() {
 			br_fail "bridge $name: the groups' $key add up to $gsum, $s fwd_pkts=$fwd" "$name"
 		# PGM inspection sees a packet once at most; with nothing dropped, every packet
 		# (unless inspection was off, or switched during the run: BR_PGM_PARTIAL=1).
-		v=$(($(br_field "$name" "$s" pgm_pkts) + $(br_field "$name" "$s" pgm_malformed)))
+		v=$(($(br_field "$name" "$s" pgm_pkts) + $(br_field "$name" "$s" pgm_not_pgm) +
+			$(br_field "$name" "$s" pgm_malformed)))
 		[ "$v" -le "$rx" ] ||
-			br_fail "bridge $name: $s pgm_pkts + pgm_malformed = $v > rx_pkts=$rx" "$name"
+			br_fail "bridge $name: $s pgm_pkts + pgm_not_pgm + pgm_malformed = $v > rx_pkts=$rx" "$name"
 		[ "$v" = 0 ] || [ "$drops" != 0 ] || [ "${BR_PGM_PARTIAL:-0}" = 1 ] || [ "$v" = "$rx" ] ||
 			br_fail "bridge $name: $s inspected $v of rx_pkts=$rx packets, nothing dropped" "$name"
 		v=$(sf_counter "$dev" xmit_pkts)

@@ -23,9 +23,10 @@ phase() {
 }
 
 # A: nothing switched: every packet forwarded, every payload inspected (mcpkt's payload
-# is not PGM: pgm_malformed, forwarded).
+# is not PGM: pgm_not_pgm, not pgm_malformed, and forwarded).
 phase a 500 '.sides[0].fwd_pkts' 500
-[ "$(json bridge '.sides[0].pgm_malformed')" = 500 ] || br_fail "A: pgm_malformed" bridge
+[ "$(json bridge '.sides[0].pgm_not_pgm')" = 500 ] || br_fail "A: pgm_not_pgm" bridge
+[ "$(json bridge '.sides[0].pgm_malformed')" = 0 ] || br_fail "A: non-PGM counted as malformed" bridge
 
 # B: drop=4 drops every 4th packet after inspection (injected).
 bc_ok bridge enable drop=4 >/dev/null
@@ -38,12 +39,12 @@ bc_ok bridge disable drop >/dev/null
 bc_ok bridge enable pgm_strict >/dev/null
 phase c 300 '.sides[0].drop_reasons.pgm' 300
 bc_ok bridge disable pgm_strict >/dev/null
-[ "$(json bridge '.sides[0].pgm_malformed')" = 1200 ] || br_fail "C: pgm_malformed" bridge
+[ "$(json bridge '.sides[0].pgm_not_pgm')" = 1200 ] || br_fail "C: pgm_not_pgm" bridge
 
 # D: PGM inspection off: forwarded, not inspected.
 bc_ok bridge disable pgm >/dev/null
 phase d 200 '.sides[0].fwd_pkts' 1000
-[ "$(json bridge '.sides[0].pgm_malformed')" = 1200 ] || br_fail "D: inspected with pgm off" bridge
+[ "$(json bridge '.sides[0].pgm_not_pgm')" = 1200 ] || br_fail "D: inspected with pgm off" bridge
 bc_ok bridge enable pgm >/dev/null
 
 # E: bridging off: counted before the sender and PGM steps.
@@ -68,7 +69,8 @@ br_expect bridge IB fwd_pkts 1100
 br_expect bridge IB drop_injected 100
 br_expect bridge IB drop_pgm 300
 br_expect bridge IB drop_bridging_off 100
-br_expect bridge IB pgm_malformed 1300
+br_expect bridge IB pgm_not_pgm 1300
+br_expect bridge IB pgm_malformed 0
 br_expect bridge RoCE tx_pkts 1100
 br_expect_group bridge "$g" ib_to_roce 1100
 BR_PGM_PARTIAL=1 br_conservation bridge sim_ib0 sim_roce0

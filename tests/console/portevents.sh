@@ -1,6 +1,7 @@
 #!/bin/bash
 # Port events: RoCE port down while traffic flows (the bridge leaves, counts what it
-# receives meanwhile as not_joined), up again (it joins again, traffic resumes); an SM
+# receives meanwhile as side_down, and says it is unhealthy: health, status, stats --json
+# and the metrics file), up again (healthy again) (it joins again, traffic resumes); an SM
 # client re-register on IB (it leaves and joins again); the IB port down and up. The
 # bridge never exits; every packet it received is accounted for.
 set -eu
@@ -11,7 +12,9 @@ sf_init console-portevents
 g=239.1.2.3
 n=200
 
-br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g"
+prom=$SF_TMP/ib2roce.prom
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g" --metrics-file "$prom" \
+	-e statint=1
 
 round() { # round NAME: n packets IB -> RoCE must arrive
 	br_listen "$1_rx" "$ROCE_NET.2" -g "$g" -n "$n" --verify --timeout 20
@@ -19,16 +22,46 @@ round() { # round NAME: n packets IB -> RoCE must arrive
 	br_expect_listener "$1_rx" "$n" 1
 }
 round before
+wait_json bridge '.healthy' true
+expect_in "$(bc_ok bridge health)" "^health ok$" "health while forwarding"
+bc_ok bridge status >/dev/null
 
-# RoCE port down: the bridge leaves on RoCE and counts IB packets as not_joined.
+# wait_prom LINE: the metrics file holds LINE within 10 s.
+wait_prom() {
+	local k=0
+
+	until grep -qx -- "$1" "$prom" 2>/dev/null; do
+		k=$((k + 1))
+		[ "$k" -le 100 ] || br_fail "metrics file without '$1'" bridge
+		sleep 0.1
+	done
+}
+wait_prom 'ib2roce_healthy 1'
+
+# RoCE port down: the bridge leaves on RoCE and counts IB packets as side_down. It is
+# still "ready" (startup is over) but not healthy: one line per failed condition, and
+# status and health exit 1.
 "$SIMFAB" port sim_roce0 down >/dev/null
 wait_json bridge '.sides[1].state' down
 [ "$(json bridge '.groups[0].roce.state')" != joined ] || br_fail "still joined on a down port" bridge
 br_send down_tx "$IB_NET.2" -g "$g" -n "$n" --rate 20000
-wait_json bridge '.sides[0].drop_reasons.not_joined' "$n"
+wait_json bridge '.sides[0].drop_reasons.side_down' "$n"
+[ "$(json bridge '.sides[0].drop_reasons.not_joined')" = 0 ] || br_fail "port down counted as not_joined" bridge
+[ "$(json bridge '.healthy | tostring')" = false ] || br_fail "json healthy with a port down" bridge
+[ "$(json bridge '.ready')" = true ] || br_fail "json ready" bridge
+expect_in "$(json bridge '.health.sides')" "RoCE sim_roce0 port 1 down" "json health.sides"
+out=$(bc_fail bridge 1 health)
+expect_in "$out" "^health FAILED sides: RoCE sim_roce0 port 1 down" "health: sides"
+expect_in "$out" "^health FAILED groups: 1 of 1 not forwarding" "health: groups"
+out=$(bc_fail bridge 1 status)
+expect_in "$out" "^health FAILED sides:" "status shows the failed health"
+wait_prom 'ib2roce_healthy 0'
+wait_prom 'ib2roce_health_condition_ok{condition="sides"} 0'
 "$SIMFAB" port sim_roce0 up >/dev/null
 wait_json bridge '.groups[0].roce.state' joined 10
 round roce_up
+wait_json bridge '.healthy' true
+grep -q "health: sides: RoCE sim_roce0 port 1 down" "$SF_TMP/bridge.err" || br_fail "no health log line" bridge
 grep -q "RoCE sim_roce0 port 1 down: 1 group left" "$SF_TMP/bridge.err" || br_fail "no port down message" bridge
 grep -q "RoCE sim_roce0: port active: joining 1 group again" "$SF_TMP/bridge.err" ||
 	grep -q "RoCE sim_roce0: .*joining 1 group again" "$SF_TMP/bridge.err" || br_fail "no re-join message" bridge
@@ -49,7 +82,7 @@ round rereg
 "$SIMFAB" port sim_ib0 down >/dev/null
 wait_json bridge '.sides[0].state' down
 br_send down_tx2 "$ROCE_NET.4" -g "$g" -n 50 --rate 20000
-wait_json bridge '.sides[1].drop_reasons.not_joined' 50
+wait_json bridge '.sides[1].drop_reasons.side_down' 50
 "$SIMFAB" port sim_ib0 up >/dev/null
 wait_json bridge '.groups[0].ib.state' joined 10
 round ib_up
@@ -58,7 +91,7 @@ round ib_up
 
 br_stop bridge
 br_expect bridge IB fwd_pkts $((4 * n))
-br_expect bridge IB drop_not_joined "$n"
-br_expect bridge RoCE drop_not_joined 50
+br_expect bridge IB drop_side_down "$n"
+br_expect bridge RoCE drop_side_down 50
 br_conservation bridge sim_ib0 sim_roce0
 sf_log "PASS"

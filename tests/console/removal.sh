@@ -1,7 +1,7 @@
 #!/bin/bash
 # Device removal: the RoCE device goes away (simfab remove: DEVICE_FATAL and rdma_cm
 # DEVICE_REMOVAL). The bridge stops that side cleanly and says so: its groups are left,
-# the IB side keeps its joins, nothing is forwarded (IB packets count as not_joined), the
+# the IB side keeps its joins, nothing is forwarded (IB packets count as side_down), the
 # console still answers and shows the side removed, a join is refused; SIGINT then ends
 # the bridge with its final counters and exit status 1 (it did not run as configured).
 set -eu
@@ -19,8 +19,8 @@ grep -q "RoCE sim_roce0: .*this side is stopped, nothing is forwarded" "$SF_TMP/
 	br_fail "no message about the stopped side" bridge
 [ "$(json bridge '.groups[0].ib.state')" = joined ] || br_fail "the IB side lost its join" bridge
 br_send tx "$IB_NET.2" -g "$g" -n "$n" --rate 20000
-wait_json bridge '.sides[0].drop_reasons.not_joined' "$n"
-expect_in "$(bc_ok bridge status)" "removed" "status shows the side removed"
+wait_json bridge '.sides[0].drop_reasons.side_down' "$n"
+expect_in "$(bc_fail bridge 1 status)" "removed" "status shows the side removed (unhealthy: exit 1)"
 out=$(bc_fail bridge 1 join 239.1.2.9)
 expect_in "$out" "is stopped" "join while a side is stopped"
 
@@ -29,6 +29,6 @@ kill -INT "$(sf_child "$tpid")"
 sf_wait_exit "$tpid"
 [ "$SF_RC" = 1 ] || br_fail "exit status $SF_RC after a device removal, expected 1" bridge
 grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters" bridge
-br_expect bridge IB drop_not_joined "$n"
+br_expect bridge IB drop_side_down "$n"
 br_expect bridge IB fwd_pkts 0
 sf_log "PASS"

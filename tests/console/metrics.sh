@@ -1,0 +1,93 @@
+#!/bin/bash
+# What monitoring sees (docs/metrics.md, monitoring/): the metrics file of a live bridge
+# passes `promtool check metrics`; the latency is a histogram in seconds (cumulative
+# buckets, le="+Inf" = _count); build_info, healthy; the shipped alert rules pass
+# `promtool check rules` and the Grafana dashboard is JSON whose metric names all exist
+# in the file. A stalled worker (the stall feature) is logged with --debug, makes health
+# fail (exit 1, one line) and the file say ib2roce_healthy 0; it recovers. A clean stop
+# leaves the file with ib2roce_up 0, still valid. Skipped without promtool (Debian:
+# prometheus).
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+command -v promtool >/dev/null || { echo "SKIP: no promtool"; exit 77; }
+sf_init console-metrics
+g=239.1.2.3
+n=300
+src=$(cd "$(dirname "$0")/../.." && pwd)
+prom=$SF_TMP/ib2roce.prom
+
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 --metrics-file "$prom" -e statint=1 \
+	-m "$g"
+br_listen rx "$ROCE_NET.2" -g "$g" -n "$n" --timeout 20
+br_send tx "$IB_NET.2" -g "$g" -n "$n" --rate 20000
+br_expect_listener rx "$n" 1
+
+# wait_prom REGEX: a line of the metrics file matches REGEX within 10 s.
+wait_prom() {
+	local k=0
+
+	until grep -Eq -- "$1" "$prom" 2>/dev/null; do
+		k=$((k + 1))
+		[ "$k" -le 100 ] || br_fail "metrics file: no line /$1/: $(head -c 3000 "$prom" 2>&1)" bridge
+		sleep 0.1
+	done
+}
+wait_prom "^ib2roce_worker_latency_seconds_count\\{worker=\"0\"\\} $n\$"
+wait_prom '^ib2roce_healthy 1$'
+
+promtool check metrics <"$prom" >"$SF_TMP/promtool.out" 2>&1 ||
+	br_fail "promtool check metrics: $(cat "$SF_TMP/promtool.out")" bridge
+grep -q '^# TYPE ib2roce_worker_latency_seconds histogram$' "$prom" || br_fail "no latency histogram" bridge
+grep -q 'quantile=' "$prom" && br_fail "a quantile label in the metrics file" bridge
+grep -q '_nanoseconds' "$prom" && br_fail "a metric in nanoseconds" bridge
+# Buckets cumulative, ending in +Inf equal to _count; _sum in seconds (under 1 s here).
+awk -v n="$n" '
+	/^ib2roce_worker_latency_seconds_bucket\{worker="0"/ {
+		if ($2 < last) { print "bucket decreases: " $0; bad = 1 }
+		last = $2; lastline = $0
+	}
+	/^ib2roce_worker_latency_seconds_sum\{worker="0"\}/ { sum = $2 }
+	END {
+		if (lastline !~ /le="\+Inf"\} / || last != n) { print "last bucket: " lastline; bad = 1 }
+		if (!(sum > 0 && sum < 1)) { print "sum " sum; bad = 1 }
+		exit bad
+	}' "$prom" >"$SF_TMP/hist.out" || br_fail "histogram: $(cat "$SF_TMP/hist.out")" bridge
+grep -Eq '^ib2roce_build_info\{version="[^"]+",describe="[^"]+"\} 1$' "$prom" || br_fail "build_info" bridge
+grep -Eq '^ib2roce_start_time_seconds [0-9]+$' "$prom" || br_fail "start_time" bridge
+grep -q '^ib2roce_pgm_not_pgm_total{side="IB",device="sim_ib0"} '"$n"'$' "$prom" ||
+	br_fail "pgm_not_pgm counter" bridge
+grep -q '^ib2roce_pgm_malformed_total{side="IB",device="sim_ib0"} 0$' "$prom" ||
+	br_fail "non-PGM traffic counted as malformed" bridge
+grep -q '^ib2roce_pgm_stream_gaps ' "$prom" || br_fail "no stream gaps" bridge
+
+# The shipped rules and dashboard; every ib2roce metric they name is in the file.
+promtool check rules "$src/monitoring/ib2roce.rules.yml" >"$SF_TMP/rules.out" 2>&1 ||
+	br_fail "promtool check rules: $(cat "$SF_TMP/rules.out")" bridge
+jq -e '.panels | length > 0' "$src/monitoring/ib2roce.dashboard.json" >/dev/null ||
+	br_fail "the dashboard is not JSON with panels" bridge
+for m in $( (jq -r '.. | .expr? // empty' "$src/monitoring/ib2roce.dashboard.json"
+	grep 'expr' -A3 "$src/monitoring/ib2roce.rules.yml") |
+	grep -o 'ib2roce_[a-z_]*' | sed 's/_bucket$//' | sort -u); do
+	grep -q "^# TYPE $m " "$prom" || br_fail "monitoring/ names $m, not in the metrics file" bridge
+done
+
+# A stalled worker: logged (this bridge runs with --debug, no watchdog), health fails.
+bc_ok bridge enable stall=1 >/dev/null
+sf_wait_line "$SF_TMP/bridge.err" 'worker 0 on CPU [-0-9]*: no progress for' "$(br_pid bridge)" 15
+out=$(bc_fail bridge 1 health)
+expect_in "$out" "^health FAILED workers: 1 stalled" "health with a stalled worker"
+[ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || br_fail "health: one line per failed condition: $out" bridge
+wait_prom '^ib2roce_healthy 0$'
+bc_ok bridge disable stall >/dev/null
+sf_wait_line "$SF_TMP/bridge.err" 'every worker makes progress again' "$(br_pid bridge)" 10
+bc_ok bridge health >/dev/null
+
+# A clean stop: the file stays, says up 0, and is still valid.
+br_stop bridge
+grep -q '^ib2roce_up 0$' "$prom" || br_fail "no ib2roce_up 0 after a clean stop" bridge
+grep -q '^ib2roce_healthy 0$' "$prom" || br_fail "healthy after a clean stop" bridge
+promtool check metrics <"$prom" >"$SF_TMP/promtool.out" 2>&1 ||
+	br_fail "promtool check metrics (final file): $(cat "$SF_TMP/promtool.out")" bridge
+sf_log "PASS"
