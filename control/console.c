@@ -42,6 +42,7 @@
 #include "paths.h"
 #include "pool.h"
 #include "show.h"
+#include "suggest.h"
 #include "sysgroup.h"
 #include "tune.h"
 
@@ -199,15 +200,29 @@ static int cmd_help(struct ctl *c, char *args, FILE *out)
 		fprintf(out, "%-*s  %s\n", w, head, k->help);
 	}
 	if (!what)
-		fprintf(out, "Commands may be abbreviated to any unique prefix.\n");
+		fprintf(out, "Commands may be abbreviated to any unique prefix, except shutdown.\n");
 	return 0;
 }
 
+/*
+ * quit and exit leave the console client: bcom handles them itself and never sends them.
+ * One that reaches us (another client, the terminal console) stops nothing: a socket
+ * client is told and disconnected (quit_closes), the terminal just told.
+ */
 static int cmd_quit(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("quit", args, out))
+	(void)c;
+	(void)args;
+	fprintf(out, "quit leaves the console and the bridge keeps running; "
+		     "\"shutdown\" stops the bridge\n");
+	return 0;
+}
+
+static int cmd_shutdown(struct ctl *c, char *args, FILE *out)
+{
+	if (no_args("shutdown", args, out))
 		return -1;
-	log_notice("console: quit: shutting down");
+	log_notice("console: shutdown: stopping the bridge");
 	fprintf(out, "stopping the bridge\n");
 	c->stop = true;
 	return 0;
@@ -495,9 +510,12 @@ static const struct cmd cmds[] = {
 	{"join", "group [both|in|out]", "bridge one more group now", cmd_join},
 	{"leave", "group", "stop bridging a group now", cmd_leave},
 	{"multicast", NULL, "groups, join state per side, packets each way", cmd_multicast},
-	{"quit", NULL, "stop the bridge (graceful: leave groups, final counters)", cmd_quit},
+	{"exit", NULL, "same as quit", cmd_quit},
+	{"quit", NULL, "leave the console (the bridge keeps running)", cmd_quit},
 	{"reload", NULL, "re-read the configuration (as SIGHUP)", cmd_reload},
 	{"senders", "[N]", "who sends into the bridge (N rows, default 100)", cmd_senders},
+	{"shutdown", NULL, "stop the bridge (leave groups, final counters); never abbreviated",
+	 cmd_shutdown},
 	{"stats", "[--json]", "all counters: final-counters format, or one JSON object", cmd_stats},
 	{"status", NULL, "health, per-side counters, drops by reason, join summary (fails if unhealthy)",
 	 cmd_status},
@@ -509,7 +527,14 @@ static const struct cmd cmds[] = {
 	{NULL, NULL, NULL, NULL},
 };
 
-int console_exec(struct ctl *c, const char *line, FILE *out)
+/* A command never reached by a prefix: it must be typed in full (shutdown). */
+static bool cmd_exact(const struct cmd *k)
+{
+	return k->fn == cmd_shutdown;
+}
+
+/* console_exec, telling whether the command was quit/exit (*quit_seen). */
+static int exec_line(struct ctl *c, const char *line, FILE *out, bool *quit_seen)
 {
 	char buf[CON_LINE_MAX], *args = buf, *name;
 	const struct cmd *hit = NULL;
@@ -534,28 +559,52 @@ int console_exec(struct ctl *c, const char *line, FILE *out)
 			nhits = 1;
 			break;
 		}
+		if (cmd_exact(k))
+			continue;
 		if (!hit || hit->fn != k->fn)
 			nhits++;
 		if (!hit)
 			hit = k;
 	}
 	if (!hit) {
-		fprintf(out, "unknown command '%s' (help lists them)\n", name);
+		const char *best = NULL;
+		size_t best_d = 0;
+
+		for (const struct cmd *k = cmds; k->name; k++)
+			suggest_consider(name, n, k->name, &best, &best_d);
+		for (const struct cmd *k = cmds; k->name && !best; k++)
+			if (cmd_exact(k) && !strncmp(k->name, name, n))
+				best = k->name; /* a prefix of it: it must be typed in full */
+		if (best)
+			fprintf(out, "unknown command '%s': did you mean %s?\n", name, best);
+		else
+			fprintf(out, "unknown command '%s' (help lists them)\n", name);
 		return -1;
 	}
 	if (nhits > 1) {
 		fprintf(out, "ambiguous command '%s':", name);
 		for (const struct cmd *k = cmds; k->name; k++)
-			if (!strncmp(k->name, name, n))
+			if (!strncmp(k->name, name, n) && !cmd_exact(k))
 				fprintf(out, " %s", k->name);
 		fprintf(out, "\n");
 		return -1;
 	}
+	*quit_seen = hit->fn == cmd_quit;
 	return hit->fn(c, args, out);
 }
 
-/* Run a line into a freshly allocated reply with the protocol's terminator. */
-static char *run_line(struct console *con, const char *line, size_t *len)
+int console_exec(struct ctl *c, const char *line, FILE *out)
+{
+	bool quit;
+
+	return exec_line(c, line, out, &quit);
+}
+
+/*
+ * Run a line into a freshly allocated reply with the protocol's terminator; *quit tells
+ * that it was quit (the client is closed after the reply).
+ */
+static char *run_line(struct console *con, const char *line, size_t *len, bool *quit)
 {
 	char *buf = NULL;
 	size_t sz = 0;
@@ -564,7 +613,7 @@ static char *run_line(struct console *con, const char *line, size_t *len)
 
 	if (!f)
 		return NULL;
-	r = console_exec(con->c, line, f);
+	r = exec_line(con->c, line, f, quit);
 	fputc(0, f);
 	fputc(r ? '1' : '0', f);
 	fputc('\n', f);
@@ -698,13 +747,15 @@ static bool client_flush(struct console *con, struct client *k)
 static void client_line(struct console *con, struct client *k)
 {
 	const char *refused = line_refused(&k->in);
+	bool quit = false;
 	char *reply;
 	size_t len;
 
 	if (refused) {
 		client_reply(con, k, refused, false);
 	} else {
-		reply = run_line(con, k->in.buf, &len);
+		reply = run_line(con, k->in.buf, &len, &quit);
+		k->close_after |= quit;
 		if (!reply) {
 			client_reply(con, k, "out of memory\n", false);
 		} else {

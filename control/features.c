@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "options.h"
+#include "suggest.h"
 
 struct feat_entry {
 	struct feat_def def; /* name and help owned by the registry */
@@ -117,10 +118,20 @@ static int lookup(const char *name, size_t len, struct feat_entry **out, char *e
 		*out = e;
 		return 0;
 	}
-	if (!matches)
+	if (!matches) {
+		const char *best = NULL;
+		size_t best_d = 0;
+
+		for (size_t i = 0; i < freg.n; i++)
+			suggest_consider(name, len, freg.feats[i].def.name, &best, &best_d);
+		if (best)
+			return opt_errf(err, errlen, -EINVAL,
+					"unknown feature '%.*s': did you mean %s?", (int)len, name,
+					best);
 		return opt_errf(err, errlen, -EINVAL,
 				"unknown feature '%.*s' (see --enable without argument)", (int)len,
 				name);
+	}
 	opt_errf(err, errlen, -EINVAL, "ambiguous feature '%.*s' (", (int)len, name);
 	matches = 0;
 	for (size_t i = 0; i < freg.n; i++)

@@ -166,14 +166,31 @@ int side_open(struct side_ctx *sd, enum side side, const char *dev, uint8_t port
 		if (r)
 			ibv_close_device(ctx);
 	}
+	if (r && dev[0]) {
+		/* Name the devices there are: the usual cause is a typo or the other side's. */
+		char have[256] = "";
+		size_t off = 0;
+		bool exists = false;
+
+		for (int i = 0; i < n && off < sizeof(have); i++) {
+			const char *name = ibv_get_device_name(list[i]);
+
+			exists |= !strcmp(name, dev);
+			off += (size_t)snprintf(have + off, sizeof(have) - off, "%s%s",
+						i ? ", " : "", name);
+		}
+		ibv_free_device_list(list);
+		if (!exists)
+			return seterr(err, errlen, -ENODEV, "%s device %s: not found (devices: %s)",
+				      side_name[side], dev, n ? have : "none");
+		return seterr(err, errlen, -ENODEV,
+			      "%s device %s%s%.0u: not %s or no port%s (devices: %s)",
+			      side_name[side], dev, port ? ":" : "", port,
+			      side == SIDE_IB ? "InfiniBand" : "Ethernet",
+			      side == SIDE_ROCE ? " with a RoCEv2 IPv4 GID" : "", have);
+	}
 	ibv_free_device_list(list);
 	if (r) {
-		if (dev[0])
-			return seterr(err, errlen, -ENODEV,
-				      "%s device %s%s%.0u: not found, not %s or no port%s",
-				      side_name[side], dev, port ? ":" : "", port,
-				      side == SIDE_IB ? "InfiniBand" : "Ethernet",
-				      side == SIDE_ROCE ? " with a RoCEv2 IPv4 GID" : "");
 		return seterr(err, errlen, -ENODEV, "no active %s port found%s", side_name[side],
 			      side == SIDE_ROCE ? " with a RoCEv2 IPv4 GID" : "");
 	}

@@ -155,5 +155,24 @@ rc=0
 timeout 20 "$IB2ROCE" --check -c "$SF_TMP/good.conf" -d sim_nosuch >"$SF_TMP/check2.out" \
 	2>"$SF_TMP/check2.err" || rc=$?
 [ "$rc" = 1 ] || sf_fail "--check bad device: exit status $rc, expected 1" "$SF_TMP/check2.err"
-grep -q sim_nosuch "$SF_TMP/check2.err" || sf_fail "--check bad device: message" "$SF_TMP/check2.err"
+grep -q "IB device sim_nosuch: not found (devices: sim_ib0, .*sim_roce0" "$SF_TMP/check2.err" ||
+	sf_fail "--check bad device: message without the devices there are" "$SF_TMP/check2.err"
+# The RoCE device named as the IB one: it exists, but is not InfiniBand.
+rc=0
+timeout 20 "$IB2ROCE" --check -c "$SF_TMP/good.conf" -d sim_roce0 >"$SF_TMP/check3.out" \
+	2>"$SF_TMP/check3.err" || rc=$?
+[ "$rc" = 1 ] || sf_fail "--check wrong device: exit status $rc, expected 1" "$SF_TMP/check3.err"
+grep -q "IB device sim_roce0: not InfiniBand or no port (devices: sim_ib0, .*sim_roce0" \
+	"$SF_TMP/check3.err" || sf_fail "--check wrong device: message" "$SF_TMP/check3.err"
+# A mistyped feature: the closest name is suggested.
+rc=0
+timeout 20 "$IB2ROCE" --check -c "$SF_TMP/good.conf" -e bridgeing >"$SF_TMP/check4.out" \
+	2>"$SF_TMP/check4.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "--check -e bridgeing: exit status $rc, expected 2" "$SF_TMP/check4.err"
+grep -q "unknown feature 'bridgeing': did you mean bridging?" "$SF_TMP/check4.err" ||
+	sf_fail "-e bridgeing: no suggestion" "$SF_TMP/check4.err"
+# --version: one line, the version and the git description.
+"$IB2ROCE" --version >"$SF_TMP/version.out" || sf_fail "--version failed" "$SF_TMP/version.out"
+grep -Eq '^ib2roce [0-9]+\.[0-9]+\.[0-9]+ \(git [^,]+, built .+\)$' "$SF_TMP/version.out" ||
+	sf_fail "--version: unexpected output" "$SF_TMP/version.out"
 sf_log "PASS"
