@@ -7,15 +7,18 @@
  * newline, on a connection that stays open. Three ways to run:
  *
  *   bcom COMMAND [ARG]...   one command, its reply on stdout, exit status from the reply
- *   bcom  (stdin a tty)     an interactive prompt with line editing and history
+ *   bcom  (stdin a tty)     an interactive prompt: libedit (line editing, UTF-8, history
+ *                           in ~/.bcom_history, Tab completes commands, features, groups)
  *   bcom  (stdin not a tty) commands read line by line from stdin
+ *
+ * quit and exit (and EOF) leave bcom: they are never sent, the bridge keeps running.
+ * shutdown stops the bridge: on a terminal bcom asks first, unless -y/--yes.
  *
  * Exit status: 0 success, 1 a command failed, 2 usage error, 3 no (more) connection.
  *
- * The interactive mode keeps the terminal in raw mode only while a line is edited, so
- * that ^C while waiting for a slow reply is an ordinary SIGINT. Signals are blocked
- * outside of the waits (ppoll), which makes the checks of the flags below race-free;
- * every way out restores the terminal and saves the history.
+ * Signals are blocked outside the waits (ppoll) and readline, which makes the checks of
+ * the flags below race-free. ^C at the prompt drops the line being typed; ^C while
+ * waiting for a reply leaves, as the shell expects of any command.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -30,10 +33,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <termios.h>
 #include <unistd.h>
 
-#include "lineedit.h"
+#include <editline/readline.h>
+#include <locale.h>
+
 #include "paths.h"
 
 #ifdef IB2ROCE_VERSION
@@ -42,23 +46,19 @@
 #define BCOM_VERSION "0.1"
 #endif
 
-#define BCOM_PROMPT	  "ib2roce> "
-#define BCOM_HISTORY_FILE ".bcom_history"
-#define BCOM_EXIT_WORD	  "exit"
-#define BCOM_QUIT_WORD	  "quit"
+#define BCOM_PROMPT	   "ib2roce> "
+#define BCOM_HISTORY_FILE  ".bcom_history"
+#define BCOM_HISTORY_MAX   500
+#define BCOM_EXIT_WORD	   "exit"
+#define BCOM_QUIT_WORD	   "quit"
+#define BCOM_SHUTDOWN_WORD "shutdown"
 
 /* The console protocol: a command line is at most this long before its newline... */
-#define CMD_MAX LE_LINE_MAX
+#define CMD_MAX 1023
 /* ...and a reply ends with NUL, a status byte and a newline. */
 #define REPLY_END	 '\0'
 #define REPLY_STATUS_OK	 '0'
 #define REPLY_STATUS_ERR '1'
-
-/*
- * How long the bytes of an escape sequence may straggle: past this a lone ESC key was
- * meant, and the next key is taken on its own rather than as Alt-key.
- */
-#define ESC_TIMEOUT_MS 200
 
 /* The bridge that a system service creates: hinted at when the default path is empty. */
 #define SYSTEM_SOCK "/run/ib2roce/ib2roce.sock"
@@ -91,12 +91,11 @@ struct conn {
 
 /*
  * Signal state, shared with the handlers (and so file-static). The handled signals are
- * blocked except inside ppoll(), with wait_mask.
+ * blocked except inside ppoll() and readline(), with wait_mask.
  */
-static volatile sig_atomic_t stop_sig; /* SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE */
-static volatile sig_atomic_t redraw;   /* SIGWINCH, or back from a stop */
-static volatile sig_atomic_t tty_raw;  /* the terminal is in raw mode */
-static struct termios tty_orig, tty_rawmode;
+static volatile sig_atomic_t stop_sig;	  /* SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE */
+static volatile sig_atomic_t in_readline; /* SIGINT drops the line rather than leaving */
+static volatile sig_atomic_t line_cancel; /* SIGINT came while in readline */
 static sigset_t wait_mask;
 
 static void usage(FILE *f)
@@ -106,13 +105,16 @@ static void usage(FILE *f)
 	if (control_default_path(path, sizeof(path)) < 0)
 		strcpy(path, "(too long)");
 	fprintf(f,
-		"Usage: bcom [--control PATH] [COMMAND [ARG]...]\n"
+		"Usage: bcom [--control PATH] [-y] [COMMAND [ARG]...]\n"
 		"Send COMMAND to a running ib2roce bridge and print its reply. Without a\n"
-		"command, read commands from the terminal (with line editing and history)\n"
-		"or, when standard input is not a terminal, one per line from it.\n"
+		"command, read commands from the terminal (with line editing, history and\n"
+		"Tab completion) or, when standard input is not a terminal, one per line.\n"
+		"quit, exit or end of input leave bcom; the bridge keeps running.\n"
+		"\"bcom shutdown\" stops the bridge: on a terminal it asks first.\n"
 		"\n"
 		"      --control PATH  the bridge's control socket\n"
 		"                      (default: %s)\n"
+		"  -y, --yes           do not ask before shutdown (also: shutdown --yes)\n"
 		"  -h, --help          show this help\n"
 		"      --version       show the version\n"
 		"\n"
@@ -244,12 +246,39 @@ static ssize_t conn_fill(struct conn *c)
 	}
 }
 
+/* Where a reply's text goes: a file descriptor, or (fd < 0) a buffer that grows. */
+struct sink {
+	int fd;
+	char *buf;
+	size_t len, cap;
+};
+
+/* Add n bytes to the sink; 0 or -errno. */
+static int sink_put(struct sink *k, const char *p, size_t n)
+{
+	if (k->fd >= 0)
+		return write_all(k->fd, p, n);
+	if (k->len + n + 1 > k->cap) {
+		size_t cap = (k->len + n + 1) * 2;
+		char *b = realloc(k->buf, cap);
+
+		if (!b)
+			return -ENOMEM;
+		k->buf = b;
+		k->cap = cap;
+	}
+	memcpy(k->buf + k->len, p, n);
+	k->len += n;
+	k->buf[k->len] = '\0';
+	return 0;
+}
+
 /*
  * Read one reply, writing its text to out as it arrives (a reply may be long and come
  * in many pieces). *nl tells whether the text written ended with a newline (true when
  * there was none). Bytes after the terminator stay in the buffer for the next reply.
  */
-static enum reply conn_reply(struct conn *c, int out, bool *nl)
+static enum reply conn_reply(struct conn *c, struct sink *out, bool *nl)
 {
 	enum { IN_TEXT, IN_STATUS, IN_END } st = IN_TEXT;
 	char status = 0;
@@ -266,7 +295,7 @@ static enum reply conn_reply(struct conn *c, int out, bool *nl)
 				end = memchr(p, REPLY_END, n);
 				text = end ? (size_t)(end - p) : n;
 				if (text) {
-					int ret = write_all(out, p, text);
+					int ret = sink_put(out, p, text);
 
 					if (ret < 0) {
 						c->err = -ret;
@@ -305,8 +334,8 @@ static enum reply conn_reply(struct conn *c, int out, bool *nl)
 	}
 }
 
-/* Send a command and print its reply on stdout. */
-static enum reply run_command(struct conn *c, const char *line, bool *nl)
+/* Send a command and write its reply to out. */
+static enum reply run_command_to(struct conn *c, const char *line, struct sink *out, bool *nl)
 {
 	int ret = conn_send(c, line);
 
@@ -318,7 +347,15 @@ static enum reply run_command(struct conn *c, const char *line, bool *nl)
 		c->err = -ret;
 		return REPLY_ERROR;
 	}
-	return conn_reply(c, STDOUT_FILENO, nl);
+	return conn_reply(c, out, nl);
+}
+
+/* Send a command and print its reply on stdout. */
+static enum reply run_command(struct conn *c, const char *line, bool *nl)
+{
+	struct sink out = {.fd = STDOUT_FILENO};
+
+	return run_command_to(c, line, &out, nl);
 }
 
 /* Explain a reply that did not come; the exit status it calls for. */
@@ -360,12 +397,46 @@ static char *trim(char *line)
 	return line;
 }
 
-/* The command's word is quit, or an abbreviation of it (the bridge takes prefixes). */
-static bool is_quit(const char *line)
+/* The length of the line's first word. */
+static size_t first_word(const char *line)
 {
-	size_t n = strcspn(line, " \t");
+	return strcspn(line, " \t");
+}
 
+/*
+ * The line leaves bcom: exit, quit or an abbreviation of quit (the bridge takes
+ * prefixes, and q has always meant quit). Never sent to the bridge.
+ */
+static bool is_leave(const char *line)
+{
+	size_t n = first_word(line);
+
+	if (n == strlen(BCOM_EXIT_WORD) && !strncmp(line, BCOM_EXIT_WORD, n))
+		return true;
 	return n > 0 && n <= strlen(BCOM_QUIT_WORD) && !strncmp(line, BCOM_QUIT_WORD, n);
+}
+
+/* The line is the shutdown command (which the bridge takes only in full). */
+static bool is_shutdown(const char *line)
+{
+	size_t n = first_word(line);
+
+	return n == strlen(BCOM_SHUTDOWN_WORD) && !strncmp(line, BCOM_SHUTDOWN_WORD, n);
+}
+
+/*
+ * shutdown's own option: "shutdown --yes" / "shutdown -y" means the same as bcom -y.
+ * Removes it from line (in place); true when it was there.
+ */
+static bool take_yes(char *line)
+{
+	char *arg = line + first_word(line);
+	char *w = arg + strspn(arg, " \t");
+
+	if (strcmp(trim(w), "--yes") && strcmp(w, "-y"))
+		return false;
+	*arg = '\0';
+	return true;
 }
 
 /* bcom COMMAND [ARG]...: the words joined with single spaces into line. 0 or EXIT_USAGE. */
@@ -393,6 +464,35 @@ static int join_args(char **argv, int argc, char *line)
 	return 0;
 }
 
+/*
+ * Ask on the terminal whether to stop the bridge; true for an answer starting with y.
+ * use_readline: in the interactive session (^C there means no); else a line of stdin.
+ */
+static bool confirm_shutdown(const struct conn *c, bool use_readline)
+{
+	char prompt[CONTROL_PATH_MAX + 64], *ans, buf[64];
+	sigset_t blocked;
+	bool yes;
+
+	snprintf(prompt, sizeof(prompt), "Stop the bridge at %s? [y/N] ", c->path);
+	if (use_readline) {
+		line_cancel = 0;
+		in_readline = 1;
+		sigprocmask(SIG_SETMASK, &wait_mask, &blocked);
+		ans = readline(prompt);
+		sigprocmask(SIG_SETMASK, &blocked, NULL);
+		in_readline = 0;
+		yes = ans && !line_cancel && (ans[0] == 'y' || ans[0] == 'Y');
+		free(ans);
+		return yes;
+	}
+	fputs(prompt, stderr);
+	fflush(stderr);
+	if (!fgets(buf, sizeof(buf), stdin))
+		return false;
+	return buf[0] == 'y' || buf[0] == 'Y';
+}
+
 /* Commands from a pipe or file, one a line. */
 static int run_batch(struct conn *c)
 {
@@ -415,7 +515,7 @@ static int run_batch(struct conn *c)
 		line = trim(buf);
 		if (!*line || *line == '#')
 			continue;
-		if (!strcmp(line, BCOM_EXIT_WORD))
+		if (is_leave(line))
 			break;
 		if (strlen(line) > CMD_MAX) {
 			fprintf(stderr, "bcom: line %zu: command too long (at most %d bytes)\n",
@@ -423,6 +523,9 @@ static int run_batch(struct conn *c)
 			status = EXIT_FAILED;
 			continue;
 		}
+		/* Not a terminal: nobody to ask. A script that sends shutdown means it. */
+		if (is_shutdown(line))
+			take_yes(line);
 		r = run_command(c, line, &nl);
 		if (r == REPLY_FAILED) {
 			status = EXIT_FAILED;
@@ -432,7 +535,7 @@ static int run_batch(struct conn *c)
 			status = reply_exit(c, r);
 			break;
 		}
-		if (is_quit(line)) /* the bridge is gone: nothing more to send */
+		if (is_shutdown(line)) /* the bridge is gone: nothing more to send */
 			break;
 	}
 	free(buf);
@@ -441,16 +544,11 @@ static int run_batch(struct conn *c)
 
 static void on_stop(int sig)
 {
-	stop_sig = sig;
+	if (sig == SIGINT && in_readline)
+		line_cancel = 1;
+	else
+		stop_sig = sig;
 }
-
-static void on_winch(int sig)
-{
-	(void)sig;
-	redraw = 1;
-}
-
-static void on_tstp(int sig);
 
 static void set_handler(int sig, void (*fn)(int))
 {
@@ -461,219 +559,194 @@ static void set_handler(int sig, void (*fn)(int))
 	sigaction(sig, &sa, NULL);
 }
 
+/* ---- the interactive session: libedit's readline interface ---- */
+
 /*
- * Stop ourselves like a job should, with the terminal as we found it, and take it back
- * when continued. Called from the SIGTSTP handler and for ^Z; async-signal-safe.
+ * What Tab completes, asked of the bridge when first needed (readline's callbacks take
+ * no context, hence file-static): the commands (help), the features (enable), the
+ * groups (multicast, asked again every time: they change).
  */
-static void suspend_self(void)
-{
-	bool was_raw = tty_raw;
-	sigset_t tstp;
+enum word_kind { WORDS_COMMANDS, WORDS_FEATURES, WORDS_GROUPS, WORDS_N };
 
-	if (was_raw)
-		tcsetattr(STDIN_FILENO, TCSADRAIN, &tty_orig);
-	sigemptyset(&tstp);
-	sigaddset(&tstp, SIGTSTP);
-	set_handler(SIGTSTP, SIG_DFL);
-	raise(SIGTSTP);
-	sigprocmask(SIG_UNBLOCK, &tstp, NULL); /* stops here until SIGCONT */
-	sigprocmask(SIG_BLOCK, &tstp, NULL);
-	set_handler(SIGTSTP, on_tstp);
-	if (was_raw)
-		tcsetattr(STDIN_FILENO, TCSADRAIN, &tty_rawmode);
-	redraw = 1;
-}
+static const char *const words_cmd[WORDS_N] = {"help", "enable", "multicast"};
 
-static void on_tstp(int sig)
-{
-	int saved = errno;
-
-	(void)sig;
-	suspend_self();
-	errno = saved;
-}
-
-static void tty_set_raw(bool raw)
-{
-	if (tcsetattr(STDIN_FILENO, TCSADRAIN, raw ? &tty_rawmode : &tty_orig) == 0)
-		tty_raw = raw;
-}
-
-/* The interactive session. */
-struct session {
+static struct {
 	struct conn *conn;
-	struct le *le;
-	int out;	 /* where the editor draws: the terminal */
-	char ahead[256]; /* bytes read but not yet fed (typed ahead, pasted lines) */
-	size_t ahead_n;
-};
+	char **w[WORDS_N]; /* NULL-terminated lists */
+	enum word_kind kind;
+	size_t next; /* the generator's position */
+} compl ;
 
-/* Results of edit() besides the le_event values. */
-#define EDIT_SOCKET (-1) /* the bridge sent something (a refusal) or closed */
-#define EDIT_STOP   (-2) /* a signal asks us to leave */
-#define EDIT_TTY    (-3) /* the terminal is gone */
-
-static size_t tty_cols(int fd)
+static void words_free(enum word_kind k)
 {
-	struct winsize ws;
-
-	if (ioctl(fd, TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0)
-		return 80;
-	return ws.ws_col;
+	for (size_t i = 0; compl .w[k] && compl .w[k][i]; i++)
+		free(compl .w[k][i]);
+	free(compl .w[k]);
+	compl .w[k] = NULL;
 }
 
-static void draw(struct session *s, unsigned flags)
+/*
+ * The first words of the reply's lines that name something: help's command lines (not
+ * its closing sentence), enable's table rows (indented, not the NAME header), the
+ * multicast table's rows (not its header).
+ */
+static char **words_parse(enum word_kind k, char *text)
 {
-	char out[LE_RENDER_MAX];
-	size_t n = le_render(s->le, out, sizeof(out), flags);
+	char **list = NULL, *save = NULL;
+	size_t n = 0;
+	bool head = k != WORDS_COMMANDS;
 
-	write_all(s->out, out, n); /* a failing terminal shows up as EOF on input */
+	for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		size_t len;
+		char **nl;
+
+		if (k == WORDS_FEATURES && l[0] != ' ')
+			continue;
+		l += strspn(l, " ");
+		len = first_word(l);
+		if (!len || (k == WORDS_COMMANDS && l[len] == ' ' && l[0] >= 'A' && l[0] <= 'Z'))
+			continue;
+		if (head) {
+			head = false;
+			continue;
+		}
+		if (k == WORDS_GROUPS && !strncmp(l, "no multicast groups", 19))
+			break;
+		nl = realloc(list, (n + 2) * sizeof(*list));
+		if (!nl)
+			break;
+		list = nl;
+		list[n] = strndup(l, len);
+		if (!list[n])
+			break;
+		list[++n] = NULL;
+	}
+	return list;
 }
 
-/* Edit a line in raw mode until something ends it. */
-static int edit(struct session *s)
+/* Fetch a list from the bridge (on the session's connection, idle at the prompt). */
+static void words_fetch(enum word_kind k)
 {
-	struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
-			      {.fd = s->conn->fd, .events = POLLIN}};
-	bool dirty = true;
-	enum le_event ev;
-	size_t used;
-	ssize_t r;
+	struct sink out = {.fd = -1};
+	bool nl;
 
-	tty_set_raw(true);
-	redraw = 1;
+	if (compl .w[k] && k != WORDS_GROUPS)
+		return;
+	words_free(k);
+	if (run_command_to(compl .conn, words_cmd[k], &out, &nl) == REPLY_OK && out.buf)
+		compl .w[k] = words_parse(k, out.buf);
+	free(out.buf);
+}
+
+static char *words_next(const char *text, int state)
+{
+	size_t n = strlen(text);
+	char **w = compl .w[compl .kind];
+
+	if (!state)
+		compl .next = 0;
+	while (w && w[compl .next]) {
+		const char *cand = w[compl .next++];
+
+		if (!strncmp(cand, text, n))
+			return strdup(cand);
+	}
+	return NULL;
+}
+
+/* Tab: the first word is a command; after enable/disable a feature; after leave a group. */
+static char **complete(const char *text, int start, int end)
+{
+	const char *line = rl_line_buffer + strspn(rl_line_buffer, " \t");
+	size_t cmd = first_word(line);
+
+	(void)end;
+	rl_attempted_completion_over = 1; /* never file names */
+	if (line + cmd >= rl_line_buffer + start)
+		compl .kind = WORDS_COMMANDS;
+	else if ((cmd == 6 && !strncmp(line, "enable", 6)) ||
+		 (cmd == 7 && !strncmp(line, "disable", 7)))
+		compl .kind = WORDS_FEATURES;
+	else if (cmd == 5 && !strncmp(line, "leave", 5))
+		compl .kind = WORDS_GROUPS;
+	else
+		return NULL;
+	words_fetch(compl .kind);
+	return rl_completion_matches(text, words_next);
+}
+
+/*
+ * One line from the prompt, signals let in meanwhile: NULL at EOF or when a signal asks
+ * us to leave. ^C drops the line and prompts again.
+ */
+static char *prompt_line(void)
+{
+	sigset_t blocked;
+	char *line;
+
 	for (;;) {
-		if (s->ahead_n) {
-			ev = le_feed(s->le, s->ahead, s->ahead_n, &used);
-			memmove(s->ahead, s->ahead + used, s->ahead_n - used);
-			s->ahead_n -= used;
-			if (ev != LE_CONTINUE)
-				return ev;
-			dirty = true;
-			continue;
+		line_cancel = 0;
+		in_readline = 1;
+		sigprocmask(SIG_SETMASK, &wait_mask, &blocked);
+		line = readline(BCOM_PROMPT);
+		sigprocmask(SIG_SETMASK, &blocked, NULL);
+		in_readline = 0;
+		if (stop_sig) {
+			free(line);
+			return NULL;
 		}
-		if (stop_sig)
-			return EDIT_STOP;
-		if (redraw) {
-			redraw = 0;
-			le_set_cols(s->le, tty_cols(s->out));
-			dirty = true;
-		}
-		if (dirty) {
-			draw(s, 0);
-			dirty = false;
-		}
-		r = wait_fds(p, 2, le_escape_pending(s->le) ? ESC_TIMEOUT_MS : -1);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return EDIT_TTY;
-		}
-		if (r == 0) {
-			le_escape_timeout(s->le);
-			continue;
-		}
-		if (p[1].revents)
-			return EDIT_SOCKET;
-		if (!p[0].revents)
-			continue;
-		r = read(STDIN_FILENO, s->ahead, sizeof(s->ahead));
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r <= 0)
-			return EDIT_TTY;
-		s->ahead_n = (size_t)r;
+		if (!line_cancel)
+			return line;
+		free(line);
+		fputs("^C\n", rl_outstream);
 	}
 }
 
-/* Ends the row of the line just edited; mark is what follows the line ("^C"). */
-static void end_line(struct session *s, const char *mark)
+static int session_loop(struct conn *c)
 {
-	draw(s, LE_RENDER_FINAL);
-	write_str(s->out, mark);
-	write_str(s->out, "\r\n");
-	tty_set_raw(false);
-}
-
-/* The bridge spoke unasked: print it (a refusal) and see whether it hung up. */
-static int socket_news(struct session *s)
-{
-	struct pollfd p = {.fd = s->conn->fd, .events = POLLIN};
 	enum reply r;
+	char *buf, *line;
 	bool nl;
-
-	write_str(s->out, "\r\x1b[K");
-	tty_set_raw(false);
-	r = conn_reply(s->conn, STDOUT_FILENO, &nl);
-	if (!nl)
-		write_str(STDOUT_FILENO, "\n");
-	/* A refusal is followed by the hang-up: report it now rather than after a prompt. */
-	if ((r == REPLY_OK || r == REPLY_FAILED) && s->conn->head == s->conn->tail &&
-	    poll(&p, 1, 0) == 1 && (p.revents & POLLHUP))
-		return REPLY_CLOSED;
-	return r;
-}
-
-static int session_loop(struct session *s)
-{
-	char *line;
-	enum reply r;
-	bool nl;
-	int ev;
 
 	for (;;) {
-		ev = edit(s);
-		switch (ev) {
-		case LE_DONE:
-			end_line(s, "");
-			break;
-		case LE_CANCEL:
-			end_line(s, "^C");
-			le_reset(s->le);
-			continue;
-		case LE_EOF:
-			end_line(s, "");
-			return EXIT_OK;
-		case LE_SUSPEND:
-			end_line(s, "");
-			suspend_self();
-			continue;
-		case EDIT_SOCKET:
-			r = socket_news(s);
-			if (r == REPLY_OK || r == REPLY_FAILED)
-				continue; /* the line being typed is kept */
-			return reply_exit(s->conn, r);
-		case EDIT_TTY:
-			tty_set_raw(false);
-			return EXIT_OK;
-		default: /* EDIT_STOP */
-			tty_set_raw(false);
-			write_str(s->out, "\n");
+		buf = prompt_line();
+		if (!buf) {
+			if (!stop_sig)
+				fputc('\n', rl_outstream); /* EOF (^D): end the prompt's row */
 			return EXIT_OK;
 		}
-
-		line = trim(s->le->buf);
+		line = trim(buf);
 		if (*line)
-			le_history_add(s->le, line);
-		if (!strcmp(line, BCOM_EXIT_WORD))
+			add_history(line);
+		if (is_leave(line)) {
+			free(buf);
 			return EXIT_OK;
+		}
+		if (is_shutdown(line) && !take_yes(line) && !confirm_shutdown(c, true)) {
+			printf("not stopped\n");
+			free(buf);
+			continue;
+		}
 		if (*line) {
-			r = run_command(s->conn, line, &nl);
+			r = run_command(c, line, &nl);
 			if (!nl)
 				write_str(STDOUT_FILENO, "\n");
-			if (r == REPLY_OK && is_quit(line))
+			if (r == REPLY_OK && is_shutdown(line)) {
+				free(buf);
 				return EXIT_OK; /* the bridge stops: nothing more to talk to */
-			if (r != REPLY_OK && r != REPLY_FAILED)
-				return r == REPLY_STOPPED ? EXIT_OK : reply_exit(s->conn, r);
+			}
+			if (r != REPLY_OK && r != REPLY_FAILED) {
+				free(buf);
+				return r == REPLY_STOPPED ? EXIT_OK : reply_exit(c, r);
+			}
 		}
-		le_reset(s->le);
+		free(buf);
 	}
 }
 
 static int run_interactive(struct conn *c)
 {
 	static const int stops[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
-	struct session s = {.conn = c};
 	char hist[PATH_MAX];
 	const char *home = getenv("HOME");
 	bool have_hist = home && *home &&
@@ -682,48 +755,33 @@ static int run_interactive(struct conn *c)
 	sigset_t block;
 	int status;
 
-	if (tcgetattr(STDIN_FILENO, &tty_orig) < 0) {
-		fprintf(stderr, "bcom: terminal: %s\n", strerror(errno));
-		return EXIT_USAGE;
-	}
-	tty_rawmode = tty_orig;
-	/* Keys as bytes, no echo, no signals from ^C/^Z; output processing stays on. */
-	tty_rawmode.c_iflag &= ~(tcflag_t)(BRKINT | ICRNL | INPCK | ISTRIP | IXON);
-	tty_rawmode.c_cflag |= CS8;
-	tty_rawmode.c_lflag &= ~(tcflag_t)(ECHO | ICANON | IEXTEN | ISIG);
-	tty_rawmode.c_cc[VMIN] = 1;
-	tty_rawmode.c_cc[VTIME] = 0;
-
-	s.le = malloc(sizeof(*s.le));
-	if (!s.le) {
-		fprintf(stderr, "bcom: %s\n", strerror(ENOMEM));
-		return EXIT_FAILED;
-	}
-	le_init(s.le);
-	le_set_prompt(s.le, BCOM_PROMPT);
+	/* UTF-8 (any multibyte locale) is edited and drawn by characters, not bytes. */
+	setlocale(LC_CTYPE, "");
+	compl .conn = c;
+	rl_readline_name = "bcom";
+	rl_attempted_completion_function = complete;
+	/* The prompt goes to the terminal even when the replies go to a pipe. */
+	rl_outstream = isatty(STDOUT_FILENO) ? stdout : stderr;
+	using_history();
+	stifle_history(BCOM_HISTORY_MAX);
 	if (have_hist)
-		le_history_load(s.le, hist); /* no history yet is fine, a bad one too */
-	/* The editor draws on the terminal even when the replies go to a pipe. */
-	s.out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
+		read_history(hist); /* no history yet is fine, a bad one too */
 
 	sigemptyset(&block);
 	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
 		sigaddset(&block, stops[i]);
 		set_handler(stops[i], on_stop);
 	}
-	sigaddset(&block, SIGWINCH);
-	sigaddset(&block, SIGTSTP);
-	set_handler(SIGWINCH, on_winch);
-	set_handler(SIGTSTP, on_tstp);
 	sigprocmask(SIG_BLOCK, &block, &wait_mask);
 
-	status = session_loop(&s);
+	status = session_loop(c);
 
-	tty_set_raw(false);
-	if (have_hist)
-		le_history_save(s.le, hist);
-	le_done(s.le);
-	free(s.le);
+	if (have_hist) {
+		write_history(hist);
+		history_truncate_file(hist, BCOM_HISTORY_MAX);
+	}
+	for (int k = 0; k < WORDS_N; k++)
+		words_free((enum word_kind)k);
 	if (stop_sig) {
 		/* Die of the signal, as the shell expects. */
 		sigset_t sig;
@@ -743,18 +801,19 @@ int main(int argc, char **argv)
 		{"control", required_argument, NULL, 'c'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
+		{"yes", no_argument, NULL, 'y'},
 		{NULL, 0, NULL, 0},
 	};
 	char path[CONTROL_PATH_MAX], cmd[CMD_MAX + 1];
 	const char *control = NULL;
 	struct conn conn;
 	int opt, status;
-	bool nl;
+	bool nl, yes = false;
 
 	sigprocmask(SIG_BLOCK, NULL, &wait_mask);
 	opterr = 0;
 	/* '+': options end at the command, whose own arguments may start with '-'. */
-	while ((opt = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+:hy", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			control = optarg;
@@ -765,6 +824,9 @@ int main(int argc, char **argv)
 		case 'V':
 			printf("bcom %s\n", BCOM_VERSION);
 			return EXIT_OK;
+		case 'y':
+			yes = true;
+			break;
 		case ':':
 			fprintf(stderr, "bcom: option '%s' needs an argument\n", argv[optind - 1]);
 			usage(stderr);
@@ -799,14 +861,31 @@ int main(int argc, char **argv)
 	/* A bad command is a usage error, whether or not a bridge runs. */
 	if (optind < argc && join_args(argv + optind, argc - optind, cmd))
 		return EXIT_USAGE;
+	if (optind < argc && is_leave(cmd)) {
+		fprintf(stderr,
+			"bcom: '%s' leaves an interactive bcom; the bridge keeps running "
+			"(to stop it: bcom shutdown)\n",
+			cmd);
+		return EXIT_USAGE;
+	}
+	if (optind < argc && is_shutdown(cmd))
+		yes |= take_yes(cmd);
 	if (conn_open(&conn, control, control == path) < 0)
 		return EXIT_CONN;
-	if (optind < argc)
+	if (optind < argc) {
+		/* shutdown from a terminal: ask; from a script (stdin not a tty): do it. */
+		if (is_shutdown(cmd) && !yes && isatty(STDIN_FILENO) &&
+		    !confirm_shutdown(&conn, false)) {
+			printf("not stopped\n");
+			close(conn.fd);
+			return EXIT_FAILED;
+		}
 		status = reply_exit(&conn, run_command(&conn, cmd, &nl));
-	else if (isatty(STDIN_FILENO))
+	} else if (isatty(STDIN_FILENO)) {
 		status = run_interactive(&conn);
-	else
+	} else {
 		status = run_batch(&conn);
+	}
 	close(conn.fd);
 	return status;
 }

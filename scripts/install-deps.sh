@@ -3,11 +3,14 @@
 # Idempotent: packages already present are left as they are. Run as root.
 set -eu
 
+# libedit-dev: bcom's line editing. prometheus: only for promtool (the metrics tests);
+# Debian ships promtool only in the server package (about 100 MB installed).
 PKGS="build-essential pkg-config meson ninja-build python3
 libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
 libpgm-dev tshark iproute2 nftables jq util-linux procps
-valgrind clang libclang-rt-14-dev clang-format"
+valgrind clang libclang-rt-14-dev clang-format
+libedit-dev prometheus"
 
 missing=""
 for p in $PKGS; do

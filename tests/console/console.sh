@@ -1,9 +1,10 @@
 #!/bin/bash
 # Every console command over the socket with bcom, on a bridge in the foreground
 # (--debug): the tables, the JSON report and the metrics file (Prometheus text, written
-# every statint, removed at exit) against the traffic that was sent, zap, ppsdisplay,
-# runtime features, errors (unknown, ambiguous, bad arguments: exit status 1), hostile
-# input on the raw socket (binary, overlong, a stuck client), and quit.
+# every statint, ib2roce_up 0 at exit) against the traffic that was sent, zap, ppsdisplay,
+# runtime features, errors (unknown with a suggestion, ambiguous, bad arguments: exit
+# status 1), hostile input on the raw socket (binary, overlong, a stuck client), quit (stops
+# nothing) and shutdown.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -58,8 +59,8 @@ bc_ok bridge disable ppsdisplay >/dev/null
 
 # The tables.
 out=$(bc_ok bridge help)
-for c in buffers channels enable disable events interfaces join leave multicast quit reload \
-	senders stats status tsi workers zap; do
+for c in buffers channels enable disable events health interfaces join leave multicast quit \
+	reload senders shutdown stats status tsi workers zap; do
 	expect_in "$out" "^$c( |$)" "help lists $c"
 done
 out=$(bc_ok bridge status)
@@ -90,6 +91,11 @@ expect_in "$out" "stats|rates" "events lists the timers"
 bc_ok bridge tsi >/dev/null
 out=$(bc_ok bridge stats)
 expect_in "$out" "^IB sim_ib0 rx_pkts=$n " "stats (final-counters format)"
+expect_in "$out" "^ib2roce: counters after [0-9]+ s \(running\)$" "stats header on a running bridge"
+printf '%s\n' "$out" | grep -q 'final counters' && br_fail "stats on a running bridge says final counters" bridge
+out=$(bc_ok bridge status)
+expect_in "$out" "^ib2roce [0-9.]+ \(git .*, built .*\)$" "status shows the version and build"
+expect_in "$out" "^health ok$" "status shows the health"
 # bcom without a command and stdin not a terminal: one command per line, one connection.
 out=$(printf 'status\n# a comment\n\nmulticast\n' | timeout 20 "$BCOM" --control "$sock") ||
 	br_fail "bcom batch mode failed: $out" bridge
@@ -114,6 +120,8 @@ wait_json bridge '.sides[0].drop_reasons.bridging_off' 50
 bc_ok bridge enable bridging >/dev/null
 out=$(bc_fail bridge 1 enable nosuchfeature)
 expect_in "$out" "unknown feature" "enable nosuchfeature"
+out=$(bc_fail bridge 1 enable statnit=2)
+expect_in "$out" "unknown feature 'statnit': did you mean statint\?" "enable statnit: a suggestion"
 out=$(bc_fail bridge 1 enable buffers=2048)
 expect_in "$out" "needs a restart" "enable buffers while running"
 # stall=N freezes worker N-1: only a worker that exists (this bridge has one).
@@ -128,6 +136,8 @@ expect_in "$(bc_ok bridge enable)" "statint +5" "statint is 5 now"
 # Errors: exit status 1, a message, the bridge unchanged.
 out=$(bc_fail bridge 1 frobnicate)
 expect_in "$out" "unknown command 'frobnicate'" "unknown command"
+out=$(bc_fail bridge 1 mutlicast)
+expect_in "$out" "unknown command 'mutlicast': did you mean multicast\?" "a mistyped command: a suggestion"
 out=$(bc_fail bridge 1 e)
 expect_in "$out" "ambiguous command 'e'" "ambiguous prefix"
 out=$(bc_fail bridge 1 status extra)
@@ -180,14 +190,33 @@ print("raw ok")
 PY
 grep -q 'raw ok' "$SF_TMP/raw.out" || br_fail "raw socket checks" bridge
 
-# quit: the bridge stops gracefully (status 0, final counters).
-out=$(bc_ok bridge quit)
-expect_in "$out" "stopping" "quit"
+# quit on the raw socket stops nothing: it says so and closes the connection.
+python3 - "$sock" >"$SF_TMP/rawquit.out" 2>&1 <<'PY' || br_fail "raw quit: $(cat "$SF_TMP/rawquit.out")" bridge
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"q\n")
+data = b""
+while True:
+    d = s.recv(4096)
+    if not d:
+        break
+    data += d
+assert b"bridge keeps running" in data and data.endswith(b"\x000\n"), data
+PY
+br_alive bridge
+# shutdown is never reached by a prefix; spelled out (with -y, as a script would) it
+# stops the bridge gracefully (status 0, final counters, the metrics file says up 0).
+out=$(bc_fail bridge 1 shutdow)
+expect_in "$out" "did you mean shutdown" "shutdow is not shutdown"
+br_alive bridge
+out=$(bc_ok bridge -y shutdown)
+expect_in "$out" "stopping" "shutdown"
 sf_wait_exit "$(br_pid bridge)"
-[ "$SF_RC" = 0 ] || br_fail "bridge exited $SF_RC after quit" bridge
-grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters after quit" bridge
-[ ! -e "$sock" ] || br_fail "socket left behind after quit" bridge
-[ ! -e "$prom" ] || br_fail "metrics file left behind after quit" bridge
+[ "$SF_RC" = 0 ] || br_fail "bridge exited $SF_RC after shutdown" bridge
+grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters after shutdown" bridge
+[ ! -e "$sock" ] || br_fail "socket left behind after shutdown" bridge
+grep -q '^ib2roce_up 0$' "$prom" || br_fail "metrics file without ib2roce_up 0 after shutdown" bridge
 br_conservation bridge sim_ib0 sim_roce0
 bc_fail bridge 3 status >/dev/null
 sf_log "PASS"

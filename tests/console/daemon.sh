@@ -2,7 +2,7 @@
 # Daemon mode (neither --debug nor systemd): the command returns once the bridge runs
 # in the background, the pid file names the daemon and is locked (a second instance
 # refuses to start, saying which pid runs), the console works, traffic is forwarded,
-# quit stops the daemon and removes its socket and pid file. A daemon that cannot start
+# shutdown stops the daemon and removes its socket and pid file. A daemon that cannot start
 # reports the error and its exit status through the command that started it.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -28,6 +28,7 @@ sid=$(ps -o sid= -p "$dpid" | tr -d ' ')
 [ "$(readlink "/proc/$dpid/cwd")" = / ] || sf_fail "the daemon did not chdir to /"
 
 wait_json bridge '.groups[0].ib.state + .groups[0].roce.state' joinedjoined 20
+wait_json bridge '.healthy | tostring' true
 out=$(bc_ok bridge status)
 expect_in "$out" "sim_roce0" "status from the daemon"
 # Every command answers the same way from the daemon.
@@ -59,12 +60,12 @@ grep -q "another bridge is listening on $sock" "$SF_TMP/third.err" ||
 	sf_fail "third instance: no clear refusal" "$SF_TMP/third.err"
 bc_ok bridge status >/dev/null
 
-# quit: the daemon leaves, cleans up.
-bc_ok bridge quit >/dev/null
+# shutdown: the daemon leaves, cleans up.
+bc_ok bridge shutdown >/dev/null
 n=0
 while kill -0 "$dpid" 2>/dev/null; do
 	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "daemon still running 10 s after quit"
+	[ "$n" -le 100 ] || sf_fail "daemon still running 10 s after shutdown"
 	sleep 0.1
 done
 [ ! -e "$pidf" ] || sf_fail "pid file left behind"

@@ -58,7 +58,7 @@ awk -v g="$g" '
 		       f["IB2ROCE_DEVICE=sim_ib0"] && f["IB2ROCE_GROUP=" g])
 	}' "$SF_TMP/journal.out" ||
 	br_fail "no journal entry for the IB join with PRIORITY, SYSLOG_IDENTIFIER, IB2ROCE_DEVICE, IB2ROCE_GROUP" bridge journal
-bc_ok bridge quit >/dev/null
+bc_ok bridge shutdown >/dev/null
 sf_wait_exit "$(br_pid bridge)"
 [ "$SF_RC" = 0 ] || br_fail "exit status $SF_RC" bridge
 sleep 0.2

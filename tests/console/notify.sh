@@ -3,8 +3,9 @@
 # - RoCE port down at start: READY=1 comes when the join timeout passes, with STATUS=
 #   naming the group not joined; when the port comes up the bridge joins and forwards;
 # - WATCHDOG_USEC=1 s: WATCHDOG=1 about every 0.5 s; when a worker is stalled on purpose
-#   (the stall feature) the pings stop, and resume when it runs again; the same for the
-#   control thread (ctlstall), whose stall is also logged and counted once it is over;
+#   (the stall feature) the pings stop and STATUS= says UNHEALTHY (workers), and both
+#   come back when it runs again; the same for the control thread (ctlstall), whose
+#   stall is also logged and counted once it is over;
 # - a second bridge with both ports up: READY=1 only after its joins (the "all groups
 #   joined" log line comes first);
 # - STOPPING=1 on SIGTERM.
@@ -67,12 +68,17 @@ w2=$(count n1 WATCHDOG=1)
 sleep 2
 w3=$(count n1 WATCHDOG=1)
 [ "$w3" = "$w2" ] || br_fail "$((w3 - w2)) WATCHDOG=1 while the worker was stalled" bridge n1
-grep -q "worker 0 (CPU [-0-9]*): no progress for [0-9]* ms: withholding the watchdog" \
+grep -q "workers: 1 stalled (worker 0 on CPU [-0-9]*: no progress for [0-9]* ms.*): withholding the watchdog" \
 	"$SF_TMP/bridge.err" || br_fail "no log line about the stalled worker" bridge
+# STATUS= follows the health at once: not "forwarding" while the watchdog is withheld.
+grep -q ' STATUS=UNHEALTHY (workers): forwarding 1/1 groups' "$SF_TMP/n1.out" ||
+	br_fail "STATUS= did not say unhealthy while the worker was stalled" bridge n1
 bc_ok bridge disable stall >/dev/null
 sleep 2
 w4=$(count n1 WATCHDOG=1)
 [ "$w4" -gt "$w3" ] || br_fail "WATCHDOG=1 did not resume after the stall" bridge n1
+grep 'STATUS=' "$SF_TMP/n1.out" | tail -n 1 | grep -q ' STATUS=forwarding 1/1 groups' ||
+	br_fail "STATUS= not back to forwarding after the stall" bridge n1
 
 # A stalled control thread (the ctlstall fault injection stops it for 4 s): no
 # WATCHDOG=1 while it is stopped (a gap of at least 4 s between two pings), the stall is

@@ -22,7 +22,7 @@ round() { # round NAME: n packets IB -> RoCE must arrive
 	br_expect_listener "$1_rx" "$n" 1
 }
 round before
-wait_json bridge '.healthy' true
+wait_json bridge '.healthy | tostring' true
 expect_in "$(bc_ok bridge health)" "^health ok$" "health while forwarding"
 bc_ok bridge status >/dev/null
 
@@ -60,7 +60,7 @@ wait_prom 'ib2roce_health_condition_ok{condition="sides"} 0'
 "$SIMFAB" port sim_roce0 up >/dev/null
 wait_json bridge '.groups[0].roce.state' joined 10
 round roce_up
-wait_json bridge '.healthy' true
+wait_json bridge '.healthy | tostring' true
 grep -q "health: sides: RoCE sim_roce0 port 1 down" "$SF_TMP/bridge.err" || br_fail "no health log line" bridge
 grep -q "RoCE sim_roce0 port 1 down: 1 group left" "$SF_TMP/bridge.err" || br_fail "no port down message" bridge
 grep -q "RoCE sim_roce0: port active: joining 1 group again" "$SF_TMP/bridge.err" ||
