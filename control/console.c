@@ -200,7 +200,8 @@ static int cmd_help(struct ctl *c, char *args, FILE *out)
 		fprintf(out, "%-*s  %s\n", w, head, k->help);
 	}
 	if (!what)
-		fprintf(out, "Commands may be abbreviated to any unique prefix, except shutdown.\n");
+		fprintf(out,
+			"Commands may be abbreviated to any unique prefix, except shutdown.\n");
 	return 0;
 }
 
@@ -517,7 +518,8 @@ static const struct cmd cmds[] = {
 	{"shutdown", NULL, "stop the bridge (leave groups, final counters); never abbreviated",
 	 cmd_shutdown},
 	{"stats", "[--json]", "all counters: final-counters format, or one JSON object", cmd_stats},
-	{"status", NULL, "health, per-side counters, drops by reason, join summary (fails if unhealthy)",
+	{"status", NULL,
+	 "health, per-side counters, drops by reason, join summary (fails if unhealthy)",
 	 cmd_status},
 	{"tsi", "[filter]", "PGM streams (lines containing filter)", cmd_tsi},
 	{"tuning", NULL, "host tuning report: isolation, IRQs, SMT, C-states (as --tune-check)",

@@ -238,8 +238,8 @@ int feat_set(const char *spec, bool enable, bool running, char *err, size_t errl
 	if (running && !e->def.runtime && freg.reload) {
 		if (v != feat_load(e->def.value) && freg.notes && !freg.dry)
 			fprintf(freg.notes,
-				"feature '%s': %" PRId64 " -> %" PRId64 " needs a restart (kept %" PRId64
-				")\n",
+				"feature '%s': %" PRId64 " -> %" PRId64
+				" needs a restart (kept %" PRId64 ")\n",
 				e->def.name, feat_load(e->def.value), v, feat_load(e->def.value));
 		goto out;
 	}
