@@ -68,7 +68,7 @@ static enum log_target log_target = LOG_TO_STDERR;
 /* A queued message: what log_vemit would have written, and when. */
 struct log_ent {
 	int prio;
-	struct timespec ts; /* CLOCK_MONOTONIC when it was logged (the stderr timestamp) */
+	struct timespec ts; /* CLOCK_REALTIME when it was logged (the stderr timestamp) */
 	uint64_t dropped;   /* messages dropped just before this one */
 	char device[LOG_NAME_MAX], group[LOG_NAME_MAX]; /* "" when none */
 	char msg[LOG_LINE_MAX];
@@ -111,8 +111,15 @@ static void log_stderr(int prio, const struct timespec *ts, const char *msg)
 {
 	static const char *const tag[] = {"emerg",   "alert",  "crit", "error",
 					  "warning", "notice", "info", "debug"};
+	struct tm tm;
+	char when[32] = "?", zone[8] = "";
 
-	fprintf(stderr, "[%6ld.%03ld] ib2roce %s: %s\n", (long)ts->tv_sec, ts->tv_nsec / 1000000,
+	/* Wall clock, ISO 8601 with ms and the UTC offset: what other logs are matched by. */
+	if (localtime_r(&ts->tv_sec, &tm)) {
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+		strftime(zone, sizeof(zone), "%z", &tm);
+	}
+	fprintf(stderr, "[%s.%03ld%s] ib2roce %s: %s\n", when, ts->tv_nsec / 1000000, zone,
 		tag[prio & 7], msg);
 }
 
@@ -186,7 +193,7 @@ static void log_write_dropped(uint64_t n)
 	char msg[128];
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(msg, sizeof(msg), "%" PRIu64 " log message%s dropped: the log output was blocked",
 		 n, n == 1 ? "" : "s");
 	log_write(LOG_WARNING, &ts, NULL, NULL, msg);
@@ -346,7 +353,7 @@ static void log_vemit(int prio, const char *device, const char *group, const cha
 	if (prio > atomic_load_explicit(&log_level, memory_order_relaxed))
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts); /* the --debug timestamp: wall clock */
 	if (lq.running && !pthread_equal(pthread_self(), lq.thread)) {
 		log_enqueue(prio, &ts, device, group, msg);
 		return;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * Logging for the control thread (only control/ logs; the data path counts). Messages go
- * to stderr with a monotonic timestamp in the foreground (--debug), to syslog as a
+ * to stderr with a wall-clock ISO 8601 timestamp (ms, UTC offset) in the foreground
+ * (--debug: [2026-11-24T20:24:21.123+0000]), to syslog as a
  * daemon, to the journal under systemd (with PRIORITY= and structured fields). Main and
  * control thread only.
  */

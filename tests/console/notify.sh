@@ -121,10 +121,11 @@ BR_BRIDGES="bridge2"
 SF_PIDS="$SF_PIDS $(sf_child "$BR_PID")"
 sf_wait_line "$SF_TMP/n2.out" ' READY=1$' "$BR_PID" 15
 ready_ms=$(awk '$2 == "READY=1" { print $1; exit }' "$SF_TMP/n2.out")
-joined=$(sed -n 's/^\[ *\([0-9]*\)\.\([0-9]*\)\] ib2roce notice: all 2 groups joined.*/\1\2/p' \
-	"$SF_TMP/bridge2.err")
+# The log's wall-clock ISO 8601 time, in ms since the epoch (notifylisten's clock).
+joined=$(sed -n 's/^\[\([^]]*\)\] ib2roce notice: all 2 groups joined.*/\1/p' "$SF_TMP/bridge2.err")
 [ -n "$joined" ] || br_fail "no 'all 2 groups joined' line" bridge2
-[ "$ready_ms" -ge "$((10#$joined))" ] ||
+joined=$(date -d "$joined" +%s%3N) || br_fail "log time '$joined' is not ISO 8601" bridge2
+[ "$ready_ms" -ge "$joined" ] ||
 	br_fail "READY=1 at $ready_ms ms, before the joins completed at $joined ms" bridge2 n2
 grep -q ' STATUS=forwarding 2/2 groups' "$SF_TMP/n2.out" ||
 	br_fail "no STATUS summary with READY" bridge2 n2

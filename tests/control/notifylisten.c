@@ -6,7 +6,8 @@
  *
  * Binds an AF_UNIX datagram socket at PATH (a stale socket or file there is removed
  * first) and prints every datagram that arrives, one line per newline-separated field,
- * each prefixed with the CLOCK_MONOTONIC milliseconds of its arrival:
+ * each prefixed with the CLOCK_REALTIME milliseconds of its arrival (the clock of the
+ * bridge's --debug log lines):
  *
  *   12345 READY=1
  *   12345 STATUS=bridging 3 groups
@@ -47,7 +48,7 @@ static int64_t now_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 

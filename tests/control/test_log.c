@@ -21,6 +21,8 @@
 
 /* Longest message log.c keeps, without its terminator. */
 #define LINE_KEPT 1023
+/* The --debug timestamp: wall clock, ISO 8601 with milliseconds and the UTC offset. */
+#define TS "[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}[+-][0-9]{4}"
 
 static int cap_fd = -1;
 static char cap_buf[8192];
@@ -76,20 +78,20 @@ static void test_stderr_format(void)
 
 	capture_reset();
 	log_msg(LOG_INFO, "hello %d", 42);
-	CHECK(matches(captured(), "^\\[ *[0-9]+\\.[0-9]{3}\\] ib2roce info: hello 42\n$"));
+	CHECK(matches(captured(), "^\\[" TS "\\] ib2roce info: hello 42\n$"));
 
 	capture_reset();
 	log_err("bad %s", "thing");
 	log_warn("careful");
 	log_notice("noted");
-	CHECK(matches(captured(), "^\\[ *[0-9]+\\.[0-9]{3}\\] ib2roce error: bad thing\n"
-				  "\\[ *[0-9]+\\.[0-9]{3}\\] ib2roce warning: careful\n"
-				  "\\[ *[0-9]+\\.[0-9]{3}\\] ib2roce notice: noted\n$"));
+	CHECK(matches(captured(), "^\\[" TS "\\] ib2roce error: bad thing\n"
+				  "\\[" TS "\\] ib2roce warning: careful\n"
+				  "\\[" TS "\\] ib2roce notice: noted\n$"));
 
 	/* log_ctx on stderr: the message as given, the fields only go to the journal. */
 	capture_reset();
 	log_ctx(LOG_NOTICE, "mlx5_0", "239.1.2.3:4711", "group %s joined", "239.1.2.3:4711");
-	CHECK(matches(captured(), "^\\[ *[0-9]+\\.[0-9]{3}\\] ib2roce notice: group "
+	CHECK(matches(captured(), "^\\[" TS "\\] ib2roce notice: group "
 				  "239\\.1\\.2\\.3:4711 joined\n$"));
 	capture_reset();
 	log_ctx(LOG_WARNING, NULL, NULL, "no context");
@@ -164,7 +166,7 @@ static void test_journal_fallback(void)
 	} else {
 		capture_reset();
 		log_ctx(LOG_WARNING, "mlx5_0", "239.1.2.3", "port %d down", 1);
-		CHECK(matches(captured(), "^\\[ *[0-9]+\\.[0-9]{3}\\] ib2roce warning: port 1 "
+		CHECK(matches(captured(), "^\\[" TS "\\] ib2roce warning: port 1 "
 					  "down\n$"));
 		capture_reset();
 		log_info("plain");
