@@ -39,12 +39,7 @@
 #include <locale.h>
 
 #include "paths.h"
-
-#ifdef IB2ROCE_VERSION
-#define BCOM_VERSION IB2ROCE_VERSION
-#else
-#define BCOM_VERSION "0.1"
-#endif
+#include "version_line.h"
 
 #define BCOM_PROMPT	   "ib2roce> "
 #define BCOM_HISTORY_FILE  ".bcom_history"
@@ -822,7 +817,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return EXIT_OK;
 		case 'V':
-			printf("bcom %s\n", BCOM_VERSION);
+			printf("bcom %s (git %s)\n", version_string, version_describe);
 			return EXIT_OK;
 		case 'y':
 			yes = true;
