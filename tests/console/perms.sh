@@ -42,18 +42,18 @@ as() {
 
 [ "$(stat -c '%g' "$SF_TMP/ctl")" = "$gid" ] || br_fail "socket directory not in group $gid" bridge
 
-as 65534 "$gid" --clear-groups status
+as 65534 "$gid" --clear-groups interfaces
 [ "$AS_RC" = 0 ] || br_fail "gid $gid: exit $AS_RC, expected 0: $(cat "$SF_TMP/as.out")" bridge
-grep -q sim_ib0 "$SF_TMP/as.out" || br_fail "gid $gid: no status" bridge
-as 65534 65534 --groups="$gid" status
+grep -q sim_ib0 "$SF_TMP/as.out" || br_fail "gid $gid: no interfaces" bridge
+as 65534 65534 --groups="$gid" interfaces
 [ "$AS_RC" = 0 ] || br_fail "supplementary $gid: exit $AS_RC, expected 0: $(cat "$SF_TMP/as.out")" bridge
 
-as 65534 65534 --clear-groups status
+as 65534 65534 --clear-groups interfaces
 [ "$AS_RC" = 3 ] || br_fail "no access to the socket: exit $AS_RC, expected 3" bridge
 grep -qi 'permission denied' "$SF_TMP/as.out" || br_fail "no EACCES message: $(cat "$SF_TMP/as.out")" bridge
 
 chmod 0666 "$sock"
-as 65534 65534 --clear-groups status
+as 65534 65534 --clear-groups interfaces
 [ "$AS_RC" = 1 ] || br_fail "uid 65534 outside the group: exit $AS_RC, expected 1: $(cat "$SF_TMP/as.out")" bridge
 grep -q 'permission denied (uid 65534, gid 65534)' "$SF_TMP/as.out" ||
 	br_fail "no refusal message: $(cat "$SF_TMP/as.out")" bridge
@@ -62,7 +62,7 @@ grep -q 'console: refused pid [0-9]* uid 65534 gid 65534' "$SF_TMP/bridge.err" |
 	br_fail "no log line for the refused client" bridge
 
 # The bridge served all that and still runs.
-as 0 0 --clear-groups status
+as 0 0 --clear-groups interfaces
 [ "$AS_RC" = 0 ] || br_fail "root: exit $AS_RC" bridge
 br_stop bridge
 sf_log "PASS"

@@ -158,8 +158,10 @@ static void test_set(void)
 		      "huge=maybe", true, false);
 	CHECK_SET_ERR(-EINVAL, "unknown feature 'nosuch' (see --enable without argument)",
 		      "nosuch=3", true, false);
-	CHECK_SET_ERR(-EINVAL, "unknown feature 'bridgingx' (see --enable without argument)",
-		      "bridgingx", false, false);
+	CHECK_SET_ERR(-EINVAL, "unknown feature 'bridgingx': did you mean bridging?", "bridgingx",
+		      false, false);
+	CHECK_SET_ERR(-EINVAL, "unknown feature 'satint': did you mean statint?", "satint=3", true,
+		      false);
 	CHECK_SET_ERR(-EINVAL, "ambiguous feature 'p' (pgm, pgm_nak, ppsdisplay)", "p", true,
 		      false);
 	CHECK_SET_ERR(-EINVAL, "ambiguous feature 'PG' (pgm, pgm_nak)", "PG=1", true, false);
