@@ -464,10 +464,43 @@ static void test_builders(void)
 	CHECK(n > 0 && !pgm_surely_malformed(b, (size_t)n));
 }
 
+/*
+ * pgm_precheck's classes: what is not PGM-shaped at all (other UDP traffic, zeros, a
+ * version nibble, a short datagram) is NOT_PGM; a PGM header whose NLA or options are
+ * wrong is MALFORMED; a valid packet is MAYBE.
+ */
+static void test_classes(void)
+{
+	static const struct pgm_tsi tsi = {.gsi = {1, 2, 3, 4, 5, 6}, .sport = 1000};
+	static const uint8_t zero[100];
+	struct pgm_nla src;
+	uint8_t b[256];
+	ssize_t n;
+
+	CHECK_EQ(pgm_precheck(zero, 8), PGM_SHAPE_NOT_PGM);
+	CHECK_EQ(pgm_precheck(zero, sizeof(zero)), PGM_SHAPE_NOT_PGM);
+	CHECK_EQ(pgm_precheck("GET / HTTP/1.1\r\nHost: x\r\n\r\n", 31), PGM_SHAPE_NOT_PGM);
+	pgm_nla_ipv4(&src, 0xc0000201u);
+	n = pgm_build_spm(b, sizeof(b), &tsi, 7500, 1, 2, 3, &src);
+	CHECK(n > 0);
+	CHECK_EQ(pgm_precheck(b, (size_t)n), PGM_SHAPE_MAYBE);
+	/* The SPM's path NLA with address family 0: PGM's shape, not valid. */
+	b[PGM_HDR_LEN + PGM_SPM_FIXED_LEN + PGM_NLA_OFF_AFI] = 0;
+	b[PGM_HDR_LEN + PGM_SPM_FIXED_LEN + PGM_NLA_OFF_AFI + 1] = 0;
+	CHECK_EQ(pgm_precheck(b, (size_t)n), PGM_SHAPE_MALFORMED);
+	CHECK(pgm_surely_malformed(b, (size_t)n));
+	n = pgm_build_odata(b, sizeof(b), &tsi, 7500, 9, 1, 0, "payload", 7);
+	CHECK(n > 0);
+	CHECK_EQ(pgm_precheck(b, (size_t)n), PGM_SHAPE_MAYBE);
+	b[PGM_OFF_TYPE] |= 0x10; /* version 1 */
+	CHECK_EQ(pgm_precheck(b, (size_t)n), PGM_SHAPE_NOT_PGM);
+}
+
 int main(int argc, char **argv)
 {
 	test_zero();
 	test_builders();
+	test_classes();
 	test_catalogue();
 	for (int i = 1; i < argc; i++)
 		test_dir(argv[i]);
