@@ -31,6 +31,7 @@
 #include "fwd.h"
 #include "health.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "options.h"
 #include "pool.h"
 #include "senders.h"
@@ -1200,11 +1201,16 @@ int ctl_run(struct ctl *c)
 			case EV_CAPTURE:
 				capture_tick(t->ptr);
 				break;
+			case EV_METRICS_HTTP:
+				if (c->mh)
+					metrics_http_event(c->mh, t, ev[i].events);
+				break;
 			}
 		}
 		/* After the batch: it may close clients whose events were in it. */
 		if (c->con)
 			console_tick(c->con, mono_ms());
+		metrics_http_tick(c->mh, mono_ms());
 	}
 	if (c->sd)
 		sd_notify(0, "STOPPING=1\nSTATUS=shutting down: leaving groups");

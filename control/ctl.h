@@ -18,8 +18,9 @@ enum ev_kind {
 	EV_CM,
 	EV_ASYNC,
 	EV_COMP,
-	EV_CONSOLE, /* a console fd: ptr is console.c's */
-	EV_CAPTURE, /* the capture's drain timer: ptr is capture.c's */
+	EV_CONSOLE,	 /* a console fd: ptr is console.c's */
+	EV_CAPTURE,	 /* the capture's drain timer: ptr is capture.c's */
+	EV_METRICS_HTTP, /* an fd of the metrics endpoint: ptr is metrics_http.c's */
 };
 
 struct ev_tag {
@@ -30,6 +31,7 @@ struct ev_tag {
 };
 
 struct console;
+struct metrics_http;
 struct placement;
 struct capture;
 
@@ -38,12 +40,13 @@ struct ctl {
 	const struct placement *place; /* where the threads run (control/placement.h) */
 	int ep, sigfd, timerfd;
 	bool stop;
-	int status;	     /* exit status after ctl_run: 0, or 1 once a side was stopped */
-	uint64_t start_ms;   /* CLOCK_MONOTONIC ms at ctl_init */
-	int64_t start_wall;  /* time(NULL) at ctl_init */
-	bool ready;	     /* every group joined on both sides (or the join timeout passed) */
-	struct console *con; /* the console (control/console.c), NULL without one */
-	struct capture *cap; /* packet capture (control/capture.c), NULL without */
+	int status;		 /* exit status after ctl_run: 0, or 1 once a side was stopped */
+	uint64_t start_ms;	 /* CLOCK_MONOTONIC ms at ctl_init */
+	int64_t start_wall;	 /* time(NULL) at ctl_init */
+	bool ready;		 /* every group joined on both sides (or the join timeout passed) */
+	struct console *con;	 /* the console (control/console.c), NULL without one */
+	struct capture *cap;	 /* packet capture (control/capture.c), NULL without */
+	struct metrics_http *mh; /* GET /metrics (--metrics-port), NULL: off */
 	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
 	bool sd;
 	uint64_t wd_usec, last_wd_ms;

@@ -33,6 +33,7 @@
 #include "daemon.h"
 #include "fwd.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "options.h"
 #include "paths.h"
 #include "pgm.h"
@@ -63,6 +64,7 @@ struct opts {
 	char control[CONTROL_PATH_MAX];
 	char pidfile[256];
 	char metrics[256];
+	unsigned metrics_port; /* --metrics-port: GET /metrics on 127.0.0.1, 0 = off */
 	char control_group[64];
 	/* Reload: the groups the configuration asks for (not bridged yet). */
 	bool reloading;
@@ -388,6 +390,17 @@ static int opt_metrics(void *ctx, const char *arg, char *err, size_t len)
 	return set_path(o->metrics, sizeof(o->metrics), arg, "metrics file", err, len);
 }
 
+static int opt_metrics_port(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+	uint64_t v;
+	int r = opt_parse_uint(arg, 0, 65535, &v, err, len);
+
+	if (!r)
+		o->metrics_port = (unsigned)v;
+	return r;
+}
+
 static int opt_control_group(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct opts *o = ctx;
@@ -521,6 +534,9 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"metrics-file", 0, "path", false,
 		 "write Prometheus metrics to this file every stats interval (atomically)",
 		 opt_metrics, o, false},
+		{"metrics-port", 0, "n", false,
+		 "serve GET /metrics over HTTP on 127.0.0.1:n (0 = off, the default)",
+		 opt_metrics_port, o, false},
 	};
 	const struct feat_def feats[] = {
 		{"bridging", FEAT_BOOL, "forward packets (off: count them as bridging_off)", 1, 0,
@@ -656,6 +672,7 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 	o->control[0] = o->pidfile[0] = o->metrics[0] = o->control_group[0] = 0;
 	o->control_cpu = -1;
 	o->allowed_cpus[0] = 0;
+	o->metrics_port = 0;
 	o->reloading = true;
 	o->want = NULL;
 	o->nwant = o->want_cap = 0;
@@ -695,6 +712,8 @@ static void note_cfg_changes(FILE *out, const struct bridge_cfg *a, const struct
 		fprintf(out, "pidfile: changed, needs a restart\n");
 	if (strcmp(o->metrics, n->metrics))
 		fprintf(out, "metrics-file: changed, needs a restart\n");
+	if (o->metrics_port != n->metrics_port)
+		fprintf(out, "metrics-port: changed, needs a restart\n");
 }
 
 /*
@@ -1233,6 +1252,12 @@ int main(int argc, char **argv)
 	}
 	log_info("console on %s%s", ccfg.listen_fd >= 0 ? "the socket from systemd, " : "",
 		 o.control);
+	if (o.metrics_port &&
+	    !metrics_http_open(&ctl, (uint16_t)o.metrics_port, err, sizeof(err))) {
+		log_err("%s", err);
+		status = 1;
+		goto out_ctl;
+	}
 	if (atomic_load(&f_mlock) && lock_memory()) {
 		status = 1;
 		goto out_ctl;
@@ -1289,6 +1314,7 @@ int main(int argc, char **argv)
 out_ctl:
 	capture_free(ctl.cap); /* the workers stopped: its rings are free */
 	ctl.cap = NULL;
+	metrics_http_close(ctl.mh);
 	console_close(ctl.con);
 	ctl_fini(&ctl);
 out_engine:

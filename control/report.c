@@ -827,6 +827,11 @@ static void prom_write(FILE *f, struct ctl *c)
 	fprintf(f, "ib2roce_pgm_streams %" PRIu64 "\n", n.streams);
 }
 
+void report_prometheus(struct ctl *c, FILE *out)
+{
+	prom_write(out, c);
+}
+
 int metrics_write(struct ctl *c, const char *path, char *err, size_t errlen)
 {
 	const char *slash = strrchr(path, '/');

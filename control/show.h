@@ -106,6 +106,9 @@ void show_summary(struct ctl *c, char *buf, size_t len);
 /* stats --json: one JSON object on one line, newline-terminated (docs/metrics.md). */
 void report_json(struct ctl *c, FILE *out);
 
+/* The Prometheus text (what metrics_write puts in the file) to out. Control thread. */
+void report_prometheus(struct ctl *c, FILE *out);
+
 /*
  * Write the Prometheus text file (format 0.0.4, docs/metrics.md) atomically: a temp
  * file ".<name>.tmp.<pid>" in the same directory, renamed over path (no fsync: see

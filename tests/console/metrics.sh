@@ -5,7 +5,8 @@
 # `promtool check rules` and the Grafana dashboard is JSON whose metric names all exist
 # in the file. A stalled worker (the stall feature) is logged with --debug, makes health
 # fail (exit 1, one line) and the file say ib2roce_healthy 0; it recovers. A clean stop
-# leaves the file with ib2roce_up 0, still valid. Skipped without promtool (Debian:
+# leaves the file with ib2roce_up 0, still valid. --metrics-port serves the same over
+# HTTP on 127.0.0.1 (GET /metrics). Skipped without promtool (Debian:
 # prometheus).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -18,8 +19,11 @@ n=300
 src=$(cd "$(dirname "$0")/../.." && pwd)
 prom=$SF_TMP/ib2roce.prom
 
+# A free loopback port for --metrics-port (another process could take it meanwhile: the
+# bridge would then fail to start, and the test says so).
+mport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 --metrics-file "$prom" -e statint=1 \
-	-m "$g"
+	--metrics-port "$mport" -m "$g"
 br_listen rx "$ROCE_NET.2" -g "$g" -n "$n" --timeout 20
 br_send tx "$IB_NET.2" -g "$g" -n "$n" --rate 20000
 br_expect_listener rx "$n" 1
@@ -61,6 +65,24 @@ grep -q '^ib2roce_pgm_not_pgm_total{side="IB",device="sim_ib0"} '"$n"'$' "$prom"
 grep -q '^ib2roce_pgm_malformed_total{side="IB",device="sim_ib0"} 0$' "$prom" ||
 	br_fail "non-PGM traffic counted as malformed" bridge
 grep -q '^ib2roce_pgm_stream_gaps ' "$prom" || br_fail "no stream gaps" bridge
+
+# The same metrics over HTTP (--metrics-port): GET /metrics on 127.0.0.1, valid; other
+# paths 404.
+python3 - "$mport" >"$SF_TMP/http.out" 2>&1 <<'PY' || br_fail "GET /metrics: $(cat "$SF_TMP/http.out")" bridge
+import sys, urllib.request, urllib.error
+base = "http://127.0.0.1:%s" % sys.argv[1]
+r = urllib.request.urlopen(base + "/metrics", timeout=10)
+assert r.status == 200 and r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+sys.stdout.buffer.write(r.read())
+try:
+    urllib.request.urlopen(base + "/", timeout=10)
+    raise SystemExit("/ answered 200")
+except urllib.error.HTTPError as e:
+    assert e.code == 404, e.code
+PY
+grep -q '^ib2roce_up 1$' "$SF_TMP/http.out" || br_fail "GET /metrics: no ib2roce_up 1" bridge
+promtool check metrics <"$SF_TMP/http.out" >"$SF_TMP/promtool.out" 2>&1 ||
+	br_fail "promtool check metrics (HTTP): $(cat "$SF_TMP/promtool.out")" bridge
 
 # The shipped rules and dashboard; every ib2roce metric they name is in the file.
 promtool check rules "$src/monitoring/ib2roce.rules.yml" >"$SF_TMP/rules.out" 2>&1 ||
