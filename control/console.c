@@ -37,6 +37,7 @@
 #include "capture.h"
 #include "console.h"
 #include "ctl.h"
+#include "health.h"
 #include "log.h"
 #include "options.h"
 #include "paths.h"
@@ -241,7 +242,7 @@ static int cmd_health(struct ctl *c, char *args, FILE *out)
 {
 	if (no_args("health", args, out))
 		return -1;
-	return show_health(c, out) ? 0 : -1;
+	return health_print(c, out) ? 0 : -1;
 }
 
 static int cmd_zap(struct ctl *c, char *args, FILE *out)

@@ -115,3 +115,17 @@ bool health_check(struct ctl *c, uint64_t now_ms, struct health *h)
 		fail(h, HEALTH_NIC_DROPS, "nic_drops: the NIC's receive drop counter is rising");
 	return h->ok;
 }
+
+bool health_print(struct ctl *c, FILE *out)
+{
+	struct health h;
+
+	if (health_check(c, mono_ms(), &h)) {
+		fprintf(out, "health ok\n");
+		return true;
+	}
+	for (int k = 0; k < HEALTH_NCONDS; k++)
+		if (h.failed & (1u << k))
+			fprintf(out, "health FAILED %s\n", h.why[k]);
+	return false;
+}

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct ctl;
 
@@ -55,5 +56,11 @@ uint64_t health_stall_ms(const struct ctl *c);
  * groups, workers and channels. Returns h->ok.
  */
 bool health_check(struct ctl *c, uint64_t now_ms, struct health *h);
+
+/*
+ * The health for people (the console's health and status): "health ok", or one
+ * "health FAILED <why>" line per failed condition. Control thread. Returns the health.
+ */
+bool health_print(struct ctl *c, FILE *out);
 
 #endif /* CONTROL_HEALTH_H */

@@ -369,7 +369,7 @@ bool show_status(struct ctl *c, FILE *out)
 			"control thread stalled %" PRIu64 " time%s, longest %.1f s, last %.1f s\n",
 			c->stalls, c->stalls == 1 ? "" : "s", (double)c->stall_max_ms / 1000.0,
 			(double)c->stall_last_ms / 1000.0);
-	healthy = show_health(c, out);
+	healthy = health_print(c, out);
 	fprintf(out, "counters since zap (or start)\n");
 
 	ctl_nic_read(c);
@@ -435,20 +435,6 @@ bool show_status(struct ctl *c, FILE *out)
 			"their senders not recorded)\n",
 			sender_table_untracked(br->senders));
 	return healthy;
-}
-
-bool show_health(struct ctl *c, FILE *out)
-{
-	struct health h;
-
-	if (health_check(c, mono_ms(), &h)) {
-		fprintf(out, "health ok\n");
-		return true;
-	}
-	for (int k = 0; k < HEALTH_NCONDS; k++)
-		if (h.failed & (1u << k))
-			fprintf(out, "health FAILED %s\n", h.why[k]);
-	return false;
 }
 
 /* ---- multicast ---- */

@@ -92,12 +92,6 @@ int show_senders(struct ctl *c, const char *arg, FILE *out);
 void show_tsi(struct ctl *c, const char *filter, FILE *out);
 
 /*
- * The health (health.h) for people: "health ok", or one "health FAILED <why>" line per
- * failed condition. Returns true when healthy. Control thread.
- */
-bool show_health(struct ctl *c, FILE *out);
-
-/*
  * The one-line summary (systemd STATUS=), raw counters, prefixed with "waiting for
  * joins: " or "UNHEALTHY (conditions): " (health.h); always terminated, truncated.
  */
