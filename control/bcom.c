@@ -37,6 +37,7 @@
 
 #include <editline/readline.h>
 #include <locale.h>
+#include <wchar.h>
 
 #include "paths.h"
 #include "version_line.h"
@@ -91,6 +92,7 @@ struct conn {
 static volatile sig_atomic_t stop_sig;	  /* SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE */
 static volatile sig_atomic_t in_readline; /* SIGINT drops the line rather than leaving */
 static volatile sig_atomic_t line_cancel; /* SIGINT came while in readline */
+static volatile sig_atomic_t winch;	  /* SIGWINCH: the terminal's size changed */
 static sigset_t wait_mask;
 
 static void usage(FILE *f)
@@ -466,16 +468,13 @@ static int join_args(char **argv, int argc, char *line)
 static bool confirm_shutdown(const struct conn *c, bool use_readline)
 {
 	char prompt[CONTROL_PATH_MAX + 64], *ans, buf[64];
-	sigset_t blocked;
 	bool yes;
 
 	snprintf(prompt, sizeof(prompt), "Stop the bridge at %s? [y/N] ", c->path);
 	if (use_readline) {
 		line_cancel = 0;
 		in_readline = 1;
-		sigprocmask(SIG_SETMASK, &wait_mask, &blocked);
 		ans = readline(prompt);
-		sigprocmask(SIG_SETMASK, &blocked, NULL);
 		in_readline = 0;
 		yes = ans && !line_cancel && (ans[0] == 'y' || ans[0] == 'Y');
 		free(ans);
@@ -543,6 +542,59 @@ static void on_stop(int sig)
 		line_cancel = 1;
 	else
 		stop_sig = sig;
+}
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	winch = 1;
+}
+
+/*
+ * readline's input: one character of the terminal (libedit takes it as a wide
+ * character: the locale's multibyte sequence is decoded here), read when ppoll says it
+ * is there, with the signals let in only during ppoll (so none is missed between a check
+ * and the wait). A signal that asks to drop the line (^C) or to leave ends the line at
+ * once: Enter is handed to readline, and the caller discards what it returns.
+ */
+static int tty_getc(FILE *in)
+{
+	struct pollfd p = {.fd = fileno(in), .events = POLLIN};
+	mbstate_t mb;
+	unsigned char ch;
+	wchar_t wc;
+
+	memset(&mb, 0, sizeof(mb));
+	for (;;) {
+		if (line_cancel || stop_sig)
+			return '\n';
+		if (winch) {
+			winch = 0;
+			rl_resize_terminal();
+		}
+		if (wait_fds(&p, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return EOF;
+		}
+		switch (read(p.fd, &ch, 1)) {
+		case 1:
+			switch (mbrtowc(&wc, (const char *)&ch, 1, &mb)) {
+			case (size_t)-2: /* more bytes of the character to come */
+				continue;
+			case (size_t)-1: /* not the locale's encoding: the byte as it is */
+				memset(&mb, 0, sizeof(mb));
+				return ch;
+			default:
+				return (int)wc;
+			}
+		case 0:
+			return EOF;
+		default:
+			if (errno != EINTR && errno != EAGAIN)
+				return EOF;
+		}
+	}
 }
 
 static void set_handler(int sig, void (*fn)(int))
@@ -671,20 +723,17 @@ static char **complete(const char *text, int start, int end)
 }
 
 /*
- * One line from the prompt, signals let in meanwhile: NULL at EOF or when a signal asks
- * us to leave. ^C drops the line and prompts again.
+ * One line from the prompt (signals come in through tty_getc): NULL at EOF or when a
+ * signal asks us to leave. ^C drops the line and prompts again.
  */
 static char *prompt_line(void)
 {
-	sigset_t blocked;
 	char *line;
 
 	for (;;) {
 		line_cancel = 0;
 		in_readline = 1;
-		sigprocmask(SIG_SETMASK, &wait_mask, &blocked);
 		line = readline(BCOM_PROMPT);
-		sigprocmask(SIG_SETMASK, &blocked, NULL);
 		in_readline = 0;
 		if (stop_sig) {
 			free(line);
@@ -755,6 +804,9 @@ static int run_interactive(struct conn *c)
 	compl .conn = c;
 	rl_readline_name = "bcom";
 	rl_attempted_completion_function = complete;
+	/* Our signal handling (blocked but in ppoll), not libedit's: see tty_getc. */
+	rl_catch_signals = 0;
+	rl_getc_function = tty_getc;
 	/* The prompt goes to the terminal even when the replies go to a pipe. */
 	rl_outstream = isatty(STDOUT_FILENO) ? stdout : stderr;
 	using_history();
@@ -767,6 +819,8 @@ static int run_interactive(struct conn *c)
 		sigaddset(&block, stops[i]);
 		set_handler(stops[i], on_stop);
 	}
+	sigaddset(&block, SIGWINCH);
+	set_handler(SIGWINCH, on_winch);
 	sigprocmask(SIG_BLOCK, &block, &wait_mask);
 
 	status = session_loop(c);

@@ -73,7 +73,7 @@ exit 0
 S
 session two
 br_alive bridge
-bc_ok bridge status >/dev/null
+bc_ok bridge multicast >/dev/null
 
 # From a script: quit is a usage error (it would have stopped the bridge), shutdown
 # stops it without asking (stdin is not a terminal).
