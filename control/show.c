@@ -341,10 +341,9 @@ void show_zap(struct ctl *c)
 bool show_status(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
-		"side",	      "device",	 "state",    "rx_pkts",	      "rx_bytes",
-		"fwd_pkts",   "tx_pkts", "tx_bytes", "drops",	      "nic_rx_dropped",
-		"rx_starved", "rx_pps",	 "pgm_pkts", "non_pgm",	      "pgm_malformed",
-		"pgm_bad_csum",
+		"side",	    "device",	"state",	 "rx_pkts",	   "rx_bytes",	 "fwd_pkts",
+		"tx_pkts",  "tx_bytes", "drops",	 "nic_rx_dropped", "rx_starved", "rx_pps",
+		"pgm_pkts", "non_pgm",	"pgm_malformed", "pgm_bad_csum",
 	};
 	struct bridge *br = c->br;
 	struct chan_stats st[NSIDES];
