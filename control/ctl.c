@@ -260,6 +260,7 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 
 static void side_stop(struct ctl *c, int s, const char *why);
 static void joins_tick(struct ctl *c);
+static void check_ready(struct ctl *c, uint64_t now);
 
 static void on_cm_event(struct ctl *c, int s)
 {
@@ -277,6 +278,8 @@ static void on_cm_event(struct ctl *c, int s)
 		switch (ev->event) {
 		case RDMA_CM_EVENT_MULTICAST_JOIN:
 			on_join(c, ev);
+			/* The last join makes the bridge ready now, not at the next tick. */
+			check_ready(c, mono_ms());
 			break;
 		case RDMA_CM_EVENT_MULTICAST_ERROR: {
 			int gs;
