@@ -843,6 +843,7 @@ static void on_timer(struct ctl *c)
 	}
 	if (now - c->last_rate_ms >= 1000) {
 		show_tick(c, now);
+		ctl_nic_sample(c);
 		health_tick(c, now);
 		if (atomic_load(&c->ppsdisplay))
 			pps_line(c);

@@ -60,10 +60,12 @@ struct ctl {
 	uint64_t stalls, stall_max_ms, stall_last_ms;
 	unsigned health_failed; /* health conditions failed at the last check (health.h) */
 	/*
-	 * Health input (health.h): the NIC's receive drop counter rose since its last
-	 * sample. Set by the sampler of that counter; false while none exists.
+	 * Health input (health.h): the NICs' receive drop counters (nic_rx_dropped) rose
+	 * during the last second (ctl_nic_sample, from the timer). False while no side
+	 * has the counter.
 	 */
 	bool nic_drops_rising;
+	uint64_t nic_drops_seen; /* both sides' totals at the last sample */
 	uint64_t join_timeout_ms; /* READY=1 at the latest this long after start */
 	const char *metrics_path; /* --metrics-file, NULL: none */
 	bool metrics_final;	  /* the last metrics file, at a clean exit: ib2roce_up 0 */
@@ -118,6 +120,19 @@ static inline void ctl_nic_read(struct ctl *c)
 {
 	for (int s = 0; s < NSIDES; s++)
 		nic_ctr_read(&c->nic[s]);
+}
+
+/* Sample the NIC drop counters once a second: are they rising? (control thread) */
+static inline void ctl_nic_sample(struct ctl *c)
+{
+	uint64_t sum = 0, v;
+
+	ctl_nic_read(c);
+	for (int s = 0; s < NSIDES; s++)
+		if (nic_ctr_get(&c->nic[s], false, &v))
+			sum += v;
+	c->nic_drops_rising = sum > c->nic_drops_seen;
+	c->nic_drops_seen = sum;
 }
 
 /* Set up epoll, signals, timers and the rdma_cm ids (bound, not joined). 0 or -errno. */

@@ -8,8 +8,8 @@
  *   groups     every group forwards in every direction it has (ready bits set)
  *   workers    every worker's heartbeat advanced within health_stall_ms()
  *   sides      both ports are up and no channel is in the error state
- *   nic_drops  the NIC's receive drop counter is not rising (ctl.nic_drops_rising,
- *              an input set by whoever samples that counter; false until then)
+ *   nic_drops  the NICs' receive drop counters did not rise in the last second
+ *              (ctl.nic_drops_rising, sampled from the timer by ctl_nic_sample)
  * A bridge still waiting for its first joins (not ready) is not healthy either.
  */
 #ifndef CONTROL_HEALTH_H
