@@ -270,6 +270,9 @@ enum idle_policy {
 	IDLE_BACKOFF, /* spin, then yield and sleep increasingly (up to idle_max_us) */
 };
 
+/* Each worker on pages of its own, so that they can be bound to its NUMA node. */
+#define BR_WORKER_ALIGN 4096
+
 struct worker {
 	uint32_t id;
 	int cpu; /* -1: not pinned */
@@ -294,7 +297,7 @@ struct worker {
 	uint64_t hb_changed_ms;	     /* CLOCK_MONOTONIC ms when it last advanced */
 	uint64_t loop_rate;	     /* passes per second over the last second */
 	uint64_t rate_passes_prev;
-} __attribute__((aligned(64)));
+} __attribute__((aligned(BR_WORKER_ALIGN)));
 
 /* What the control thread knows of a side's port. */
 enum side_state {

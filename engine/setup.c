@@ -463,10 +463,18 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	}
 
 	br->nworkers = nw;
-	br->workers = aligned_alloc(64, sizeof(struct worker) * nw);
+	/* Zeroed, page-aligned workers, each bound to its node before it is first touched:
+	 * the heartbeat, latency histogram and capture ring pointer live on the node of the
+	 * CPU that writes them (the channels' rings and counters are node_alloc'd too). */
+	br->workers = node_alloc(sizeof(struct worker) * nw, -1);
 	if (!br->workers)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
-	memset(br->workers, 0, sizeof(struct worker) * nw);
+	for (uint32_t i = 0; i < nw; i++) {
+		int node = worker_node(c, i);
+
+		if (node >= 0 && numa_available() >= 0 && node <= numa_max_node())
+			numa_tonode_memory(&br->workers[i], sizeof(struct worker), node);
+	}
 	for (uint32_t i = 0; i < nw; i++) {
 		struct worker *w = &br->workers[i];
 
@@ -559,7 +567,7 @@ void bridge_destroy(struct bridge *br)
 		free(w->in);
 		free(w->chan);
 	}
-	free(br->workers);
+	node_free(br->workers, sizeof(struct worker) * br->nworkers);
 	br->workers = NULL;
 	pool_free(br->pool);
 	br->pool = NULL;

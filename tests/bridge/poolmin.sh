@@ -93,12 +93,12 @@ else
 	sf_log "buffers=$min, $total packets each way"
 	br_listen to_roce "$ROCE_NET.2" -g "$group" --groups "$ngroups" -n "$total" --verify --imm \
 		--timeout 40
-	br_send send_ib "$IB_NET.2" -g "$group" --groups "$ngroups" -n "$n" --imm --rate 5000 \
+	br_send send_ib "$IB_NET.2" -g "$group" --groups "$ngroups" -n "$n" --imm --rate 2000 \
 		--timeout 40
 	br_expect_listener to_roce "$total" "$ngroups" "$ngroups"
 	br_listen to_ib "$IB_NET.3" -g "$group" --groups "$ngroups" -n "$total" --verify --imm \
 		--timeout 40
-	br_send send_roce "$ROCE_NET.4" -g "$group" --groups "$ngroups" -n "$n" --imm --rate 5000 \
+	br_send send_roce "$ROCE_NET.4" -g "$group" --groups "$ngroups" -n "$n" --imm --rate 2000 \
 		--timeout 40
 	br_expect_listener to_ib "$total" "$ngroups" "$ngroups"
 fi
