@@ -26,6 +26,7 @@
 #include <urcu/rculfhash.h>
 
 #include "stats.h"
+#include "stream.h"
 
 struct pool;
 struct pool_cache;
@@ -168,6 +169,8 @@ struct chan_flow {
 	/* rx_fast_run's packets since flow_set, counted to the group and channels by flow_flush. */
 	uint32_t pkts;
 	uint64_t bytes;
+	/* The PGM stream of the flow's last in-order ODATA (pgm_stream_odata_next). */
+	struct pgm_stream_ref pgm;
 };
 
 struct channel {

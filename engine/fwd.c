@@ -858,7 +858,7 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 	uint64_t head = b->peer_head;
 	uint32_t to_signal = b->peer_to_signal, sig_every = b->peer->sig_every;
 	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, pkts = 0, malformed = 0,
-		 not_pgm = 0;
+		 not_pgm = 0, pgm_next = 0;
 	struct pool_meta *meta = b->meta;
 	struct sender *s = f->s;
 	uint64_t bytes = 0;
@@ -929,9 +929,13 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 		 * when its verdict says so.
 		 */
 		if (b->pgm_on) {
-			enum pgm_shape shape = pgm_precheck(p + BR_GRH_LEN, len);
+			enum pgm_shape shape;
 
-			if (shape) {
+			if (pgm_stream_odata_plain(p + BR_GRH_LEN, len) &&
+			    pgm_stream_odata_next(b->br->pgm, &f->pgm, p + BR_GRH_LEN, len,
+						  ntohl(f->g->addr), side, b->now)) {
+				pgm_next++; /* the next ODATA of its stream, PGM_OK, passed */
+			} else if ((shape = pgm_precheck(p + BR_GRH_LEN, len)) != PGM_SHAPE_MAYBE) {
 				not_pgm += shape == PGM_SHAPE_NOT_PGM;
 				malformed += shape == PGM_SHAPE_MALFORMED;
 			} else if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, b->now)) {
@@ -955,6 +959,7 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 	b->peer_to_signal = to_signal;
 	b->pgm_malformed += malformed;
 	b->pgm_not_pgm += not_pgm;
+	ch->st.pgm_pkts += pgm_next;
 	f->s = s;
 	f->pkts += pkts;
 	f->bytes += bytes;
