@@ -43,6 +43,13 @@ static void scache_clear(struct channel *ch)
 	ch->prev_sender = &no_sender;
 }
 
+/* Drop every flow of a channel (before a burst: none holds uncounted packets). */
+static void flows_drop(struct channel *ch)
+{
+	for (uint32_t i = 0; i < CH_FLOWS; i++)
+		ch->flows[i].lim = 0;
+}
+
 static inline uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -128,7 +135,7 @@ static void chan_prepare(struct channel *ch)
 	}
 	ch->glast = &ch->gcache[0];
 	scache_clear(ch);
-	ch->flow.lim = 0;
+	flows_drop(ch);
 	ch->prepared = true;
 }
 
@@ -322,6 +329,11 @@ struct burst {
 	bool flows_ok;
 	uint32_t pgm_malformed;	 /* rx_fast_run's counts, added to the channel's at the end */
 	uint32_t pgm_not_pgm;
+	/* The flows this burst checked (flow_valid) and may have counted packets to: flushed at
+	 * the end (flow_flush). At most one per packet, and the one the burst started with. */
+	uint64_t fburst; /* the channel's flow_burst */
+	uint32_t nused;
+	struct chan_flow *used[BR_BURST + 1];
 	bool check_own; /* the channel's side cannot block our own multicast */
 	/* A capture takes this burst's receives (burst_capture_begin): its ring, else NULL. */
 	struct cap_ring *cap;
@@ -689,12 +701,12 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
 	if (ge != ch->gcache_epoch) {
 		memset(ch->gcache, 0, sizeof(ch->gcache));
 		ch->gcache_epoch = ge;
-		ch->flow.lim = 0;
+		flows_drop(ch);
 	}
 	if (se != ch->scache_epoch) {
 		scache_clear(ch);
 		ch->scache_epoch = se;
-		ch->flow.lim = 0;
+		flows_drop(ch);
 	}
 }
 
@@ -778,16 +790,37 @@ static inline __attribute__((always_inline)) void flow_flush(struct burst *b, st
 	f->bytes = 0;
 }
 
+/* The flow slot of a packet's addresses: IB the low halves of source GID and MGID (the
+ * port GUID and the group bits), RoCE the source and destination IPv4 addresses. */
+static inline __attribute__((always_inline)) struct chan_flow *flow_slot(struct channel *ch,
+									 uint64_t x, uint64_t y)
+{
+	uint64_t h = ((x * 0x9e3779b97f4a7c15ull) ^ y) * 0x9e3779b97f4a7c15ull;
+
+	return &ch->flows[h >> (64 - CH_FLOWS_BITS)];
+}
+
+/* Note a flow as used by this burst (checked: flow_valid held), to be flushed at its end. */
+static inline __attribute__((always_inline)) void flow_use(struct burst *b, struct chan_flow *f)
+{
+	f->checked = b->fburst;
+	b->used[b->nused++] = f;
+}
+
 /*
- * Note the flow of a packet forwarded to the peer's fast path. Not for a packet that
- * shares our own source address (own-packet filtering looks at its QPN each time) or
- * that has no sender record.
+ * Note the flow of a packet forwarded to the peer's fast path, in its slot (replacing
+ * what was there; the flows of other addresses stay); it becomes *fp, the flow the next
+ * packet is compared with. Not for a packet that shares our own source address
+ * (own-packet filtering looks at its QPN each time) or that has no sender record.
  */
 static inline __attribute__((always_inline)) void
-flow_set(struct burst *b, struct chan_flow *f, struct channel *ch, const enum side side,
+flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum side side,
 	 const uint8_t *p, const struct src_addr *src, struct group *g, struct sender *s,
 	 struct ibv_ah *ah, uint32_t qkey, uint32_t mtu)
 {
+	struct chan_flow *f;
+	uint64_t key[4];
+
 	/* A sender record (the worker's slab may be full) and a burst whose features allow
 	 * flows; an MTU of 2^32 - 1 would leave no room for lim's + 1 (no fabric has one). */
 	if (!s || !b->flows_ok || mtu == UINT32_MAX)
@@ -795,17 +828,23 @@ flow_set(struct burst *b, struct chan_flow *f, struct channel *ch, const enum si
 	if (side == SIDE_IB) {
 		if (b->check_own && !memcmp(p + 8, ch->sd->gid.raw, 16))
 			return;
-		memcpy(f->key, p + 8, 32);
+		memcpy(key, p + 8, 32);
+		f = flow_slot(ch, key[1], key[3]);
 	} else {
 		uint32_t saddr;
 
 		memcpy(&saddr, p + BR_IPV4_OFF + 12, 4);
 		if (b->check_own && saddr == ch->sd->ipv4)
 			return;
-		memcpy(&f->key[0], p + BR_IPV4_OFF + 12, 8);
+		memcpy(&key[0], p + BR_IPV4_OFF + 12, 8);
+		f = flow_slot(ch, key[0], 0);
 	}
-	if (f->lim)
-		flow_flush(b, f, side);
+	if (f->pkts)
+		flow_flush(b, f, side); /* used earlier in this burst with other addresses */
+	if (side == SIDE_IB)
+		memcpy(f->key, key, 32);
+	else
+		f->key[0] = key[0];
 	f->src = *src;
 	f->mix = src_mix(src);
 	/* A new generation: the qcache entries of earlier flows no longer match. */
@@ -819,6 +858,9 @@ flow_set(struct burst *b, struct chan_flow *f, struct channel *ch, const enum si
 	f->ah = ah;
 	f->qkey = qkey;
 	f->lim = mtu + 1;
+	if (f->checked != b->fburst)
+		flow_use(b, f);
+	*fp = f;
 }
 
 /*
@@ -837,6 +879,39 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
 }
 
 /*
+ * The flow of a packet whose addresses are not those of the current flow f: the flow in
+ * their slot when it holds these addresses (key, the 32 IB or 8 RoCE address bytes) and
+ * is still valid for this burst (flow_valid, checked the first time a burst uses it, as
+ * for the burst's first flow); else NULL (chan_rx takes the packet).
+ */
+static inline __attribute__((always_inline)) struct chan_flow *
+flow_find(struct burst *b, struct channel *ch, const enum side side, const struct chan_flow *f,
+	  const uint64_t *key)
+{
+	struct chan_flow *e;
+
+	if (side == SIDE_IB) {
+		e = flow_slot(ch, key[1], key[3]);
+		if (e == f || !e->lim ||
+		    ((e->key[0] ^ key[0]) | (e->key[1] ^ key[1]) | (e->key[2] ^ key[2]) |
+		     (e->key[3] ^ key[3])) != 0)
+			return NULL;
+	} else {
+		e = flow_slot(ch, key[0], 0);
+		if (e == f || !e->lim || e->key[0] != key[0])
+			return NULL;
+	}
+	if (e->checked != b->fburst) {
+		if (!flow_valid(b, e, side)) {
+			e->lim = 0;
+			return NULL;
+		}
+		flow_use(b, e);
+	}
+	return e;
+}
+
+/*
  * Forward the receives wc[i], wc[i + 1], ... of the channel's flow to the peer, without
  * the table lookups and rule checks (the flow passed them), in a loop of its own that
  * holds the peer's chain position in registers. A packet that may be PGM gets the PGM
@@ -846,14 +921,12 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
  * big): the caller hands that one to chan_tx_done or chan_rx. Returns its index (n: all
  * done).
  */
-static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
-							     struct chan_flow *f,
-							     struct channel *ch,
-							     const enum side side,
-							     const struct ibv_wc *wc, int i, int n,
-							     struct freelist *fl)
+static inline __attribute__((always_inline)) int
+rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum side side,
+	    const struct ibv_wc *wc, int i, int n, struct freelist *fl)
 {
 	const struct region r = b->region;
+	struct chan_flow *f = *fp, *nf;
 	struct tx_slot *t = b->peer_slot;
 	uint64_t head = b->peer_head;
 	uint32_t to_signal = b->peer_to_signal, sig_every = b->peer->sig_every;
@@ -887,13 +960,45 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 			memcpy(&a, p + 8, 16);
 			memcpy(&d, p + 24, 16);
 			e = (a ^ f->kv[0]) | (d ^ f->kv[1]);
-			if ((e[0] | e[1]) != 0 || p[7] /* hop limit: the loop marker */)
+			if (p[7] /* hop limit: the loop marker */)
 				break;
+			if (__builtin_expect((e[0] | e[1]) != 0, 0)) {
+				/* Another flow of the channel: from its slot. */
+				uint64_t key[4];
+
+				memcpy(key, p + 8, 32);
+				nf = flow_find(b, ch, side, f, key);
+				if (!nf)
+					break;
+				goto other_flow;
+			}
 		} else {
 			uint64_t k;
 
 			memcpy(&k, p + BR_IPV4_OFF + 12, 8);
-			if (k != f->key[0] || p[BR_IPV4_OFF] != 0x45)
+			if (p[BR_IPV4_OFF] != 0x45)
+				break;
+			if (__builtin_expect(k != f->key[0], 0)) {
+				nf = flow_find(b, ch, side, f, &k);
+				if (!nf)
+					break;
+				goto other_flow;
+			}
+		}
+		if (0) {
+other_flow:
+			/* Leave f's counts in it (flushed at the end of the burst), go on with nf,
+			 * whose sender is refreshed as at the start of a burst. */
+			f->s = s;
+			f->pkts += pkts;
+			f->bytes += bytes;
+			pkts = 0;
+			bytes = 0;
+			f = nf;
+			s = f->s;
+			s->last_ns = b->now;
+			lim = f->lim;
+			if (len >= lim)
 				break;
 		}
 		qpn = c->src_qp;
@@ -963,6 +1068,7 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 	f->s = s;
 	f->pkts += pkts;
 	f->bytes += bytes;
+	*fp = f;
 	return i;
 }
 
@@ -1033,10 +1139,9 @@ static inline bool chan_send_drops(const struct channel *out)
 }
 
 /* One receive completion on a channel of side `side`. */
-static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struct channel *ch,
-							  const enum side side,
-							  const struct ibv_wc *wc,
-							  struct freelist *fl, struct chan_flow *f)
+static inline __attribute__((always_inline)) void
+chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct ibv_wc *wc,
+	struct freelist *fl, struct chan_flow **fp)
 {
 	struct worker *w = b->w;
 	uint32_t buf = (uint32_t)wc->wr_id;
@@ -1108,7 +1213,7 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 	if (__builtin_expect(out == b->peer && b->peer_fast, 1)) {
 		burst_peer_post(b, buf, (uintptr_t)p + BR_GRH_LEN, len,
 				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side]);
-		flow_set(b, f, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
+		flow_set(b, fp, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
 		goto forwarded;
 	}
 	if (__builtin_expect(cr != NULL, 0) && chan_send_drops(out))
@@ -1205,7 +1310,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 {
 	struct burst b;
 	struct freelist fl;
-	struct chan_flow *f = &ch->flow;
+	struct chan_flow *f = ch->fcur;
 	unsigned ntx = 0, nrx;
 	uint32_t cap_gen;
 
@@ -1230,33 +1335,39 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 		burst_capture_begin(&b, w, side, cap_gen);
 	b.pgm_malformed = 0;
 	b.pgm_not_pgm = 0;
+	b.fburst = ++ch->flow_burst;
+	b.nused = 0;
 	b.check_own = !ch->sd->block_lb;
 	b.rx_errors = b.fwd_pkts = 0;
 	b.rx_bytes = 0;
 	burst_peer_begin(&b, ch->peer, (uint32_t)n);
 	chan_caches_check(w, ch);
 	if (f->lim) {
-		if (flow_valid(&b, f, side))
+		if (flow_valid(&b, f, side)) {
 			f->s->last_ns = b.now; /* rx_fast_run sets it when the sender changes */
-		else
+			flow_use(&b, f);
+		} else {
 			f->lim = 0;
+		}
 	}
 	for (int i = 0; i < n; i++) {
-		i = rx_fast_run(&b, f, ch, side, wc, i, n, &fl);
+		i = rx_fast_run(&b, &f, ch, side, wc, i, n, &fl);
 		if (i == n)
 			break;
 		if (wc[i].wr_id & TX_TAG) {
 			chan_tx_done(w, ch, &wc[i]);
 			ntx++;
 		} else {
-			chan_rx(&b, ch, side, &wc[i], &fl, f);
+			chan_rx(&b, ch, side, &wc[i], &fl, &f);
 		}
 	}
 	nrx = (unsigned)n - ntx;
 	ch->st.pgm_malformed += b.pgm_malformed;
 	ch->st.pgm_not_pgm += b.pgm_not_pgm;
-	if (f->lim)
-		flow_flush(&b, f, side);
+	for (uint32_t k = 0; k < b.nused; k++)
+		if (b.used[k]->pkts)
+			flow_flush(&b, b.used[k], side);
+	ch->fcur = f;
 	burst_peer_end(&b);
 	ch->rq_posted -= nrx;
 	ch->st.rx_pkts += nrx; /* error completions included: they are drop_rx_error */
