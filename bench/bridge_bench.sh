@@ -14,7 +14,7 @@
 #            pgm   one PGM ODATA stream (sf_bench -P)
 #            gN    N groups from one sender, interleaved packet by packet (mcpkt --groups)
 #            gNqM  N groups and M senders, every packet another (group, sender)
-#   -p       callgrind with PGM inspection on only (default: on, and off for the non-PGM
+#   -p, -P   callgrind with PGM inspection on only, off only (default: on, and off for the non-PGM
 #            scenarios)
 # Writes bench/results/bridge-<date>.txt (not in git); docs/benchmarks.md has the numbers
 # of record. Needs the machine otherwise idle.
@@ -32,7 +32,7 @@ do_timed=1
 do_cg=1
 scenarios="1 10000 pgm"
 pgm_modes=("" "-y pgm")
-while getopts "n:B:cCs:ph" opt; do
+while getopts "n:B:cCs:pPh" opt; do
 	case $opt in
 	n) runs=$OPTARG ;;
 	B) builddir=$OPTARG ;;
@@ -40,6 +40,7 @@ while getopts "n:B:cCs:ph" opt; do
 	C) do_cg=0 ;;
 	s) scenarios=$OPTARG ;;
 	p) pgm_modes=("") ;;
+	P) pgm_modes=("-y pgm") ;;
 	h)
 		sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
@@ -234,7 +235,7 @@ if [ "$do_cg" = 1 ]; then
 			g*) what="${sc#g} groups from 1 sender, interleaved" ;;
 			*) what="$sc sender(s)" ;;
 			esac
-			log "callgrind, $what, PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
+			log "callgrind, $what, PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet (difference); $((ib / fb)) (average of the second run)"
 		done
 	done
 fi

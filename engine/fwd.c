@@ -880,25 +880,27 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
 
 /*
  * The flow of a packet whose addresses are not those of the current flow f: the flow in
- * their slot when it holds these addresses (key, the 32 IB or 8 RoCE address bytes) and
+ * their slot when it holds these addresses (IB: source GID a and MGID d; RoCE: a[0], the
+ * source and destination IPv4 addresses) and
  * is still valid for this burst (flow_valid, checked the first time a burst uses it, as
  * for the burst's first flow); else NULL (chan_rx takes the packet).
  */
 static inline __attribute__((always_inline)) struct chan_flow *
 flow_find(struct burst *b, struct channel *ch, const enum side side, const struct chan_flow *f,
-	  const uint64_t *key)
+	  u64x2 a, u64x2 d)
 {
 	struct chan_flow *e;
 
 	if (side == SIDE_IB) {
-		e = flow_slot(ch, key[1], key[3]);
-		if (e == f || !e->lim ||
-		    ((e->key[0] ^ key[0]) | (e->key[1] ^ key[1]) | (e->key[2] ^ key[2]) |
-		     (e->key[3] ^ key[3])) != 0)
+		u64x2 x;
+
+		e = flow_slot(ch, a[1], d[1]);
+		x = (a ^ e->kv[0]) | (d ^ e->kv[1]);
+		if (e == f || !e->lim || (x[0] | x[1]) != 0)
 			return NULL;
 	} else {
-		e = flow_slot(ch, key[0], 0);
-		if (e == f || !e->lim || e->key[0] != key[0])
+		e = flow_slot(ch, a[0], 0);
+		if (e == f || !e->lim || e->key[0] != a[0])
 			return NULL;
 	}
 	if (e->checked != b->fburst) {
@@ -964,10 +966,7 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 				break;
 			if (__builtin_expect((e[0] | e[1]) != 0, 0)) {
 				/* Another flow of the channel: from its slot. */
-				uint64_t key[4];
-
-				memcpy(key, p + 8, 32);
-				nf = flow_find(b, ch, side, f, key);
+				nf = flow_find(b, ch, side, f, a, d);
 				if (!nf)
 					break;
 				goto other_flow;
@@ -979,7 +978,7 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 			if (p[BR_IPV4_OFF] != 0x45)
 				break;
 			if (__builtin_expect(k != f->key[0], 0)) {
-				nf = flow_find(b, ch, side, f, &k);
+				nf = flow_find(b, ch, side, f, (u64x2){k, 0}, (u64x2){0, 0});
 				if (!nf)
 					break;
 				goto other_flow;

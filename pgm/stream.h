@@ -181,8 +181,10 @@ static inline bool pgm_stream_odata_plain(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
-	return len >= PGM_HDR_LEN + PGM_DATA_LEN && len <= PGM_MAX_TPDU &&
-	       p[PGM_OFF_TYPE] == PGM_TYPE_ODATA && p[PGM_OFF_OPTIONS] == 0 &&
+	/* Type and options first: one compare turns other payloads away. */
+	return len >= PGM_HDR_LEN + PGM_DATA_LEN &&
+	       pgm_get16(p + PGM_OFF_TYPE) == (unsigned)PGM_TYPE_ODATA << 8 &&
+	       len <= PGM_MAX_TPDU &&
 	       pgm_get16(p + PGM_OFF_TSDU_LEN) == len - PGM_HDR_LEN - PGM_DATA_LEN;
 }
 
