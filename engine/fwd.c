@@ -327,6 +327,7 @@ struct burst {
 	/* Flows may forward (flow_set, flow_valid): no drop=N, and a PGM policy that forwards
 	 * what is not PGM (rx_fast_run forwards it without asking). */
 	bool flows_ok;
+	bool flows_live; /* bridging, peer_fast and flows_ok: flows may forward in this burst */
 	uint32_t pgm_malformed;	 /* rx_fast_run's counts, added to the channel's at the end */
 	uint32_t pgm_not_pgm;
 	/* The flows this burst checked (flow_valid) and may have counted packets to: flushed at
@@ -873,7 +874,7 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
 							     const struct chan_flow *f,
 							     const enum side side)
 {
-	return b->bridging && b->peer_fast && b->flows_ok &&
+	return b->flows_live &&
 	       (atomic_load_explicit(&f->g->ready, memory_order_acquire) & (1u << side)) &&
 	       atomic_load_explicit(&f->g->ah_out[!side], memory_order_relaxed) == f->ah;
 }
@@ -932,11 +933,10 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 	struct tx_slot *t = b->peer_slot;
 	uint64_t head = b->peer_head;
 	uint32_t to_signal = b->peer_to_signal, sig_every = b->peer->sig_every;
-	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, pkts = 0, malformed = 0,
-		 not_pgm = 0, pgm_next = 0;
+	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, malformed = 0, not_pgm = 0;
+	uint32_t pgm_next = 0;
 	struct pool_meta *meta = b->meta;
 	struct sender *s = f->s;
-	uint64_t bytes = 0;
 
 	for (; i < n; i++) {
 		const struct ibv_wc *c = &wc[i];
@@ -986,13 +986,9 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 		}
 		if (0) {
 other_flow:
-			/* Leave f's counts in it (flushed at the end of the burst), go on with nf,
-			 * whose sender is refreshed as at the start of a burst. */
+			/* Go on with nf, whose sender is refreshed as at the start of a burst
+			 * (f's counts stay in f, flushed at the end of the burst). */
 			f->s = s;
-			f->pkts += pkts;
-			f->bytes += bytes;
-			pkts = 0;
-			bytes = 0;
 			f = nf;
 			s = f->s;
 			s->last_ns = b->now;
@@ -1049,8 +1045,8 @@ other_flow:
 				continue;
 			}
 		}
-		pkts++;
-		bytes += len;
+		f->pkts++; /* flushed at the end of the burst (flow_flush) */
+		f->bytes += len;
 		if (--to_signal == 0) {
 			flags = IBV_SEND_SIGNALED;
 			to_signal = sig_every;
@@ -1065,8 +1061,6 @@ other_flow:
 	b->pgm_not_pgm += not_pgm;
 	ch->st.pgm_pkts += pgm_next;
 	f->s = s;
-	f->pkts += pkts;
-	f->bytes += bytes;
 	*fp = f;
 	return i;
 }
@@ -1340,6 +1334,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	b.rx_errors = b.fwd_pkts = 0;
 	b.rx_bytes = 0;
 	burst_peer_begin(&b, ch->peer, (uint32_t)n);
+	b.flows_live = b.bridging && b.peer_fast && b.flows_ok;
 	chan_caches_check(w, ch);
 	if (f->lim) {
 		if (flow_valid(&b, f, side)) {
