@@ -933,7 +933,8 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 	struct tx_slot *t = b->peer_slot;
 	uint64_t head = b->peer_head;
 	uint32_t to_signal = b->peer_to_signal, sig_every = b->peer->sig_every;
-	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, malformed = 0, not_pgm = 0;
+	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, malformed = 0,
+		 not_pgm = 0;
 	uint32_t pgm_next = 0;
 	struct pool_meta *meta = b->meta;
 	struct sender *s = f->s;
