@@ -72,7 +72,7 @@ mgroups=()
 
 cleanup() {
 	[ -n "$bpid" ] && kill -INT "$bpid" 2>/dev/null && wait "$bpid" 2>/dev/null
-	rm -f /dev/shm/simfabric."$SIMFABRIC"*
+	rm -rf /dev/shm/simfabric."$SIMFABRIC"*
 	[ -n "${BB_KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -87,7 +87,7 @@ bridge_start() {
 	local logf=$1 n=0
 
 	shift
-	rm -f /dev/shm/simfabric."$SIMFABRIC"*
+	rm -rf /dev/shm/simfabric."$SIMFABRIC"*
 	[ "${#mgroups[@]}" -gt 0 ] || mgroups=(-m "$group")
 	"$@" --debug --control "$logf.sock" -d sim_ib0 -r sim_roce0 -e statint=0 "${mgroups[@]}" \
 		>"$logf" 2>"$logf.err" &
@@ -133,7 +133,7 @@ if [ "$do_timed" = 1 ]; then
 	: >"$tmp/lat_direct"
 	: >"$tmp/lat_bridged"
 	for i in $(seq "$runs"); do
-		rm -f /dev/shm/simfabric."$SIMFABRIC"*
+		rm -rf /dev/shm/simfabric."$SIMFABRIC"*
 		d=$(rate sim_ib2)
 		dl=$(ping sim_ib2)
 		# The worker shares CPU 0 with the sender (idle between pings), the listener
