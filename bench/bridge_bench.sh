@@ -5,10 +5,17 @@
 # excluding the simulated libraries) with 1 and 10 000 senders of payloads that are not
 # PGM, PGM inspection on and off, and with one PGM ODATA stream.
 #
-# Usage: bench/bridge_bench.sh [-n RUNS] [-B BUILDDIR] [-c] [-C]
+# Usage: bench/bridge_bench.sh [-n RUNS] [-B BUILDDIR] [-c] [-C] [-s SCENARIOS] [-p]
 #   -n RUNS  repetitions of the timed measurements (default 5; medians are reported)
 #   -B DIR   build directory (default build)
 #   -c       callgrind only; -C: skip callgrind
+#   -s LIST  callgrind scenarios, blank-separated (default "1 10000 pgm"):
+#            N     N senders (QPs) of one source to one group (1: sf_bench, else mcpkt)
+#            pgm   one PGM ODATA stream (sf_bench -P)
+#            gN    N groups from one sender, interleaved packet by packet (mcpkt --groups)
+#            gNqM  N groups and M senders, every packet another (group, sender)
+#   -p, -P   callgrind with PGM inspection on only, off only (default: on, and off for the non-PGM
+#            scenarios)
 # Writes bench/results/bridge-<date>.txt (not in git); docs/benchmarks.md has the numbers
 # of record. Needs the machine otherwise idle.
 #
@@ -23,14 +30,19 @@ runs=5
 builddir=build
 do_timed=1
 do_cg=1
-while getopts "n:B:cCh" opt; do
+scenarios="1 10000 pgm"
+pgm_modes=("" "-y pgm")
+while getopts "n:B:cCs:pPh" opt; do
 	case $opt in
 	n) runs=$OPTARG ;;
 	B) builddir=$OPTARG ;;
 	c) do_timed=0 ;;
 	C) do_cg=0 ;;
+	s) scenarios=$OPTARG ;;
+	p) pgm_modes=("") ;;
+	P) pgm_modes=("-y pgm") ;;
 	h)
-		sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) exit 2 ;;
@@ -56,11 +68,12 @@ mkdir -p bench/results
 out=bench/results/bridge-$(date +%Y%m%d-%H%M%S).txt
 tmp=$(mktemp -d)
 bpid=""
+mgroups=()
 
 cleanup() {
 	[ -n "$bpid" ] && kill -INT "$bpid" 2>/dev/null && wait "$bpid" 2>/dev/null
-	rm -f /dev/shm/simfabric."$SIMFABRIC"*
-	rm -rf "$tmp"
+	rm -rf /dev/shm/simfabric."$SIMFABRIC"*
+	[ -n "${BB_KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
 
@@ -68,18 +81,20 @@ log() {
 	echo "$*" | tee -a "$out"
 }
 
-# bridge_start LOG ARGS...: ib2roce bridging $group between sim_ib0 and sim_roce0.
+# bridge_start LOG ARGS...: ib2roce bridging $group between sim_ib0 and sim_roce0, or the
+# groups in the array mgroups (-m options) when it is set.
 bridge_start() {
 	local logf=$1 n=0
 
 	shift
-	rm -f /dev/shm/simfabric."$SIMFABRIC"*
-	"$@" --debug --control "$logf.sock" -d sim_ib0 -r sim_roce0 -e statint=0 -m "$group" \
+	rm -rf /dev/shm/simfabric."$SIMFABRIC"*
+	[ "${#mgroups[@]}" -gt 0 ] || mgroups=(-m "$group")
+	"$@" --debug --control "$logf.sock" -d sim_ib0 -r sim_roce0 -e statint=0 "${mgroups[@]}" \
 		>"$logf" 2>"$logf.err" &
 	bpid=$!
-	until grep -q 'RoCE joined' "$logf.err" && grep -q 'IB joined' "$logf.err"; do
+	until grep -q 'joined on both sides' "$logf.err"; do
 		n=$((n + 1))
-		[ "$n" -lt 600 ] || {
+		[ "$n" -lt 3000 ] || {
 			echo "bridge did not join" >&2
 			cat "$logf.err" >&2
 			exit 1
@@ -118,7 +133,7 @@ if [ "$do_timed" = 1 ]; then
 	: >"$tmp/lat_direct"
 	: >"$tmp/lat_bridged"
 	for i in $(seq "$runs"); do
-		rm -f /dev/shm/simfabric."$SIMFABRIC"*
+		rm -rf /dev/shm/simfabric."$SIMFABRIC"*
 		d=$(rate sim_ib2)
 		dl=$(ping sim_ib2)
 		# The worker shares CPU 0 with the sender (idle between pings), the listener
@@ -152,23 +167,41 @@ fi
 # difference of two runs' counts divided by the difference of their forwarded packets
 # (start-up and first-sight costs cancel: with 10 000 senders the runs offer 40 and 120
 # packets per sender, so that every sender is recorded in both).
-cg_run() { # N SENDERS|pgm PGM_ARGS -> "Ir forwarded" (pgm: one sender of PGM ODATA)
-	local n=$1 qps=$2 f="$tmp/cg.$1.$2" fwd
+cg_run() { # N SCENARIO PGM_ARGS -> "Ir forwarded" (N: packets offered)
+	local n=$1 sc=$2 f="$tmp/cg.$1.$2" fwd ng=1 nq=1 i
 
+	case $sc in
+	g*q*) ng=${sc#g} ng=${ng%q*} nq=${sc#*q} ;;
+	g*) ng=${sc#g} ;;
+	pgm) ;;
+	*) nq=$sc ;;
+	esac
+	# A channel pair holds 240 groups on the simulated ConnectX (mcqp): the receive
+	# queues of all pairs must fit in the 32768 buffers.
+	rq=8192
+	while [ $((2 * ((ng + 239) / 240) * rq)) -gt 16384 ]; do
+		rq=$((rq / 2))
+	done
+	mgroups=()
+	for ((i = 0; i < ng; i++)); do
+		mgroups+=(-m "239.255.$((1 + (i + 1) / 256)).$(((i + 1) % 256))") # from $group on
+	done
 	# shellcheck disable=SC2086 # $3: the PGM option, or nothing
 	bridge_start "$f.log" valgrind --tool=callgrind --callgrind-out-file="$f" \
 		--collect-atstart=no --toggle-collect=chan_burst \
-		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=8192 -e senders=16384 $3
-	if [ "$qps" = 1 ] || [ "$qps" = pgm ]; then
+		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=$rq \
+		-e senders=$((nq > 16384 ? 2 * nq : 16384)) $3
+	if [ "$sc" = 1 ] || [ "$sc" = pgm ]; then
 		# shellcheck disable=SC2046 # -P (PGM ODATA payloads) or nothing
 		timeout 300 "$bench" -J -s sim_ib1 -r sim_roce2 -n "$n" -R 500000 \
-			$([ "$qps" = pgm ] && echo -P) >/dev/null
+			$([ "$sc" = pgm ] && echo -P) >/dev/null
 	else
-		timeout 600 "$mcpkt" send -b 198.18.0.2 -g "$group" -n $((n / qps)) --qps "$qps" \
-			-s 64 --rate 500000 >/dev/null
+		timeout 900 "$mcpkt" send -b 198.18.0.2 -g "$group" -n $((n / nq / ng)) \
+			--groups "$ng" --qps "$nq" -s 64 --rate 500000 >/dev/null
 	fi
 	sleep 2
 	bridge_stop
+	mgroups=()
 	fwd=$(sed -n 's/^IB .* fwd_pkts=\([0-9]*\).*/\1/p' "$f.log")
 	echo "$(awk -v obj=ib2roce -f bench/cg_engine.awk "$f") $fwd"
 }
@@ -178,20 +211,31 @@ if [ "$do_cg" = 1 ]; then
 		echo "bridge_bench: valgrind missing" >&2
 		exit 1
 	}
-	for pgm in "" "-y pgm"; do
-		for qps in 1 10000 pgm; do
-			[ "$qps" != pgm ] || [ -z "$pgm" ] || continue
-			if [ "$qps" != 1 ] && [ ! -x "$mcpkt" ]; then
-				log "callgrind with $qps senders: skipped ($mcpkt missing)"
+	for pgm in "${pgm_modes[@]}"; do
+		for sc in $scenarios; do
+			[ "$sc" != pgm ] || [ -z "$pgm" ] || continue
+			if [ "$sc" != 1 ] && [ "$sc" != pgm ] && [ ! -x "$mcpkt" ]; then
+				log "callgrind, $sc: skipped ($mcpkt missing)"
 				continue
 			fi
-			na=40000
-			[ "$qps" = 1 ] || [ "$qps" = pgm ] || na=$((40 * qps))
-			read -r ia fa <<<"$(cg_run "$na" "$qps" "$pgm")"
-			read -r ib fb <<<"$(cg_run $((3 * na)) "$qps" "$pgm")"
-			what="$qps sender(s)"
-			[ "$qps" != pgm ] || what="1 sender of PGM ODATA (sf_bench -P)"
-			log "callgrind, $what, PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet"
+			# 40 and 120 packets per (group, sender) with more than one, so that every
+			# one is seen in both runs and first-sight costs cancel.
+			case $sc in
+			1 | pgm) na=40000 ;;
+			g*q*) na=$((40 * $(echo "${sc#g}" | tr q '*'))) ;;
+			g*) na=$((40 * ${sc#g})) ;;
+			*) na=$((40 * sc)) ;;
+			esac
+			[ "$na" -ge 40000 ] || na=$((na * ((40000 + na - 1) / na)))
+			read -r ia fa <<<"$(cg_run "$na" "$sc" "$pgm")"
+			read -r ib fb <<<"$(cg_run $((3 * na)) "$sc" "$pgm")"
+			case $sc in
+			pgm) what="1 sender of PGM ODATA (sf_bench -P)" ;;
+			g*q*) what="$(echo "${sc#g}" | sed 's/q/ groups x /') senders, interleaved" ;;
+			g*) what="${sc#g} groups from 1 sender, interleaved" ;;
+			*) what="$sc sender(s)" ;;
+			esac
+			log "callgrind, $what, PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet (difference); $((ib / fb)) (average of the second run)"
 		done
 	done
 fi

@@ -26,6 +26,7 @@
 #include <urcu/rculfhash.h>
 
 #include "stats.h"
+#include "stream.h"
 
 struct pool;
 struct pool_cache;
@@ -43,6 +44,8 @@ struct cap_ring;
 #define CH_GCACHE	       256   /* group cache entries per channel (direct-mapped) */
 #define CH_SCACHE	       65536 /* sender cache entries per channel (2-way) */
 #define CH_QCACHE	       16384 /* flow sender cache entries per channel (by QPN) */
+#define CH_FLOWS_BITS	       10    /* log2 of the flows per channel */
+#define CH_FLOWS	       (1u << CH_FLOWS_BITS) /* direct-mapped by a hash of the addresses */
 
 enum side {
 	SIDE_IB = 0,
@@ -145,12 +148,15 @@ struct src_addr {
 typedef uint64_t u64x2 __attribute__((vector_size(16)));
 
 /*
- * The flow of a channel (fwd.c, owner thread only): the network addresses of the last
- * packet the data path forwarded to the peer channel's fast path, with everything its
- * classification found (group, sender, address handle, the other side's MTU). Packets
- * come in runs; a packet whose addresses match needs none of the table lookups and rule
- * checks again (rx_fast_run). Checked again at the start of every burst (flow_valid) and
- * dropped with the channel's caches when a table's epoch moves.
+ * A flow of a channel (fwd.c, owner thread only): the network addresses of a packet the
+ * data path forwarded to the peer channel's fast path, with everything its
+ * classification found (group, sender, address handle, the other side's MTU). A packet
+ * whose addresses match a flow needs none of the table lookups and rule checks again
+ * (rx_fast_run). A channel has CH_FLOWS of them, direct-mapped by a hash of the address
+ * bytes (source and group), so that traffic interleaving groups and sources packet by
+ * packet stays on the fast path. A flow is checked again (flow_valid) the first time a
+ * burst uses it, and all are dropped with the channel's caches when a table's epoch
+ * moves.
  */
 struct chan_flow {
 	union {
@@ -168,6 +174,10 @@ struct chan_flow {
 	/* rx_fast_run's packets since flow_set, counted to the group and channels by flow_flush. */
 	uint32_t pkts;
 	uint64_t bytes;
+	/* The PGM stream of the flow's last in-order ODATA (pgm_stream_odata_next). */
+	struct pgm_stream_ref pgm;
+	/* The channel's flow_burst when flow_valid last held: the burst that uses the flow. */
+	uint64_t checked;
 };
 
 struct channel {
@@ -236,7 +246,9 @@ struct channel {
 		struct sender *s;
 	} *qcache;
 	uint32_t flow_gen;
-	struct chan_flow flow;	    /* the data path's fast path (fwd.c) */
+	struct chan_flow *flows; /* CH_FLOWS flows: the data path's fast path (fwd.c) */
+	struct chan_flow *fcur;	 /* the flow of the channel's last fast-path packet */
+	uint64_t flow_burst;	 /* bursts of the channel (chan_flow.checked) */
 	struct chan_stats st;
 	/* Control thread only: counters at the last console "zap" (shown values are st - zap;
 	 * stats --json and the metrics file show st), and the rates of the last second. */

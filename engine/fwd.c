@@ -43,6 +43,13 @@ static void scache_clear(struct channel *ch)
 	ch->prev_sender = &no_sender;
 }
 
+/* Drop every flow of a channel (before a burst: none holds uncounted packets). */
+static void flows_drop(struct channel *ch)
+{
+	for (uint32_t i = 0; i < CH_FLOWS; i++)
+		ch->flows[i].lim = 0;
+}
+
 static inline uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -128,7 +135,7 @@ static void chan_prepare(struct channel *ch)
 	}
 	ch->glast = &ch->gcache[0];
 	scache_clear(ch);
-	ch->flow.lim = 0;
+	flows_drop(ch);
 	ch->prepared = true;
 }
 
@@ -320,8 +327,14 @@ struct burst {
 	/* Flows may forward (flow_set, flow_valid): no drop=N, and a PGM policy that forwards
 	 * what is not PGM (rx_fast_run forwards it without asking). */
 	bool flows_ok;
+	bool flows_live; /* bridging, peer_fast and flows_ok: flows may forward in this burst */
 	uint32_t pgm_malformed;	 /* rx_fast_run's counts, added to the channel's at the end */
 	uint32_t pgm_not_pgm;
+	/* The flows this burst checked (flow_valid) and may have counted packets to: flushed at
+	 * the end (flow_flush). At most one per packet, and the one the burst started with. */
+	uint64_t fburst; /* the channel's flow_burst */
+	uint32_t nused;
+	struct chan_flow *used[BR_BURST + 1];
 	bool check_own; /* the channel's side cannot block our own multicast */
 	/* A capture takes this burst's receives (burst_capture_begin): its ring, else NULL. */
 	struct cap_ring *cap;
@@ -689,12 +702,12 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
 	if (ge != ch->gcache_epoch) {
 		memset(ch->gcache, 0, sizeof(ch->gcache));
 		ch->gcache_epoch = ge;
-		ch->flow.lim = 0;
+		flows_drop(ch);
 	}
 	if (se != ch->scache_epoch) {
 		scache_clear(ch);
 		ch->scache_epoch = se;
-		ch->flow.lim = 0;
+		flows_drop(ch);
 	}
 }
 
@@ -778,16 +791,37 @@ static inline __attribute__((always_inline)) void flow_flush(struct burst *b, st
 	f->bytes = 0;
 }
 
+/* The flow slot of a packet's addresses: IB the low halves of source GID and MGID (the
+ * port GUID and the group bits), RoCE the source and destination IPv4 addresses. */
+static inline __attribute__((always_inline)) struct chan_flow *flow_slot(struct channel *ch,
+									 uint64_t x, uint64_t y)
+{
+	uint64_t h = ((x * 0x9e3779b97f4a7c15ull) ^ y) * 0x9e3779b97f4a7c15ull;
+
+	return &ch->flows[h >> (64 - CH_FLOWS_BITS)];
+}
+
+/* Note a flow as used by this burst (checked: flow_valid held), to be flushed at its end. */
+static inline __attribute__((always_inline)) void flow_use(struct burst *b, struct chan_flow *f)
+{
+	f->checked = b->fburst;
+	b->used[b->nused++] = f;
+}
+
 /*
- * Note the flow of a packet forwarded to the peer's fast path. Not for a packet that
- * shares our own source address (own-packet filtering looks at its QPN each time) or
- * that has no sender record.
+ * Note the flow of a packet forwarded to the peer's fast path, in its slot (replacing
+ * what was there; the flows of other addresses stay); it becomes *fp, the flow the next
+ * packet is compared with. Not for a packet that shares our own source address
+ * (own-packet filtering looks at its QPN each time) or that has no sender record.
  */
 static inline __attribute__((always_inline)) void
-flow_set(struct burst *b, struct chan_flow *f, struct channel *ch, const enum side side,
+flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum side side,
 	 const uint8_t *p, const struct src_addr *src, struct group *g, struct sender *s,
 	 struct ibv_ah *ah, uint32_t qkey, uint32_t mtu)
 {
+	struct chan_flow *f;
+	uint64_t key[4];
+
 	/* A sender record (the worker's slab may be full) and a burst whose features allow
 	 * flows; an MTU of 2^32 - 1 would leave no room for lim's + 1 (no fabric has one). */
 	if (!s || !b->flows_ok || mtu == UINT32_MAX)
@@ -795,17 +829,23 @@ flow_set(struct burst *b, struct chan_flow *f, struct channel *ch, const enum si
 	if (side == SIDE_IB) {
 		if (b->check_own && !memcmp(p + 8, ch->sd->gid.raw, 16))
 			return;
-		memcpy(f->key, p + 8, 32);
+		memcpy(key, p + 8, 32);
+		f = flow_slot(ch, key[1], key[3]);
 	} else {
 		uint32_t saddr;
 
 		memcpy(&saddr, p + BR_IPV4_OFF + 12, 4);
 		if (b->check_own && saddr == ch->sd->ipv4)
 			return;
-		memcpy(&f->key[0], p + BR_IPV4_OFF + 12, 8);
+		memcpy(&key[0], p + BR_IPV4_OFF + 12, 8);
+		f = flow_slot(ch, key[0], 0);
 	}
-	if (f->lim)
-		flow_flush(b, f, side);
+	if (f->pkts)
+		flow_flush(b, f, side); /* used earlier in this burst with other addresses */
+	if (side == SIDE_IB)
+		memcpy(f->key, key, 32);
+	else
+		f->key[0] = key[0];
 	f->src = *src;
 	f->mix = src_mix(src);
 	/* A new generation: the qcache entries of earlier flows no longer match. */
@@ -819,6 +859,9 @@ flow_set(struct burst *b, struct chan_flow *f, struct channel *ch, const enum si
 	f->ah = ah;
 	f->qkey = qkey;
 	f->lim = mtu + 1;
+	if (f->checked != b->fburst)
+		flow_use(b, f);
+	*fp = f;
 }
 
 /*
@@ -831,9 +874,44 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
 							     const struct chan_flow *f,
 							     const enum side side)
 {
-	return b->bridging && b->peer_fast && b->flows_ok &&
+	return b->flows_live &&
 	       (atomic_load_explicit(&f->g->ready, memory_order_acquire) & (1u << side)) &&
 	       atomic_load_explicit(&f->g->ah_out[!side], memory_order_relaxed) == f->ah;
+}
+
+/*
+ * The flow of a packet whose addresses are not those of the current flow f: the flow in
+ * their slot when it holds these addresses (IB: source GID a and MGID d; RoCE: a[0], the
+ * source and destination IPv4 addresses) and
+ * is still valid for this burst (flow_valid, checked the first time a burst uses it, as
+ * for the burst's first flow); else NULL (chan_rx takes the packet).
+ */
+static inline __attribute__((always_inline)) struct chan_flow *
+flow_find(struct burst *b, struct channel *ch, const enum side side, const struct chan_flow *f,
+	  u64x2 a, u64x2 d)
+{
+	struct chan_flow *e;
+
+	if (side == SIDE_IB) {
+		u64x2 x;
+
+		e = flow_slot(ch, a[1], d[1]);
+		x = (a ^ e->kv[0]) | (d ^ e->kv[1]);
+		if (e == f || !e->lim || (x[0] | x[1]) != 0)
+			return NULL;
+	} else {
+		e = flow_slot(ch, a[0], 0);
+		if (e == f || !e->lim || e->key[0] != a[0])
+			return NULL;
+	}
+	if (e->checked != b->fburst) {
+		if (!flow_valid(b, e, side)) {
+			e->lim = 0;
+			return NULL;
+		}
+		flow_use(b, e);
+	}
+	return e;
 }
 
 /*
@@ -846,22 +924,20 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
  * big): the caller hands that one to chan_tx_done or chan_rx. Returns its index (n: all
  * done).
  */
-static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
-							     struct chan_flow *f,
-							     struct channel *ch,
-							     const enum side side,
-							     const struct ibv_wc *wc, int i, int n,
-							     struct freelist *fl)
+static inline __attribute__((always_inline)) int
+rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum side side,
+	    const struct ibv_wc *wc, int i, int n, struct freelist *fl)
 {
 	const struct region r = b->region;
+	struct chan_flow *f = *fp, *nf;
 	struct tx_slot *t = b->peer_slot;
 	uint64_t head = b->peer_head;
 	uint32_t to_signal = b->peer_to_signal, sig_every = b->peer->sig_every;
-	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, pkts = 0, malformed = 0,
+	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, malformed = 0,
 		 not_pgm = 0;
+	uint32_t pgm_next = 0;
 	struct pool_meta *meta = b->meta;
 	struct sender *s = f->s;
-	uint64_t bytes = 0;
 
 	for (; i < n; i++) {
 		const struct ibv_wc *c = &wc[i];
@@ -887,13 +963,38 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 			memcpy(&a, p + 8, 16);
 			memcpy(&d, p + 24, 16);
 			e = (a ^ f->kv[0]) | (d ^ f->kv[1]);
-			if ((e[0] | e[1]) != 0 || p[7] /* hop limit: the loop marker */)
+			if (p[7] /* hop limit: the loop marker */)
 				break;
+			if (__builtin_expect((e[0] | e[1]) != 0, 0)) {
+				/* Another flow of the channel: from its slot. */
+				nf = flow_find(b, ch, side, f, a, d);
+				if (!nf)
+					break;
+				goto other_flow;
+			}
 		} else {
 			uint64_t k;
 
 			memcpy(&k, p + BR_IPV4_OFF + 12, 8);
-			if (k != f->key[0] || p[BR_IPV4_OFF] != 0x45)
+			if (p[BR_IPV4_OFF] != 0x45)
+				break;
+			if (__builtin_expect(k != f->key[0], 0)) {
+				nf = flow_find(b, ch, side, f, (u64x2){k, 0}, (u64x2){0, 0});
+				if (!nf)
+					break;
+				goto other_flow;
+			}
+		}
+		if (0) {
+other_flow:
+			/* Go on with nf, whose sender is refreshed as at the start of a burst
+			 * (f's counts stay in f, flushed at the end of the burst). */
+			f->s = s;
+			f = nf;
+			s = f->s;
+			s->last_ns = b->now;
+			lim = f->lim;
+			if (len >= lim)
 				break;
 		}
 		qpn = c->src_qp;
@@ -929,9 +1030,13 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 		 * when its verdict says so.
 		 */
 		if (b->pgm_on) {
-			enum pgm_shape shape = pgm_precheck(p + BR_GRH_LEN, len);
+			enum pgm_shape shape;
 
-			if (shape) {
+			if (pgm_stream_odata_plain(p + BR_GRH_LEN, len) &&
+			    pgm_stream_odata_next(b->br->pgm, &f->pgm, p + BR_GRH_LEN, len,
+						  ntohl(f->g->addr), side, b->now)) {
+				pgm_next++; /* the next ODATA of its stream, PGM_OK, passed */
+			} else if ((shape = pgm_precheck(p + BR_GRH_LEN, len)) != PGM_SHAPE_MAYBE) {
 				not_pgm += shape == PGM_SHAPE_NOT_PGM;
 				malformed += shape == PGM_SHAPE_MALFORMED;
 			} else if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, b->now)) {
@@ -941,8 +1046,8 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 				continue;
 			}
 		}
-		pkts++;
-		bytes += len;
+		f->pkts++; /* flushed at the end of the burst (flow_flush) */
+		f->bytes += len;
 		if (--to_signal == 0) {
 			flags = IBV_SEND_SIGNALED;
 			to_signal = sig_every;
@@ -955,9 +1060,9 @@ static inline __attribute__((always_inline)) int rx_fast_run(struct burst *b,
 	b->peer_to_signal = to_signal;
 	b->pgm_malformed += malformed;
 	b->pgm_not_pgm += not_pgm;
+	ch->st.pgm_pkts += pgm_next;
 	f->s = s;
-	f->pkts += pkts;
-	f->bytes += bytes;
+	*fp = f;
 	return i;
 }
 
@@ -1028,10 +1133,9 @@ static inline bool chan_send_drops(const struct channel *out)
 }
 
 /* One receive completion on a channel of side `side`. */
-static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struct channel *ch,
-							  const enum side side,
-							  const struct ibv_wc *wc,
-							  struct freelist *fl, struct chan_flow *f)
+static inline __attribute__((always_inline)) void
+chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct ibv_wc *wc,
+	struct freelist *fl, struct chan_flow **fp)
 {
 	struct worker *w = b->w;
 	uint32_t buf = (uint32_t)wc->wr_id;
@@ -1103,7 +1207,7 @@ static inline __attribute__((always_inline)) void chan_rx(struct burst *b, struc
 	if (__builtin_expect(out == b->peer && b->peer_fast, 1)) {
 		burst_peer_post(b, buf, (uintptr_t)p + BR_GRH_LEN, len,
 				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side]);
-		flow_set(b, f, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
+		flow_set(b, fp, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
 		goto forwarded;
 	}
 	if (__builtin_expect(cr != NULL, 0) && chan_send_drops(out))
@@ -1200,7 +1304,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 {
 	struct burst b;
 	struct freelist fl;
-	struct chan_flow *f = &ch->flow;
+	struct chan_flow *f = ch->fcur;
 	unsigned ntx = 0, nrx;
 	uint32_t cap_gen;
 
@@ -1225,33 +1329,40 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 		burst_capture_begin(&b, w, side, cap_gen);
 	b.pgm_malformed = 0;
 	b.pgm_not_pgm = 0;
+	b.fburst = ++ch->flow_burst;
+	b.nused = 0;
 	b.check_own = !ch->sd->block_lb;
 	b.rx_errors = b.fwd_pkts = 0;
 	b.rx_bytes = 0;
 	burst_peer_begin(&b, ch->peer, (uint32_t)n);
+	b.flows_live = b.bridging && b.peer_fast && b.flows_ok;
 	chan_caches_check(w, ch);
 	if (f->lim) {
-		if (flow_valid(&b, f, side))
+		if (flow_valid(&b, f, side)) {
 			f->s->last_ns = b.now; /* rx_fast_run sets it when the sender changes */
-		else
+			flow_use(&b, f);
+		} else {
 			f->lim = 0;
+		}
 	}
 	for (int i = 0; i < n; i++) {
-		i = rx_fast_run(&b, f, ch, side, wc, i, n, &fl);
+		i = rx_fast_run(&b, &f, ch, side, wc, i, n, &fl);
 		if (i == n)
 			break;
 		if (wc[i].wr_id & TX_TAG) {
 			chan_tx_done(w, ch, &wc[i]);
 			ntx++;
 		} else {
-			chan_rx(&b, ch, side, &wc[i], &fl, f);
+			chan_rx(&b, ch, side, &wc[i], &fl, &f);
 		}
 	}
 	nrx = (unsigned)n - ntx;
 	ch->st.pgm_malformed += b.pgm_malformed;
 	ch->st.pgm_not_pgm += b.pgm_not_pgm;
-	if (f->lim)
-		flow_flush(&b, f, side);
+	for (uint32_t k = 0; k < b.nused; k++)
+		if (b.used[k]->pkts)
+			flow_flush(&b, b.used[k], side);
+	ch->fcur = f;
 	burst_peer_end(&b);
 	ch->rq_posted -= nrx;
 	ch->st.rx_pkts += nrx; /* error completions included: they are drop_rx_error */

@@ -312,8 +312,10 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->bl = node_alloc(((size_t)ch->bl_mask + 1) * sizeof(*ch->bl), node);
 	ch->scache = node_alloc(CH_SCACHE * sizeof(*ch->scache), node);
 	ch->qcache = node_alloc(CH_QCACHE * sizeof(*ch->qcache), node);
+	ch->flows = node_alloc(CH_FLOWS * sizeof(*ch->flows), node);
+	ch->fcur = ch->flows;
 	*out = ch;
-	if (!ch->tx_buf || !ch->bl || !ch->scache || !ch->qcache)
+	if (!ch->tx_buf || !ch->bl || !ch->scache || !ch->qcache || !ch->flows)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
 	if (!br->cfg.nworkers) {
 		ch->cc = ibv_create_comp_channel(sd->ctx);
@@ -372,6 +374,7 @@ static void channel_destroy(struct channel *ch)
 	node_free(ch->bl, ((size_t)ch->bl_mask + 1) * sizeof(*ch->bl));
 	node_free(ch->scache, CH_SCACHE * sizeof(*ch->scache));
 	node_free(ch->qcache, CH_QCACHE * sizeof(*ch->qcache));
+	node_free(ch->flows, CH_FLOWS * sizeof(*ch->flows));
 	node_free(ch, sizeof(*ch));
 }
 

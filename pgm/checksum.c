@@ -13,6 +13,7 @@
 #include "pgm_pvt.h"
 
 #define CSUM_WORD     8u      /* bytes summed per step */
+#define CSUM_UNROLL   4u      /* words per step of the main loop */
 #define CSUM_ALL_ONES 0xffffu /* ones' complement "negative zero": a valid packet sums to it */
 #define CSUM_LOW16    0xffffu
 #define CSUM_SHIFT16  16u
@@ -25,28 +26,52 @@ static inline uint64_t csum_add(uint64_t sum, uint64_t v)
 
 static inline uint16_t csum_fold(uint64_t sum)
 {
-	while (sum >> CSUM_SHIFT16)
-		sum = (sum & CSUM_LOW16) + (sum >> CSUM_SHIFT16);
+	/* 64 -> 33 -> 17 -> 16 bits (the last add cannot carry again). */
+	sum = (sum & 0xffffffffu) + (sum >> 32);
+	sum = (sum & CSUM_LOW16) + (sum >> CSUM_SHIFT16);
+	sum = (sum & CSUM_LOW16) + (sum >> CSUM_SHIFT16);
+	sum = (sum & CSUM_LOW16) + (sum >> CSUM_SHIFT16);
 	return (uint16_t)sum;
 }
 
 uint16_t pgm_csum_sum(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
-	uint64_t sum = 0;
-	uint64_t w;
+	uint64_t sum = 0, carries = 0, a, b, c, d;
 	uint16_t r;
 
+	/*
+	 * Four words a step, their carries counted apart (an add and an add-with-carry per
+	 * word) and added back at the end: a PGM packet (< 64 KiB) cannot carry 2^64 times.
+	 */
+	while (len >= CSUM_UNROLL * CSUM_WORD) {
+		memcpy(&a, p, CSUM_WORD);
+		memcpy(&b, p + CSUM_WORD, CSUM_WORD);
+		memcpy(&c, p + 2 * CSUM_WORD, CSUM_WORD);
+		memcpy(&d, p + 3 * CSUM_WORD, CSUM_WORD);
+		sum += a;
+		carries += sum < a;
+		sum += b;
+		carries += sum < b;
+		sum += c;
+		carries += sum < c;
+		sum += d;
+		carries += sum < d;
+		p += CSUM_UNROLL * CSUM_WORD;
+		len -= CSUM_UNROLL * CSUM_WORD;
+	}
+	/* End-around carry: 2^64 is 1 in ones' complement arithmetic. */
+	sum = csum_add(sum, carries);
 	while (len >= CSUM_WORD) {
-		memcpy(&w, p, CSUM_WORD);
-		sum = csum_add(sum, w);
+		memcpy(&a, p, CSUM_WORD);
+		sum = csum_add(sum, a);
 		p += CSUM_WORD;
 		len -= CSUM_WORD;
 	}
 	if (len) {
-		w = 0;
-		memcpy(&w, p, len); /* keeps each byte at its position within the word */
-		sum = csum_add(sum, w);
+		a = 0;
+		memcpy(&a, p, len); /* keeps each byte at its position within the word */
+		sum = csum_add(sum, a);
 	}
 	r = csum_fold(sum);
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -55,7 +80,6 @@ uint16_t pgm_csum_sum(const void *buf, size_t len)
 	return r;
 }
 
-/* Ones' complement sum of the packet with the checksum field taken as zero. */
 static uint16_t csum_sum_zeroed(const uint8_t *p, size_t len)
 {
 	uint16_t field = pgm_get16(p + PGM_OFF_CHECKSUM);

@@ -17,6 +17,7 @@
 #include <urcu/rculfhash.h>
 #include <urcu/uatomic.h>
 
+#include "pgm_pvt.h"
 #include "stream.h"
 
 #define CACHE_LINE	  64u
@@ -642,6 +643,56 @@ int pgm_stream_update(struct pgm_stream_table *t, const struct pgm_stream_key *k
 	}
 	state_note(d, pkt);
 	return 0;
+}
+
+bool pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *ref, const void *buf,
+			   size_t len, uint64_t group, unsigned side, uint64_t now_ns)
+{
+	const uint8_t *p = buf;
+	uint64_t removed = LOAD(t->removed); /* before using a cached record */
+	struct pgm_stream_key key;
+	struct stream_side *sd;
+	struct stream_data *d;
+	struct pgm_stream *s;
+	uint32_t sqn, trail;
+
+	memcpy(key.gsi, p + PGM_OFF_GSI, PGM_GSI_LEN);
+	key.sport = pgm_get16(p + PGM_OFF_SPORT); /* downstream: the TSI port */
+	key.group = group;
+	if (ref->table_id != t->id || ref->removed != removed || !key_equal(&ref->key, &key)) {
+		const struct stream_cache *c = &stream_cache;
+
+		if (c->table_id != t->id || c->removed != removed || !key_equal(&c->key, &key))
+			return false;
+		ref->table_id = c->table_id;
+		ref->removed = c->removed;
+		ref->key = c->key;
+		ref->s = c->s;
+	}
+	s = ref->s;
+	d = &s->d;
+	sqn = pgm_get32(p + PGM_HDR_LEN + PGM_DATA_OFF_SQN);
+	/* The origin side (no loop), data and a window seen, in order: data_note's ahead 1. */
+	if (LOAD(s->origin) != side ||
+	    (d->flags & (D_HAVE_DATA | D_HAVE_WINDOW)) != (D_HAVE_DATA | D_HAVE_WINDOW) ||
+	    sqn != d->rx_lead + 1)
+		return false;
+	/* pgm_checksum_verify(): a valid packet sums to all ones. */
+	if (pgm_get16(p + PGM_OFF_CHECKSUM) && pgm_csum_sum(p, len) != 0xffffu)
+		return false; /* counted as a bad checksum by the full path */
+	/* pgm_stream_update() of an ODATA without options, PGM_OK, not a loop. */
+	sd = &s->side[side];
+	if (!sd->first_ns)
+		STORE(sd->first_ns, now_ns);
+	STORE(sd->last_ns, now_ns);
+	INC(sd->types[PGM_COUNT_ODATA]);
+	trail = pgm_get32(p + PGM_HDR_LEN + PGM_DATA_OFF_TRAIL);
+	window_note(d, trail, sqn);
+	win_advance(d, sqn, 1);
+	d->stale_run = 0;
+	STORE(d->odata_last, sqn);
+	STORE(d->state, PGM_STREAM_ACTIVE);
+	return true;
 }
 
 const struct pgm_stream *pgm_stream_lookup(struct pgm_stream_table *t,

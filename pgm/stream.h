@@ -159,6 +159,51 @@ void pgm_stream_table_free(struct pgm_stream_table *t);
 int pgm_stream_update(struct pgm_stream_table *t, const struct pgm_stream_key *key, unsigned side,
 		      const struct pgm_packet *pkt, uint64_t now_ns, enum pgm_verdict *verdict);
 
+/*
+ * A caller's memory of one stream for pgm_stream_odata_next() (a flow of the data path):
+ * valid while the table has removed no stream since it was filled (see stream.c,
+ * struct stream_cache). Zero it to empty it. Owned by one worker thread.
+ */
+struct pgm_stream_ref {
+	uint64_t table_id; /* 0: empty */
+	uint64_t removed;
+	struct pgm_stream_key key;
+	struct pgm_stream *s;
+};
+
+/*
+ * pgm_stream_odata_plain - whether the len bytes at buf are laid out as an ODATA packet
+ * without options (options byte 0) whose TSDU length fills the packet: the only packets
+ * pgm_stream_odata_next() takes. Such a packet is well formed (pgm_surely_malformed()
+ * is exact without options); only its checksum may be wrong. Any thread, a few loads.
+ */
+static inline bool pgm_stream_odata_plain(const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	/* Type and options first: one compare turns other payloads away. */
+	return len >= PGM_HDR_LEN + PGM_DATA_LEN &&
+	       pgm_get16(p + PGM_OFF_TYPE) == (unsigned)PGM_TYPE_ODATA << 8 &&
+	       len <= PGM_MAX_TPDU &&
+	       pgm_get16(p + PGM_OFF_TSDU_LEN) == len - PGM_HDR_LEN - PGM_DATA_LEN;
+}
+
+/*
+ * pgm_stream_odata_next - the in-order shortcut of pgm_parse() + pgm_stream_update() for
+ * a packet pgm_stream_odata_plain() accepted (the caller's test, not repeated): when it is the next
+ * ODATA of a known stream (the stream of key (TSI, group) is in ref, or else in this thread's
+ * cache, which then fills ref), the stream's origin is `side`, the stream has data and a window,
+ * the SQN is the last one seen + 1, and its checksum is absent or right, the stream is updated
+ * exactly as pgm_stream_update() would (ODATA counted on the side, first/last time,
+ * window lead and trail, SQN window, state active) and true is returned: pgm_parse()
+ * would have said PGM_OK and pgm_stream_update() PGM_VERDICT_PASS. Otherwise nothing is
+ * changed (but ref) and false is returned: the caller takes the full path.
+ * Caller: the worker owning (group, side), a registered QSBR thread, online.
+ * Cost: about 40 instructions plus the checksum.
+ */
+bool pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *ref, const void *buf,
+			   size_t len, uint64_t group, unsigned side, uint64_t now_ns);
+
 /* Counters of one side of a stream. first_ns/last_ns are 0 until a packet arrives. */
 struct pgm_stream_side_stats {
 	uint64_t types[PGM_COUNT_TYPES];

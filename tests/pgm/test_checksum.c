@@ -117,9 +117,30 @@ static void test_random_against_reference(void)
 	CHECK_EQ(detected, runs);
 }
 
+/*
+ * The most carries the 64-bit accumulation can see: every byte 0xff (or 0xfe), up to the
+ * largest packet, every length from 1 to 64 and a few up to 65535, against the reference.
+ */
+static void test_carries(void)
+{
+	static uint8_t buf[PGM_MAX_TPDU];
+	static const size_t big[] = {1000, 4096, 9000, 32768, 65534, PGM_MAX_TPDU};
+	unsigned mismatches = 0;
+
+	for (unsigned fill = 0xfe; fill <= 0xff; fill++) {
+		memset(buf, (int)fill, sizeof(buf));
+		for (size_t len = 1; len <= 64; len++)
+			mismatches += pgm_csum_sum(buf, len) != ref_sum(buf, len);
+		for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++)
+			mismatches += pgm_csum_sum(buf, big[i]) != ref_sum(buf, big[i]);
+	}
+	CHECK_EQ(mismatches, 0);
+}
+
 int main(void)
 {
 	test_vectors();
 	test_random_against_reference();
+	test_carries();
 	return tap_done();
 }
