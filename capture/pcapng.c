@@ -197,7 +197,8 @@ static size_t opt_put(uint8_t *p, uint16_t code, const void *v, size_t len)
 {
 	h16(p, code);
 	h16(p + 2, (uint16_t)len);
-	memcpy(p + 4, v, len);
+	if (len) /* opt_endofopt has no value (v NULL): memcpy must not see it */
+		memcpy(p + 4, v, len);
 	memset(p + 4 + len, 0, pad4(len));
 	return opt_size(len);
 }
