@@ -24,22 +24,7 @@
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
 
-static int n_checks, n_failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_checks++;
-	if (!ok)
-		n_failed++;
-	printf("%s %d - ", ok ? "ok" : "not ok", n_checks);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
+#include "tap.h"
 
 /* A synchronous id resolved to addr (the IPoIB or RoCE address of a simulated port). */
 static struct rdma_cm_id *resolved_id(const char *src, const char *dst)
@@ -176,6 +161,5 @@ int main(void)
 
 	if (reset && getenv("SIMFABRIC"))
 		reset(getenv("SIMFABRIC"));
-	printf("1..%d\n", n_checks);
-	return n_failed > 100 ? 100 : n_failed;
+	return tap_done();
 }

@@ -20,28 +20,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-static int n_checks, n_failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_checks++;
-	if (!ok)
-		n_failed++;
-	printf("%s %d - ", ok ? "ok" : "not ok", n_checks);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void die(const char *what)
-{
-	printf("Bail out! %s: %s\n", what, strerror(errno));
-	exit(100);
-}
+#include "tap.h"
 
 struct port {
 	struct ibv_context *ctx;
@@ -193,6 +172,5 @@ int main(void)
 	port_close(&roce);
 	if (reset && getenv("SIMFABRIC"))
 		reset(getenv("SIMFABRIC"));
-	printf("1..%d\n", n_checks);
-	return n_failed > 100 ? 100 : n_failed;
+	return tap_done();
 }

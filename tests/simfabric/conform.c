@@ -27,6 +27,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "tap.h"
 #include "../../simfabric/sf.h"
 
 #define GROUP	"239.1.2.3"
@@ -34,29 +35,6 @@
 #define BUF_LEN (40 + 4096)
 #define NBUF	64
 #define WAIT_MS 3000
-
-static int n_checks, n_failed;
-
-static void check(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	n_checks++;
-	if (!ok)
-		n_failed++;
-	printf("%s %d - ", ok ? "ok" : "not ok", n_checks);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void die(const char *what)
-{
-	printf("Bail out! %s: %s\n", what, strerror(errno));
-	exit(100);
-}
 
 /* ---- the simulated fabric's private API (dlsym) ---- */
 
