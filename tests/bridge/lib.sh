@@ -112,13 +112,14 @@ br_pid() {
 }
 
 # br_bridge NAME NGROUPS ARG...: start ib2roce with ARG... (--idle backoff added), and
-# wait until both sides joined NGROUPS groups ("IB joined" / "RoCE joined" lines).
+# wait until both sides joined NGROUPS groups ("IB joined" / "RoCE joined" lines). Its
+# time limit is BR_BRIDGE_SECS (default 120 s).
 br_bridge() {
 	local name=$1 ngroups=$2 n=0 ib ro pid
 
 	shift 2
 	BR_BRIDGES="$BR_BRIDGES $name"
-	br_start "$name" 120 "$IB2ROCE" --debug --control "$SF_TMP/$name.sock" --idle backoff \
+	br_start "$name" "${BR_BRIDGE_SECS:-120}" "$IB2ROCE" --debug --control "$SF_TMP/$name.sock" --idle backoff \
 		-e statint=0 "$@"
 	pid=$BR_PID
 	# The exit trap kills the recorded processes (TERM, then KILL): a bridge that does not
