@@ -22,7 +22,8 @@
 #       records the worst response time; a reply slower than 5 s captures the bridge's
 #       thread stacks into the log (gdb, else /proc/PID/task/*/stack); no answer within
 #       bcom's 20 s time-out fails the soak. The time itself is reported, not asserted.
-# Fault classes: port down/up of each bridge port, SM client re-register (IB), injected
+# Fault classes (dealt from a deck shuffled by the PRNG: every class once per round):
+# port down/up of each bridge port, SM client re-register (IB), injected
 # loss on each segment, SIGHUP with a changed config file, runtime join/leave, zap,
 # feature toggles (bridging, pgm), misbehaving console clients (idle, garbage, a line
 # without newline, a flood of commands never read), kill -9 and restart of a sender or
@@ -57,7 +58,7 @@ g=239.1.2.3  # the stream, bridged all along
 g2=239.1.2.9 # joined and left at run time
 g3=239.1.2.8 # added and removed by reloads
 if [ "${SOAK_SLOW:-0}" = 1 ]; then
-	rate=150 drain=4 pause=3
+	rate=150 drain=4 pause=1
 else
 	rate=1000 drain=2 pause=1
 fi
@@ -263,6 +264,23 @@ inject() {
 	esac
 }
 
+# next_class: the next fault class in c. The classes are dealt from a deck shuffled by
+# the PRNG, so that every class comes once in each round of ${#classes[@]} faults.
+deck=()
+next_class() {
+	local i j t
+
+	if [ ${#deck[@]} = 0 ]; then
+		deck=("${classes[@]}")
+		for ((i = ${#deck[@]} - 1; i > 0; i--)); do
+			j=$((RANDOM % (i + 1)))
+			t=${deck[$i]} deck[$i]=${deck[$j]} deck[$j]=$t
+		done
+	fi
+	c=${deck[0]}
+	deck=("${deck[@]:1}")
+}
+
 # Undo what a fault may have left: ports up, no loss, features on, g2 left, the config
 # with the stream only (reloaded), the stream's group joined on both sides again.
 restore() {
@@ -399,7 +417,7 @@ while [ "$(date +%s)" -lt "$t_end" ]; do
 	start_sender s_ib $((e_end - $(date +%s)))
 	start_sender s_roce $((e_end - $(date +%s)))
 	while [ "$(date +%s)" -lt "$e_end" ]; do
-		c=${classes[$((RANDOM % ${#classes[@]}))]}
+		next_class
 		inject "$c"
 		sleep "$pause.$((RANDOM % 10))"
 	done
