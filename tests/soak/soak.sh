@@ -130,8 +130,11 @@ start_listener() {
 	local n=$1 i=$((${runs[$1]:-0} + 1))
 
 	runs[$n]=$i
+	# Small receive queues and buffers: the processes that deliver to a listener (the
+	# bridge, the senders) keep its rings mapped after it exits (simfabric leaves stale
+	# mappings in place), so each listener started costs them its ring size in RssShmem.
 	br_start "${n}_$i" "$run_secs" "$MCPKT" recv -b "${addr_of[$n]}" -g "$g" --verify --imm \
-		--timeout "$run_secs"
+		--size 100 --rq 1024 --timeout "$run_secs"
 	printf -v "${n}_cur" '%s' "${n}_$i"
 	sf_wait_line "$SF_TMP/${n}_$i.out" '^mcpkt: joined ' "$BR_PID" 30
 }
