@@ -8,6 +8,8 @@
 #       and each bridge port's counters = the bridge's (packets delivered = received,
 #       packets sent = sent: exact in each epoch without a fault at that port, bounded by
 #       the port's port_down in the others);
+#       The bridge's nic_rx_dropped equals its port's out_of_buffer (offered = NIC drops
+#       + received by the bridge).
 #   I2  offered = NIC drops + received, at each bridge port: the copies the sender of its
 #       segment put on the wire (the sender port's xmit_pkts) = the port's rcv_pkts +
 #       its drop counters (out_of_buffer, sim_loss, port_down, no_member, ...);
@@ -354,6 +356,15 @@ checkpoint() {
 		x=$(($(br_field ckpt "$1" rx_pkts) - $(br_field ckpt "$1" drop_rx_error)))
 		[ "$v" = "$x" ] ||
 			br_fail "epoch $epoch: port $2 delivered $v packets, $1 rx_pkts - drop_rx_error = $x" bridge
+		# Offered to the bridge = received + the NIC's drops (nic_rx_dropped, the port's
+		# out_of_buffer as the bridge reads it from sysfs).
+		nic=$(br_nic ckpt "$1")
+		if [ "$nic" != - ]; then
+			oob=$(sf_counter "$2" out_of_buffer)
+			[ $((v + oob)) = $((x + nic)) ] ||
+				br_fail "epoch $epoch: port $2 rcv_pkts $v + out_of_buffer $oob != $1 rx_pkts - drop_rx_error $x + nic_rx_dropped $nic" bridge
+			checks=$((checks + 1))
+		fi
 		v=$(sf_counter "$2" xmit_pkts)
 		x=$(($(br_field ckpt "$1" tx_pkts) - $(br_field ckpt "$1" drop_tx_error)))
 		down=$(sf_counter "$2" port_down)
