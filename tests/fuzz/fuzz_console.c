@@ -7,7 +7,7 @@
  * chooses. The runtime features are the test fixture's (tests/control/fixture.h), group
  * specs of join are parsed by the engine's parser (engine/mgid.c); what the commands
  * would show of a running bridge (show_*, the tuning report) is replaced by one line
- * each, since there is no bridge here.
+ * each, and the packet capture by a model of its state, since there is no bridge here.
  *
  * Invariants (a broken one traps): every line the client ends gets exactly one reply,
  * framed as text, NUL, '0' or '1', newline, in order; a line of 1024 bytes or more is
@@ -195,6 +195,36 @@ void tune_report_free(struct tune_report *r)
 	(void)r;
 }
 
+/* capture: a model that knows whether a capture runs (control/capture.c writes files). */
+static bool capturing;
+
+int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
+{
+	(void)cap;
+	if (capturing)
+		return opt_errf(err, errlen, -EBUSY, "capture start: a capture is running");
+	if (!args || !*args)
+		return opt_errf(err, errlen, -EINVAL, "capture start: FILE expected");
+	capturing = true;
+	return 0;
+}
+
+int capture_stop(struct capture *cap, FILE *out)
+{
+	(void)cap;
+	if (!capturing)
+		return -ENOENT;
+	capturing = false;
+	fprintf(out, "capture stopped\n");
+	return 0;
+}
+
+void capture_status(struct capture *cap, FILE *out)
+{
+	(void)cap;
+	fprintf(out, "capture %s\n", capturing ? "running" : "idle");
+}
+
 /* ---- The harness ---- */
 
 static struct pool pool;
@@ -299,6 +329,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	br.pool = &pool;
 	ctl.br = &br;
 	ctl.def_port = 4711;
+	ctl.cap = (struct capture *)&capturing; /* only compared with NULL by console.c */
 	return 0;
 }
 
@@ -318,6 +349,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	chunk = (size_t)data[0] % 64 * 64 + 1; /* 1 .. 4033 bytes per send */
 	nexpect = 0;
 	njoined = 0;
+	capturing = false;
 	model(data + 1, size - 1);
 	memset(&r, 0, sizeof(r));
 	memset(&con, 0, sizeof(con));
