@@ -24,11 +24,11 @@ command -v pkg-config >/dev/null 2>&1 || { echo "run_fuzz: no pkg-config, skippi
 
 case $target in
 config)
-	sources="control/options.c control/features.c tests/control/fixture.c"
+	sources="control/options.c control/features.c control/suggest.c tests/control/fixture.c"
 	maxlen=16384
 	;;
 console)
-	sources="control/options.c control/features.c control/paths.c control/sysgroup.c
+	sources="control/options.c control/features.c control/suggest.c control/paths.c control/sysgroup.c
 		engine/mgid.c tests/control/fixture.c"
 	maxlen=16384
 	;;

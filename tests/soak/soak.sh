@@ -444,7 +444,10 @@ done
 # I6: the console answered every time.
 worst=$(sort -n "$SF_TMP/watch.log" | tail -n 1 | cut -d' ' -f1)
 polls=$(wc -l <"$SF_TMP/watch.log")
-unanswered=$(awk '$2 != 0' "$SF_TMP/watch.log" | wc -l)
+# bcom exits 0 or 1 when the bridge replied (1: unhealthy, e.g. a side down), 3 when it
+# could not connect, 124 when the reply did not come within 20 s.
+unanswered=$(awk '$2 != 0 && $2 != 1' "$SF_TMP/watch.log" | wc -l)
+unhealthy=$(awk '$2 == 1' "$SF_TMP/watch.log" | wc -l)
 stalls=$(grep -c '^=== console stall' "$SF_TMP/stalls.log" 2>/dev/null || true)
 stalls=${stalls:-0}
 [ "$unanswered" = 0 ] ||
@@ -468,7 +471,7 @@ BR_PGM_PARTIAL=1 BR_NO_PORT_CHECK=1 br_conservation bridge sim_ib0 sim_roce0
 	done
 	echo "soak: faults total $total"
 	echo "soak: traffic IB->RoCE $(br_field bridge IB fwd_pkts) RoCE->IB $(br_field bridge RoCE fwd_pkts) forwarded, drops IB $(br_field bridge IB drops) RoCE $(br_field bridge RoCE drops)"
-	echo "soak: console $polls status polls, worst $worst ms, $stalls stalls over 5 s"
+	echo "soak: console $polls status polls ($unhealthy unhealthy), worst $worst ms, $stalls stalls over 5 s"
 	echo "soak: bridge RssAnon $rss0 -> $rss kB, fds $fd0 -> $fds (RssShmem $shm kB)"
 	echo "soak: PASS"
 } | tee ${report:+"$report"} >&2
