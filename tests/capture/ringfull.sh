@@ -14,7 +14,7 @@ mkdir -m 0750 "$dir"
 br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g" \
 	--capture-dir "$dir" --capture-ring 2 --capture full.pcapng
 br_listen listener "$ROCE_NET.2" -g "$g" -n 5000 --timeout 60
-br_send a "$IB_NET.2" -g "$g" -n 5000 --rate 20000
+br_send a "$IB_NET.2" -g "$g" -n 5000 --rate 5000
 br_expect_listener listener 5000
 wait_json bridge '.sides[0].fwd_pkts' 5000
 out=$(bc_ok bridge capture stop)
