@@ -9,8 +9,13 @@
 # 3. Planned handover (a -> b) during a steady stream: zero loss; duplicates printed.
 # 4. Role switch on the console during a stream: a goes standby only after b went active
 #    (make before break by hand): zero loss.
-# 5. kill -9 of the active bridge (b), then `role active` on a (manual failover): the gap
-#    (packets lost) is printed; packets after it arrive.
+# 5. Handover RoCE -> IB: zero loss, no loops (hop-limit marker, --peer).
+# 6. SIGTERM of the active bridge (b) with a reachable peer: it hands over first, zero
+#    loss.
+# 7. b restarted, made active, killed (-9), then `role active` on a (manual failover):
+#    the gap (packets lost) is printed; packets after it arrive. a's final counters add
+#    up: received = forwarded + standby + drops (br_conservation).
+# Bad console commands and options change nothing (exit 1 / exit 2).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
 . "$(dirname "$0")/../bridge/lib.sh"
@@ -118,21 +123,71 @@ bc a ha
 grep -q '^default  *active .* 2  *console role command$' "$SF_TMP/bcom.out" ||
 	br_fail "bridge a: ha does not show 2 transitions, the last by the console: $(cat "$SF_TMP/bcom.out")" a
 
-# 5. Manual failover: b takes default over, is killed (-9), a is made active again.
+# 5. The other direction during a switch: RoCE -> IB, the IB listener gets each packet
+#    once, and neither bridge forwards the other's IB copies back (hop-limit marker) or
+#    its RoCE copies (--peer).
+br_listen p5 "$IB_NET.3" -g "$g1" --verify --imm --any-source --timeout 60
+br_send_start p5_send "$ROCE_NET.2" -g "$g1" -n "$m" --imm --rate 2000
+sleep 1
+bc a handover
+stream_end p5 "$m"
+sf_log "handover a -> b (RoCE -> IB): sent $m, lost $LOST, duplicates $DUP"
+[ "$LOST" = 0 ] || br_fail "handover RoCE -> IB lost $LOST packets (duplicates $DUP)" p5
+role_is a default standby
+role_is a p2 standby
+
+# 6. SIGTERM of the active bridge (b) hands over first: zero loss.
+stream p6 "$m"
+sleep 1
+kill -TERM "$(sf_child "$(br_pid b)")"
+sf_wait_exit "$(br_pid b)"
+[ "$SF_RC" = 0 ] || br_fail "bridge b exited with status $SF_RC after SIGTERM" b
+stream_end p6 "$m"
+sf_log "SIGTERM of the active bridge (handover): sent $m, lost $LOST, duplicates $DUP"
+[ "$LOST" = 0 ] || br_fail "SIGTERM handover lost $LOST packets (duplicates $DUP)" p6
+grep -q 'partition default: active -> standby (SIGTERM: peer active)' "$SF_TMP/b.err" ||
+	br_fail "bridge b did not hand over on SIGTERM" b
+v=$(br_field b IB standby)
+[ "$v" -gt 0 ] || br_fail "bridge b: no IB standby packets in its final counters" b
+role_is a default active
+
+# 7. Manual failover: b restarts standby, takes over, is killed (-9); a is made active.
+br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
+	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role standby -m "$g1" -m "$g2"
+role_is b default standby
 bc b role default active
 bc a role default standby
-stream p5 "$m"
+stream p7 "$m"
 sleep 1
 kill -KILL "$(sf_child "$(br_pid b)")"
 sleep 0.5
 bc a role default active
-stream_end p5 "$m"
+stream_end p7 "$m"
 sf_log "kill -9 of the active bridge, manual failover: sent $m, lost $LOST (the gap), duplicates $DUP"
-[ "$LOST" -lt "$m" ] || br_fail "nothing arrived after the failover" p5
-[ "$DUP" = 0 ] || br_fail "failover after a kill: $DUP duplicates" p5
+[ "$LOST" -lt "$m" ] || br_fail "nothing arrived after the failover" p7
+[ "$DUP" = 0 ] || br_fail "failover after a kill: $DUP duplicates" p7
 
+# Bad input changes nothing: console, then options (exit 2).
+for cmd in "role bogus" "role nosuch active" "role default active extra" "handover nosuch"; do
+	# shellcheck disable=SC2086 # words of the command
+	if timeout 20 "$BCOM" --control "$SF_TMP/a.sock" $cmd >"$SF_TMP/bcom.out" 2>&1; then
+		br_fail "bcom $cmd succeeded: $(cat "$SF_TMP/bcom.out")" a
+	fi
+done
+grep -q "no partition 'nosuch'" "$SF_TMP/bcom.out" || br_fail "handover nosuch: $(cat "$SF_TMP/bcom.out")" a
+role_is a default active
+bc a ha
+grep -q '^default  *active .*  console role command$' "$SF_TMP/bcom.out" ||
+	br_fail "bridge a: bad commands changed the roles: $(cat "$SF_TMP/bcom.out")" a
 br_stop a
 br_conservation a sim_ib0 sim_roce0
 v=$(br_field a IB standby)
 [ "$v" -gt 0 ] || br_fail "bridge a: no IB standby packets in its final counters" a
+for bad in "--partition p2" "--partition :$g1" "--partition p2:300.1.1.1" "--role p9=active" \
+	"--role maybe" "--partition p1:$g1 --partition p2:$g1"; do
+	rc=0
+	# shellcheck disable=SC2086 # words of the options
+	timeout 20 "$IB2ROCE" --check -d sim_ib0 -r sim_roce0 $bad -m "$g1" >"$SF_TMP/bad.out" 2>&1 || rc=$?
+	[ "$rc" = 2 ] || sf_fail "ib2roce $bad: exit $rc, expected 2" "$SF_TMP/bad.out"
+done
 sf_log "PASS"
