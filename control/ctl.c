@@ -495,6 +495,37 @@ static void on_comp(struct ctl *c, struct channel *ch)
 	atomic_store_explicit(&w->heartbeat, w->passes, memory_order_relaxed);
 }
 
+/* Completions a worker's channels polled (receives and sends): a snapshot. */
+static uint64_t worker_polled(const struct worker *w)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < w->nchan; i++)
+		n += CMM_LOAD_SHARED(w->chan[i]->st.rx_pkts) +
+		     CMM_LOAD_SHARED(w->chan[i]->st.tx_completions);
+	return n;
+}
+
+/*
+ * Whether worker w emptied its completion queues after the call began: passes that
+ * began after the first load (at least the passes seen minus one) polled fewer
+ * completions than a full burst on each of its channels would give, so one poll found
+ * its queue empty. Waits for two passes (a sleeping worker wakes within idle_max_us),
+ * false at the deadline (CLOCK_MONOTONIC ms).
+ */
+static bool worker_drained(const struct worker *w, uint64_t deadline)
+{
+	uint64_t p0 = CMM_LOAD_SHARED(w->passes), n0 = worker_polled(w), p1;
+	struct timespec ts = {0, 20000};
+
+	while ((p1 = CMM_LOAD_SHARED(w->passes)) < p0 + 2) {
+		if (mono_ms() >= deadline)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return worker_polled(w) - n0 < (p1 - p0 - 1) * BR_BURST * w->nchan;
+}
+
 bool ctl_data_drain(struct ctl *c)
 {
 	struct bridge *br = c->br;
@@ -513,16 +544,10 @@ bool ctl_data_drain(struct ctl *c)
 	}
 	for (uint32_t i = 0; i < br->nworkers; i++) {
 		struct worker *w = &br->workers[i];
-		/* A pass that began after this load ends by passes >= p0 + 2: it polled what
-		 * the channels held now. A sleeping worker wakes within idle_max_us. */
-		uint64_t p0 = CMM_LOAD_SHARED(w->passes);
 
-		while (CMM_LOAD_SHARED(w->passes) < p0 + 2) {
-			struct timespec ts = {0, 20000};
-
+		while (!worker_drained(w, deadline)) {
 			if (mono_ms() >= deadline)
 				return false;
-			nanosleep(&ts, NULL);
 		}
 	}
 	return true;

@@ -140,13 +140,14 @@ static inline void ctl_nic_sample(struct ctl *c)
 int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen);
 
 /*
- * Wait until every worker has finished a pass begun after the call (with --workers 0:
- * poll every channel empty here), so that what the receive queues held is handled under
- * the flags published before (HA: forwarded before a partition goes standby). Control
- * thread; blocks CTL_DRAIN_MS at most. Returns false when a worker made no pass in time.
+ * Wait until every worker has emptied its completion queues once after the call (with
+ * --workers 0: poll every channel empty here), so that what the receive queues held is
+ * handled under the flags published before (HA: forwarded before a partition goes
+ * standby). Control thread; blocks about CTL_DRAIN_MS at most. Returns false when a
+ * worker did not get through its queues in time.
  */
 bool ctl_data_drain(struct ctl *c);
-#define CTL_DRAIN_MS 100
+#define CTL_DRAIN_MS 500
 
 /* Issue the joins of every group on both sides (answers arrive in ctl_run). */
 void ctl_start_joins(struct ctl *c);

@@ -126,7 +126,9 @@ static int opt_partition(void *ctx, const char *arg, char *err, size_t errlen)
 		ha->nmap++;
 	}
 out:
-	if (r) { /* bad input changes nothing */
+	/* Bad input changes nothing; a reload checks the line but keeps the partitions of
+	 * the start (they are start-up only: roles change on the console). */
+	if (r || feat_running_get()) {
 		ha->nmap = nmap0;
 		ha->nparts = nparts0;
 	}
@@ -158,6 +160,8 @@ static int opt_role(void *ctx, const char *arg, char *err, size_t errlen)
 	if (role_parse(role, &standby))
 		return opt_errf(err, errlen, -EINVAL,
 				"role '%s': expected [PARTITION=]active|standby", arg);
+	if (feat_running_get())
+		return 0; /* a reload: the role at start only; the console's role changes it */
 	if (eq) {
 		char name[HA_NAME_MAX];
 
@@ -185,6 +189,8 @@ static int opt_peer_control(void *ctx, const char *arg, char *err, size_t errlen
 	if (!*arg || strlen(arg) >= sizeof(((struct sockaddr_un *)0)->sun_path))
 		return opt_errf(err, errlen, -EINVAL, "ha-peer-control '%s': not a socket path",
 				arg);
+	if (feat_running_get())
+		return 0; /* a reload: start-up only */
 	p = strdup(arg);
 	if (!p)
 		return opt_errf(err, errlen, -ENOMEM, "out of memory");
@@ -322,7 +328,7 @@ static void part_set(struct ha *ha, struct ctl *c, uint32_t idx, bool standby, c
 	/* Break after make: what this bridge received while active is forwarded before it
 	 * stops; the peer (made active before) forwards what comes after. */
 	if (standby && !ctl_data_drain(c))
-		log_warn("partition %s: a worker made no pass in %d ms: going standby anyway",
+		log_warn("partition %s: a worker did not empty its queues in %d ms: going standby anyway",
 			 p->name, CTL_DRAIN_MS);
 	p->standby = standby;
 	for (uint32_t i = 0; i < br->ngroups; i++)

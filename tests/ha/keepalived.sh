@@ -125,7 +125,7 @@ ka_start 2 "$ns2" kav2-$$ 169.254.77.2 169.254.77.1 100 b
 wait_role a active
 wait_role b standby
 
-br_listen p1 "$ROCE_NET.2" -g "$g1" --verify --imm --any-source --timeout 120
+br_listen p1 "$ROCE_NET.2" -g "$g1" --verify --imm --any-source --rq 16384 --timeout 120
 br_send_start p1_send "$IB_NET.2" -g "$g1" -n "$m" --imm --rate 2000
 sleep 1
 kill -KILL "$(sf_child "$(br_pid a)")"

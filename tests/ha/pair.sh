@@ -52,7 +52,7 @@ standby_pkts() {
 # stream NAME COUNT: listener NAME on RoCE for g1 (no count: it may see duplicates), a
 # sender of COUNT packets on IB started in the background (NAME_send).
 stream() {
-	br_listen "$1" "$ROCE_NET.2" -g "$g1" --verify --imm --any-source --timeout 60
+	br_listen "$1" "$ROCE_NET.2" -g "$g1" --verify --imm --any-source --rq 16384 --timeout 60
 	br_send_start "$1_send" "$IB_NET.2" -g "$g1" -n "$2" --imm --rate 2000
 }
 
@@ -93,6 +93,10 @@ bc b role p2 active
 bc a role p2 standby
 role_is b p2 active
 role_is a p2 standby
+# A reload keeps the roles (--role is the role at start) and the partitions.
+bc b reload
+role_is b p2 active
+role_is b default standby
 br_listen p2 "$ROCE_NET.2" -g "$g1" --groups 2 -n $((2 * n)) --verify --imm --any-source --timeout 30
 br_send p2_send "$IB_NET.2" -g "$g1" --groups 2 -n "$n" --imm --rate 10000
 br_expect_listener p2 $((2 * n)) 1 2
@@ -126,7 +130,7 @@ grep -q '^default  *active .* 2  *console role command$' "$SF_TMP/bcom.out" ||
 # 5. The other direction during a switch: RoCE -> IB, the IB listener gets each packet
 #    once, and neither bridge forwards the other's IB copies back (hop-limit marker) or
 #    its RoCE copies (--peer).
-br_listen p5 "$IB_NET.3" -g "$g1" --verify --imm --any-source --timeout 60
+br_listen p5 "$IB_NET.3" -g "$g1" --verify --imm --any-source --rq 16384 --timeout 60
 br_send_start p5_send "$ROCE_NET.2" -g "$g1" -n "$m" --imm --rate 2000
 sleep 1
 bc a handover
