@@ -2,7 +2,7 @@
 # An HA pair elected by real keepalived (ha/ib2roce-notify.sh, docs/operations.md):
 # bridges a and b start standby; two keepalived instances, in two network namespaces
 # joined by a veth pair (169.254.77.1 and .2), run one VRRP instance for partition
-# default each (a's priority higher) with a vrrp_script health check (`bcom status` on
+# default each (a's priority higher) with a vrrp_script health check (`bcom health` on
 # the bridge's console) and the notify script. The bridges, senders and listeners stay
 # in the test's namespace (the simulated fabric's sockets are bound to it); keepalived
 # reaches the consoles through their pathname sockets.
@@ -87,7 +87,7 @@ global_defs {
 	enable_script_security
 }
 vrrp_script ib2roce_health {
-	script "$BCOM --control $sock status"
+	script "$BCOM --control $sock health"
 	interval 1
 	timeout 2
 	fall 1
