@@ -495,27 +495,22 @@ static void on_comp(struct ctl *c, struct channel *ch)
 	atomic_store_explicit(&w->heartbeat, w->passes, memory_order_relaxed);
 }
 
-/* Completions a worker's channels polled (receives and sends): a snapshot. */
-static uint64_t worker_polled(const struct worker *w)
+/* Completions channel ch polled (receives and sends): a snapshot. */
+static uint64_t chan_polled(const struct channel *ch)
 {
-	uint64_t n = 0;
-
-	for (uint32_t i = 0; i < w->nchan; i++)
-		n += CMM_LOAD_SHARED(w->chan[i]->st.rx_pkts) +
-		     CMM_LOAD_SHARED(w->chan[i]->st.tx_completions);
-	return n;
+	return CMM_LOAD_SHARED(ch->st.rx_pkts) + CMM_LOAD_SHARED(ch->st.tx_completions);
 }
 
 /*
- * Whether worker w emptied its completion queues after the call began: passes that
- * began after the first load (at least the passes seen minus one) polled fewer
- * completions than a full burst on each of its channels would give, so one poll found
- * its queue empty. Waits for two passes (a sleeping worker wakes within idle_max_us),
- * false at the deadline (CLOCK_MONOTONIC ms).
+ * Whether channel ch of worker w emptied its completion queue after the call began:
+ * the passes that began after the first load (at least the passes seen minus one)
+ * polled fewer completions than a full burst each would give, so one poll found the
+ * queue empty. Waits for two passes (a sleeping worker wakes within idle_max_us); false
+ * at the deadline (CLOCK_MONOTONIC ms) too.
  */
-static bool worker_drained(const struct worker *w, uint64_t deadline)
+static bool chan_drained(const struct worker *w, const struct channel *ch, uint64_t deadline)
 {
-	uint64_t p0 = CMM_LOAD_SHARED(w->passes), n0 = worker_polled(w), p1;
+	uint64_t p0 = CMM_LOAD_SHARED(w->passes), n0 = chan_polled(ch), p1;
 	struct timespec ts = {0, 20000};
 
 	while ((p1 = CMM_LOAD_SHARED(w->passes)) < p0 + 2) {
@@ -523,7 +518,7 @@ static bool worker_drained(const struct worker *w, uint64_t deadline)
 			return false;
 		nanosleep(&ts, NULL);
 	}
-	return worker_polled(w) - n0 < (p1 - p0 - 1) * BR_BURST * w->nchan;
+	return chan_polled(ch) - n0 < (p1 - p0 - 1) * BR_BURST;
 }
 
 bool ctl_data_drain(struct ctl *c)
@@ -545,10 +540,10 @@ bool ctl_data_drain(struct ctl *c)
 	for (uint32_t i = 0; i < br->nworkers; i++) {
 		struct worker *w = &br->workers[i];
 
-		while (!worker_drained(w, deadline)) {
-			if (mono_ms() >= deadline)
-				return false;
-		}
+		for (uint32_t k = 0; k < w->nchan; k++)
+			while (!chan_drained(w, w->chan[k], deadline))
+				if (mono_ms() >= deadline)
+					return false;
 	}
 	return true;
 }
