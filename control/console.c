@@ -38,6 +38,7 @@
 #include "console.h"
 #include "ctl.h"
 #include "health.h"
+#include "ha.h"
 #include "log.h"
 #include "options.h"
 #include "paths.h"
@@ -228,6 +229,45 @@ static int cmd_shutdown(struct ctl *c, char *args, FILE *out)
 	fprintf(out, "stopping the bridge\n");
 	c->stop = true;
 	return 0;
+}
+
+static int cmd_role(struct ctl *c, char *args, FILE *out)
+{
+	char *a = word(&args), *b = word(&args), *role = b ? b : a;
+	bool standby;
+
+	if (!a) {
+		ha_show(c->ha, c, out);
+		return 0;
+	}
+	if (no_args("role", args, out))
+		return -1;
+	if (!strcmp(role, "active"))
+		standby = false;
+	else if (!strcmp(role, "standby"))
+		standby = true;
+	else {
+		fprintf(out, "role: expected [partition] active|standby, not '%s'\n", role);
+		return -1;
+	}
+	return ha_role_set(c->ha, c, b ? a : NULL, standby, "console role command", out) ? -1 : 0;
+}
+
+static int cmd_ha(struct ctl *c, char *args, FILE *out)
+{
+	if (no_args("ha", args, out))
+		return -1;
+	ha_show(c->ha, c, out);
+	return 0;
+}
+
+static int cmd_handover(struct ctl *c, char *args, FILE *out)
+{
+	char *part = word(&args);
+
+	if (no_args("handover", args, out))
+		return -1;
+	return ha_handover(c->ha, c, part, "console handover", out) ? -1 : 0;
 }
 
 static int cmd_status(struct ctl *c, char *args, FILE *out)
@@ -507,6 +547,9 @@ static const struct cmd cmds[] = {
 	{"events", NULL, "the control thread's timers", cmd_events},
 	{"health", NULL, "ok, or one line per failed health condition (fails if unhealthy)",
 	 cmd_health},
+	{"ha", NULL, "HA partitions: role, since when, transitions, last reason", cmd_ha},
+	{"handover", "[partition]",
+	 "make the peer (--ha-peer-control) active, then this bridge standby", cmd_handover},
 	{"help", "[command]", "this list", cmd_help},
 	{"interfaces", "[name]", "devices, ports, limits and GID tables", cmd_interfaces},
 	{"join", "group [both|in|out]", "bridge one more group now", cmd_join},
@@ -515,6 +558,7 @@ static const struct cmd cmds[] = {
 	{"exit", NULL, "same as quit", cmd_quit},
 	{"quit", NULL, "leave the console (the bridge keeps running)", cmd_quit},
 	{"reload", NULL, "re-read the configuration (as SIGHUP)", cmd_reload},
+	{"role", "[partition] active|standby", "set the HA role (no argument: as ha)", cmd_role},
 	{"senders", "[N]", "who sends into the bridge (N rows, default 100)", cmd_senders},
 	{"shutdown", NULL, "stop the bridge (leave groups, final counters); never abbreviated",
 	 cmd_shutdown},

@@ -28,6 +28,7 @@
 #include "console.h"
 #include "capture.h"
 #include "ctl.h"
+#include "ha.h"
 #include "fwd.h"
 #include "health.h"
 #include "log.h"
@@ -84,6 +85,8 @@ static void group_update_ready(struct group *g)
 		if (group_dir_rx(g->dir, s) && g->js[s].state == JOIN_DONE &&
 		    g->js[!s].state == JOIN_DONE)
 			ready |= 1u << s;
+	if (g->standby)
+		ready |= GROUP_STANDBY;
 	/* Pairs with the acquire load in rx_classify: the AHs are visible first. */
 	atomic_store_explicit(&g->ready, ready, memory_order_release);
 }
@@ -254,7 +257,7 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 	group_update_ready(g);
 	log_ctx(LOG_INFO, sd->dev, g->spec, "%s joined %s (mlid %#x)%s", side_name[s], g->spec,
 		aa.dlid, group_dir_rx(g->dir, s) ? "" : " send-only");
-	if (g->ready)
+	if (g->ready & ~GROUP_STANDBY)
 		log_debug("forwarding %s", g->spec);
 }
 
@@ -492,6 +495,59 @@ static void on_comp(struct ctl *c, struct channel *ch)
 	atomic_store_explicit(&w->heartbeat, w->passes, memory_order_relaxed);
 }
 
+/* Completions channel ch polled (receives and sends): a snapshot. */
+static uint64_t chan_polled(const struct channel *ch)
+{
+	return CMM_LOAD_SHARED(ch->st.rx_pkts) + CMM_LOAD_SHARED(ch->st.tx_completions);
+}
+
+/*
+ * Whether channel ch of worker w emptied its completion queue after the call began:
+ * the passes that began after the first load (at least the passes seen minus one)
+ * polled fewer completions than a full burst each would give, so one poll found the
+ * queue empty. Waits for two passes (a sleeping worker wakes within idle_max_us); false
+ * at the deadline (CLOCK_MONOTONIC ms) too.
+ */
+static bool chan_drained(const struct worker *w, const struct channel *ch, uint64_t deadline)
+{
+	uint64_t p0 = CMM_LOAD_SHARED(w->passes), n0 = chan_polled(ch), p1;
+	struct timespec ts = {0, 20000};
+
+	while ((p1 = CMM_LOAD_SHARED(w->passes)) < p0 + 2) {
+		if (mono_ms() >= deadline)
+			return false;
+		nanosleep(&ts, NULL);
+	}
+	return chan_polled(ch) - n0 < (p1 - p0 - 1) * BR_BURST;
+}
+
+bool ctl_data_drain(struct ctl *c)
+{
+	struct bridge *br = c->br;
+	uint64_t deadline = mono_ms() + CTL_DRAIN_MS;
+
+	if (!br->cfg.nworkers) {
+		/* We are the data path: poll every pair until nothing is left, as on_comp. */
+		struct worker *w = &br->workers[0];
+
+		for (uint32_t i = 0; i < w->nchan; i++) {
+			while (chan_poll(w, w->chan[i]) + chan_poll(w, w->chan[i]->peer))
+				;
+			chan_refill(w, w->chan[i]);
+		}
+		return true;
+	}
+	for (uint32_t i = 0; i < br->nworkers; i++) {
+		struct worker *w = &br->workers[i];
+
+		for (uint32_t k = 0; k < w->nchan; k++)
+			while (!chan_drained(w, w->chan[k], deadline))
+				if (mono_ms() >= deadline)
+					return false;
+	}
+	return true;
+}
+
 int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 {
 	sigset_t ss;
@@ -690,6 +746,16 @@ static void on_signal(struct ctl *c)
 			_exit(1);
 		}
 		log_notice("%s: shutting down", strsignal((int)si.ssi_signo));
+		if (si.ssi_signo == SIGTERM && c->ha && ha_peer(c->ha)) {
+			/* Make-before-break: the peer takes the active partitions first; if it
+			 * cannot, we stop anyway (what a stop costs without a peer). */
+			FILE *devnull = fopen("/dev/null", "w");
+
+			if (devnull) {
+				ha_handover(c->ha, c, NULL, "SIGTERM", devnull);
+				fclose(devnull);
+			}
+		}
 		stop_ms_lo = (sig_atomic_t)(uint32_t)mono_ms();
 		c->stop = true;
 	}
@@ -1038,6 +1104,8 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 		goto fail;
 	group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
 	group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
+	if (c->ha)
+		ha_group_assign(c->ha, g);
 	if (group_publish(br, g)) {
 		/* It may have been in a table for a moment: free it after a grace period. */
 		r = opt_errf(err, errlen, -EEXIST, "%s: its MGID is used by another group",

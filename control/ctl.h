@@ -47,6 +47,7 @@ struct ctl {
 	struct console *con;	 /* the console (control/console.c), NULL without one */
 	struct capture *cap;	 /* packet capture (control/capture.c), NULL without */
 	struct metrics_http *mh; /* GET /metrics (--metrics-port), NULL: off */
+	struct ha *ha;		 /* partitions and roles (control/ha.c), NULL before ha_start */
 	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
 	bool sd;
 	uint64_t wd_usec, last_wd_ms;
@@ -137,6 +138,16 @@ static inline void ctl_nic_sample(struct ctl *c)
 
 /* Set up epoll, signals, timers and the rdma_cm ids (bound, not joined). 0 or -errno. */
 int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen);
+
+/*
+ * Wait until every worker has emptied its completion queues once after the call (with
+ * --workers 0: poll every channel empty here), so that what the receive queues held is
+ * handled under the flags published before (HA: forwarded before a partition goes
+ * standby). Control thread; blocks about CTL_DRAIN_MS at most. Returns false when a
+ * worker did not get through its queues in time.
+ */
+bool ctl_data_drain(struct ctl *c);
+#define CTL_DRAIN_MS 500
 
 /* Issue the joins of every group on both sides (answers arrive in ctl_run). */
 void ctl_start_joins(struct ctl *c);

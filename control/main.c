@@ -30,6 +30,7 @@
 #include "capture.h"
 #include "console.h"
 #include "ctl.h"
+#include "ha.h"
 #include "daemon.h"
 #include "fwd.h"
 #include "log.h"
@@ -1077,6 +1078,7 @@ int main(int argc, char **argv)
 	int report = -1, pidfd = -1;
 	uint32_t npub = 0;
 	bool daemon_mode, background_log;
+	struct ha *ha = NULL;
 	int r, status = 0;
 
 	cfg_defaults(&br.cfg);
@@ -1088,6 +1090,8 @@ int main(int argc, char **argv)
 		r = tune_register();
 	if (!r)
 		r = capture_opts_register(&capcfg);
+	if (!r && !(ha = ha_opts_register()))
+		r = -errno;
 	if (r) {
 		fprintf(stderr, "ib2roce: option registry: %s\n", strerror(-r));
 		return 1;
@@ -1234,6 +1238,13 @@ int main(int argc, char **argv)
 		status = 1;
 		goto out_ctl;
 	}
+	ctl.ha = ha;
+	r = ha_start(ha, &ctl, err, sizeof(err));
+	if (r) {
+		log_err("%s", err);
+		status = 2;
+		goto out_ctl;
+	}
 	ccfg.path = o.control;
 	if (o.debug) {
 		/* The terminal, or a pipe or FIFO (scripts); not /dev/null or a file. */
@@ -1339,5 +1350,6 @@ out:
 		close(live.cwd);
 	tune_release();
 	placement_fini(&pl);
+	ha_free(ha);
 	return status;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ha.h"
 #include "health.h"
 #include "log.h"
 #include "placement.h"
@@ -48,11 +49,11 @@ void show_counters(struct ctl *c, FILE *out, bool final)
 			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
 			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
 			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64 " pgm_pkts=%" PRIu64
-			" pgm_not_pgm=%" PRIu64 " pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64,
+			" pgm_not_pgm=%" PRIu64 " pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64 " standby=%" PRIu64,
 			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
 			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
 			st.backlog_max, st.pgm_pkts, st.pgm_not_pgm, st.pgm_malformed,
-			st.pgm_bad_csum);
+			st.pgm_bad_csum, st.standby);
 		if (nic_ctr_get(&c->nic[s], false, &nic))
 			fprintf(out, " nic_rx_dropped=%" PRIu64, nic);
 		else
@@ -214,6 +215,7 @@ static void json_sides(struct jw *j, struct ctl *c)
 		jw_u64(j, "rx_pkts", st.rx_pkts);
 		jw_u64(j, "rx_bytes", st.rx_bytes);
 		jw_u64(j, "fwd_pkts", st.fwd_pkts);
+		jw_u64(j, "standby", st.standby);
 		jw_u64(j, "tx_pkts", st.tx_pkts);
 		jw_u64(j, "tx_bytes", st.tx_bytes);
 		jw_u64(j, "drops", chan_stats_drops(&st));
@@ -253,6 +255,33 @@ static void json_join(struct jw *j, const char *key, const struct group *g, int 
 	jw_close(j, '}');
 }
 
+/* The HA partitions and roles (control/ha.c). */
+static void json_ha(struct jw *j, struct ctl *c)
+{
+	uint64_t now = mono_ms();
+
+	jw_open(j, "ha", '{');
+	if (ha_peer(c->ha))
+		jw_string(j, "peer_control", ha_peer(c->ha));
+	else
+		jw_null(j, "peer_control");
+	jw_open(j, "partitions", '[');
+	for (uint32_t i = 0; i < ha_nparts(c->ha); i++) {
+		const struct ha_part *p = ha_part_get(c->ha, i);
+
+		jw_open(j, NULL, '{');
+		jw_string(j, "name", p->name);
+		jw_string(j, "role", p->standby ? "standby" : "active");
+		jw_u64(j, "groups", p->ngroups);
+		jw_i64(j, "since", p->since_wall);
+		jw_u64(j, "since_s", (now - p->since_ms) / 1000);
+		jw_u64(j, "transitions", p->transitions);
+		jw_string(j, "reason", p->reason);
+		jw_close(j, '}');
+	}
+	jw_close(j, ']');
+	jw_close(j, '}');
+}
 static void json_groups(struct jw *j, struct bridge *br)
 {
 	jw_open(j, "groups", '[');
@@ -410,6 +439,7 @@ void report_json(struct ctl *c, FILE *out)
 	}
 	jw_string(&j, "build", version_line);
 	json_sides(&j, c);
+	json_ha(&j, c);
 	json_groups(&j, br);
 	json_channels(&j, br);
 	json_workers(&j, br, h);
@@ -485,8 +515,8 @@ static void prom_side(FILE *f, const char *name, const struct side_ctx *sd)
 
 /* What the per-side metrics read, one snapshot per side. */
 struct side_vals {
-	uint64_t rx_pkts, rx_bytes, fwd_pkts, tx_pkts, tx_bytes, rx_starved, backlog, port_up,
-		port_events, rejoins, broken;
+	uint64_t rx_pkts, rx_bytes, fwd_pkts, standby, tx_pkts, tx_bytes, rx_starved, backlog,
+		port_up, port_events, rejoins, broken;
 };
 
 static const struct {
@@ -501,6 +531,9 @@ static const struct {
 	{"ib2roce_forwarded_packets_total", "counter",
 	 "Packets received on the side and forwarded to the other side.",
 	 offsetof(struct side_vals, fwd_pkts)},
+	{"ib2roce_standby_packets_total", "counter",
+	 "Packets received on the side for a partition standby here (not forwarded, not drops).",
+	 offsetof(struct side_vals, standby)},
 	{"ib2roce_tx_packets_total", "counter", "Packets posted for sending on the side.",
 	 offsetof(struct side_vals, tx_pkts)},
 	{"ib2roce_tx_bytes_total", "counter", "Payload bytes posted for sending on the side.",
@@ -531,6 +564,7 @@ static void prom_sides(FILE *f, struct bridge *br)
 			.rx_pkts = st[s].rx_pkts,
 			.rx_bytes = st[s].rx_bytes,
 			.fwd_pkts = st[s].fwd_pkts,
+			.standby = st[s].standby,
 			.tx_pkts = st[s].tx_pkts,
 			.tx_bytes = st[s].tx_bytes,
 			.rx_starved = st[s].rx_starved,
@@ -770,6 +804,25 @@ static void prom_pgm(FILE *f, struct bridge *br)
 	fprintf(f, "ib2roce_pgm_stream_repairs %" PRIu64 "\n", gs.repairs);
 }
 
+/* The HA role of each partition (control/ha.c): alert on changes of these. */
+static void prom_ha(FILE *f, struct ctl *c)
+{
+	prom_head(f, "ib2roce_role", "gauge",
+		  "HA role of the partition on this bridge: 1 active, 0 standby.");
+	for (uint32_t i = 0; i < ha_nparts(c->ha); i++) {
+		fprintf(f, "ib2roce_role{partition=\"");
+		prom_value(f, ha_part_get(c->ha, i)->name);
+		fprintf(f, "\"} %d\n", !ha_part_get(c->ha, i)->standby);
+	}
+	prom_head(f, "ib2roce_role_transitions_total", "counter",
+		  "HA role changes of the partition since the start.");
+	for (uint32_t i = 0; i < ha_nparts(c->ha); i++) {
+		fprintf(f, "ib2roce_role_transitions_total{partition=\"");
+		prom_value(f, ha_part_get(c->ha, i)->name);
+		fprintf(f, "\"} %" PRIu64 "\n", ha_part_get(c->ha, i)->transitions);
+	}
+}
+
 static void prom_write(FILE *f, struct ctl *c)
 {
 	struct bridge *br = c->br;
@@ -804,6 +857,7 @@ static void prom_write(FILE *f, struct ctl *c)
 		  "Start time of the bridge since the Unix epoch, in seconds.");
 	fprintf(f, "ib2roce_start_time_seconds %" PRId64 "\n", (int64_t)c->start_wall);
 	prom_sides(f, br);
+	prom_ha(f, c);
 	prom_nic(f, c);
 	prom_groups(f, br);
 	prom_pgm(f, br);

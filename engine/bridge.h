@@ -41,6 +41,12 @@ struct cap_ring;
 #define BR_BURST	       32	      /* completions polled / WRs chained at a time */
 #define BR_REFILL_MIN	       (BR_BURST / 2) /* refill receives when this many are missing */
 #define BR_IB_MARKER_HOP_LIMIT 1     /* hop limit the bridge sets on IB: "already bridged" */
+/*
+ * A bit of group->ready beside the two side bits: the group's HA partition is standby on
+ * this bridge (control/ha.c). Packets of the group are received and counted as standby
+ * on their side, not forwarded (not a drop: another bridge forwards them).
+ */
+#define GROUP_STANDBY	       (1u << 2) /* after the side bits 1 << SIDE_IB, 1 << SIDE_ROCE */
 #define CH_GCACHE	       256   /* group cache entries per channel (direct-mapped) */
 #define CH_SCACHE	       65536 /* sender cache entries per channel (2-way) */
 #define CH_QCACHE	       16384 /* flow sender cache entries per channel (by QPN) */
@@ -115,7 +121,7 @@ struct group {
 	/* Published to the pair's worker. */
 	struct ibv_ah *_Atomic ah_out[NSIDES];
 	uint32_t qkey_out[NSIDES];
-	_Atomic uint32_t ready; /* bit s: forwarding from side s is on */
+	_Atomic uint32_t ready; /* bit s: forwarding from side s is on; GROUP_STANDBY */
 	/* Written by the pair's worker only: packets forwarded from side s. */
 	uint64_t fwd_pkts[NSIDES];
 	uint64_t fwd_bytes[NSIDES];
@@ -123,6 +129,10 @@ struct group {
 	uint64_t fwd_zap[NSIDES];
 	uint64_t joined_ms[NSIDES]; /* CLOCK_MONOTONIC ms of the last JOIN_DONE, 0 = never */
 	bool retired;
+	/* Control thread only: the HA partition (control/ha.c) and whether it is standby
+	 * here (mirrored in ready's GROUP_STANDBY bit). */
+	uint32_t part;
+	bool standby;
 	struct rcu_head rcu;
 } __attribute__((aligned(64)));
 

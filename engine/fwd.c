@@ -874,8 +874,10 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
 							     const struct chan_flow *f,
 							     const enum side side)
 {
+	/* One load and compare as before HA: forwarding from this side on, not standby. */
 	return b->flows_live &&
-	       (atomic_load_explicit(&f->g->ready, memory_order_acquire) & (1u << side)) &&
+	       (atomic_load_explicit(&f->g->ready, memory_order_acquire) &
+		((1u << side) | GROUP_STANDBY)) == (1u << side) &&
 	       atomic_load_explicit(&f->g->ah_out[!side], memory_order_relaxed) == f->ah;
 }
 
@@ -1180,6 +1182,14 @@ chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct 
 		/* The other fabric's MTU is smaller: a UD message cannot be fragmented. */
 		why = DROP_TOO_BIG;
 		goto drop;
+	}
+	if (__builtin_expect(atomic_load_explicit(&g->ready, memory_order_relaxed) & GROUP_STANDBY,
+			     0)) {
+		/* A standby partition: what this bridge would have forwarded, counted (not
+		 * captured: a capture record's verdict is forwarded or a drop reason). */
+		ch->st.standby++;
+		fl_put(w, fl, buf);
+		return;
 	}
 	/* The control thread clears the ready bit before the AH when a side leaves: a
 	 * packet classified just before may find no AH (retired AHs stay valid until a

@@ -51,6 +51,7 @@ void chan_stats_add(struct chan_stats *d, const struct chan_stats *s)
 	d->tx_pkts += s->tx_pkts;
 	d->tx_bytes += s->tx_bytes;
 	d->fwd_pkts += s->fwd_pkts;
+	d->standby += s->standby;
 	for (int i = 0; i < DROP_NREASONS; i++)
 		d->drops[i] += s->drops[i];
 	d->rx_starved += s->rx_starved;

@@ -44,6 +44,7 @@ struct chan_stats {
 	uint64_t tx_pkts; /* packets posted for sending on this channel */
 	uint64_t tx_bytes;
 	uint64_t fwd_pkts; /* received here and forwarded (posted on the peer channel) */
+	uint64_t standby;  /* received here for a standby partition: not forwarded, not a drop */
 	uint64_t drops[DROP_NREASONS];
 	uint64_t rx_starved;  /* receive refill found the pool empty */
 	uint64_t backlog_max; /* highest backlog seen */

@@ -10,7 +10,7 @@ libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
 libpgm-dev tshark iproute2 nftables jq util-linux procps
 valgrind clang libclang-rt-14-dev clang-format
-libedit-dev prometheus"
+libedit-dev prometheus keepalived"
 
 missing=""
 for p in $PKGS; do

@@ -294,8 +294,9 @@ br_expect_group() {
 
 # br_conservation NAME: the final counters of a stopped bridge account for every packet:
 # - on each side the named drop counters add up to `drops`;
-# - every received packet was forwarded or dropped for a receive-side reason:
-#   rx_pkts = fwd_pkts + drops - drop_tx_full - drop_tx_error (tx_full and tx_error are
+# - every received packet was forwarded, counted standby (its HA partition is standby
+#   here) or dropped for a receive-side reason:
+#   rx_pkts = fwd_pkts + standby + drops - drop_tx_full - drop_tx_error (tx_full and tx_error are
 #   counted on the channel that failed to send, i.e. against the other side's packets);
 # - every packet forwarded from one side was posted on the other or dropped there for
 #   lack of send-queue space: fwd_pkts(A) = tx_pkts(B) + drop_tx_full(B);
@@ -317,7 +318,7 @@ br_expect_group() {
 #   (set BR_PGM_PARTIAL=1 when a test switches it during the run).
 # Arguments: NAME IB_DEV ROCE_DEV.
 br_conservation() {
-	local name=$1 s o dev sum_drops r v rx fwd drops txf txe tx_o txf_o key gsum nic oob
+	local name=$1 s o dev sum_drops r v rx fwd sb drops txf txe tx_o txf_o key gsum nic oob
 
 	for s in IB RoCE; do
 		if [ "$s" = IB ]; then o=RoCE dev=$2 key=ib_to_roce; else o=IB dev=$3 key=roce_to_ib; fi
@@ -335,8 +336,9 @@ br_conservation() {
 		done
 		[ "$sum_drops" = "$drops" ] ||
 			br_fail "bridge $name: $s drops=$drops but the drop_* counters add up to $sum_drops" "$name"
-		[ "$rx" = $((fwd + drops - txf - txe)) ] ||
-			br_fail "bridge $name: $s rx_pkts=$rx != fwd_pkts=$fwd + receive drops=$((drops - txf - txe))" "$name"
+		sb=$(br_field "$name" "$s" standby)
+		[ "$rx" = $((fwd + sb + drops - txf - txe)) ] ||
+			br_fail "bridge $name: $s rx_pkts=$rx != fwd_pkts=$fwd + standby=$sb + receive drops=$((drops - txf - txe))" "$name"
 		tx_o=$(br_field "$name" "$o" tx_pkts)
 		txf_o=$(br_field "$name" "$o" drop_tx_full)
 		[ "$fwd" = $((tx_o + txf_o)) ] ||

@@ -6,7 +6,7 @@
  *   mcpkt send -b ADDR -g GROUP [-n count] [-s size] [--groups N] [--qps N] [--imm]
  *              [--rate pps] [--sendonly | --full] [--delay ms] [--timeout s]
  *   mcpkt recv -b ADDR -g GROUP [-n expected] [--groups N] [--timeout s] [--verify]
- *              [--imm] [--linger ms] [--rq depth] [--size max]
+ *              [--imm] [--linger ms] [--rq depth] [--size max] [--any-source]
  *
  * ADDR is the local IPv4 address (IPoIB on InfiniBand) that selects the device; GROUP
  * the first IPv4 multicast group, --groups N uses GROUP, GROUP+1, ... GROUP+N-1.
@@ -31,14 +31,17 @@
  * addressed to); --verify also compares every payload byte with the pattern; the
  * immediate data must be present exactly when the sender used --imm and equal the seq
  * (--imm on the receiver: every packet must carry it). A packet is a duplicate when the
- * same (source address, source QPN, run, sender, group, seq) was seen before. It stops
+ * same (source address, source QPN, run, sender, group, seq) was seen before; with
+ * --any-source when the same (run, sender, group, seq) was, whoever forwarded it (the
+ * bridges of an HA pair are distinct sources: each packet once across them). It stops
  * `--linger` ms after `expected` packets arrived (with -n 0: at the timeout, so that it
  * watches for packets that must not come), after --timeout seconds, or on SIGINT/SIGTERM,
  * and prints one summary line:
  *
  *   mcpkt: received=N bad=B dup=D imm_bad=I senders=K sources=S groups=G expected=E
  *
- * senders counts distinct (source address, source QPN, run, sender), sources distinct
+ * senders counts distinct (source address, source QPN, run, sender) (with --any-source:
+ * (run, sender)), sources distinct
  * (source address, source QPN) on the wire, groups the groups that got a packet. Exit 0
  * when bad, dup and imm_bad are 0 and received equals expected (when -n was given), else
  * 1; 2 for usage or setup errors. Receives are reposted as soon as their completion is
@@ -120,6 +123,7 @@ struct opts {
 	uint32_t delay_ms;
 	uint32_t timeout_s;
 	bool verify;
+	bool any_source; /* --any-source: a duplicate regardless of who forwarded it */
 	uint32_t linger_ms;
 	uint32_t rq;
 };
@@ -831,6 +835,10 @@ static void recv_one(struct receiver *rv, const struct ibv_wc *wc)
 	src_get(&rv->sources, &k, &created);
 	k.run = ntohl(h.run);
 	k.sender = ntohl(h.sender);
+	if (o->any_source) {
+		memset(k.addr, 0, sizeof(k.addr));
+		k.qpn = 0;
+	}
 	rec = src_get(&rv->senders, &k, &created);
 	if (src_mark(rec, (uint64_t)seq * rv->c->ngroups + gi))
 		rv->dup++;
@@ -981,7 +989,8 @@ static void usage(void)
 		"                  [--imm] [--rate pps] [--sendonly | --full] [--delay ms]\n"
 		"                  [--timeout s]\n"
 		"       mcpkt recv -b ADDR -g GROUP [-n expected] [--groups N] [--timeout s]\n"
-		"                  [--verify] [--imm] [--linger ms] [--rq depth] [--size max]\n");
+		"                  [--verify] [--imm] [--linger ms] [--rq depth] [--size max]\n"
+		"                  [--any-source]\n");
 	exit(2);
 }
 
@@ -1007,6 +1016,7 @@ enum {
 	OPT_DELAY,
 	OPT_TIMEOUT,
 	OPT_VERIFY,
+	OPT_ANY_SOURCE,
 	OPT_LINGER,
 	OPT_RQ,
 	OPT_SIZE,
@@ -1027,6 +1037,7 @@ int main(int argc, char **argv)
 		{"delay", required_argument, NULL, OPT_DELAY},
 		{"timeout", required_argument, NULL, OPT_TIMEOUT},
 		{"verify", no_argument, NULL, OPT_VERIFY},
+		{"any-source", no_argument, NULL, OPT_ANY_SOURCE},
 		{"linger", required_argument, NULL, OPT_LINGER},
 		{"rq", required_argument, NULL, OPT_RQ},
 		{"size", required_argument, NULL, OPT_SIZE},
@@ -1096,6 +1107,9 @@ int main(int argc, char **argv)
 		case OPT_VERIFY:
 			o.verify = true;
 			break;
+		case OPT_ANY_SOURCE:
+			o.any_source = true;
+			break;
 		case OPT_LINGER:
 			o.linger_ms = (uint32_t)parse_num("--linger", optarg, 0, 600000);
 			break;
@@ -1111,8 +1125,8 @@ int main(int argc, char **argv)
 	if (o.send) {
 		if (o.count < 0)
 			o.count = 1;
-		if (o.verify || o.linger_ms != DEF_LINGER_MS || o.rq != DEF_RQ)
-			die("--verify, --linger and --rq are receiver options");
+		if (o.verify || o.any_source || o.linger_ms != DEF_LINGER_MS || o.rq != DEF_RQ)
+			die("--verify, --any-source, --linger and --rq are receiver options");
 	} else {
 		if (o.nqps != 1 || o.rate || o.full || o.delay_ms)
 			die("--qps, --rate, --full and --delay are sender options");
