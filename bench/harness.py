@@ -439,6 +439,7 @@ def plots(outdir, results, builds, names):
         fig, ax = plt.subplots(figsize=(8, 4), dpi=80)
         xs = range(len(names))
         k = 0
+        anyval = False
         nbars = len(labels) * len(metrics)
         w = 0.8 / nbars
         for bi, lab in enumerate(labels):
@@ -455,14 +456,17 @@ def plots(outdir, results, builds, names):
                         lo.append(0)
                         hi.append(0)
                 pos = [x - 0.4 + w * (k + 0.5) for x in xs]
-                ax.bar(pos, med, w, yerr=[lo, hi], capsize=2,
-                       label="%s %s" % (lab, metric) if len(metrics) > 1 or len(labels) > 1
-                       else metric)
+                bars = ax.bar(pos, med, w, yerr=[lo, hi], capsize=2,
+                              label="%s %s" % (lab, metric) if len(metrics) > 1 or
+                              len(labels) > 1 else metric)
+                ax.bar_label(bars, labels=["%.3g" % m if m else "" for m in med],
+                             fontsize=6, padding=1)
                 k += 1
+                anyval = anyval or any(med)
         ax.set_xticks(list(xs))
         ax.set_xticklabels(names, rotation=20)
         ax.set_title(title + " (median, bars min-max)")
-        if metrics[0][0] == "p50":
+        if metrics[0][0] == "p50" and anyval:
             ax.set_yscale("log")
         ax.legend(fontsize=7)
         fig.tight_layout()
@@ -648,6 +652,9 @@ def main():
     except KeyboardInterrupt:
         log("harness: interrupted")
         return 130
+    except (BenchError, subprocess.CalledProcessError) as e:
+        log("harness: %s" % e)
+        return 1
     finally:
         fab.cleanup()
         if wt:
