@@ -583,6 +583,7 @@ def main():
                     if not args.no_callgrind:
                         steps.append(("callgrind", rep, n, b))
         errors = []
+        cg_detail = []
         t0 = time.monotonic()
         for i, (kind, rep, n, b) in enumerate(steps):
             sc = SCENARIOS[n]
@@ -602,6 +603,8 @@ def main():
                 else:
                     r = cg_run(args, fab, b["bridge"], sc, args.quick)
                     raw[n][b["label"]]["ipp"].append(r["ipp"])
+                    cg_detail.append({"scenario": n, "build": b["label"], "run": rep + 1,
+                                      "ir": r["ir"], "forwarded": r["fwd"]})
                     log("    %.0f instructions per forwarded packet (%s packets)" % (
                         r["ipp"], r["fwd"]))
             except BenchError as e:
@@ -620,6 +623,7 @@ def main():
             "scenarios": {n: SCENARIOS[n] for n in names},
             "results": results,
             "errors": errors,
+            "callgrind_runs": cg_detail,
         }
         if len(builds) == 2:
             doc["ratios_new_over_old"] = {
