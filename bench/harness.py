@@ -1,0 +1,696 @@
+#!/usr/bin/python3
+"""The bridge's benchmark harness: named scenarios, repeated and interleaved, on the
+simulated fabric (or real devices), with medians and spread, JSON, CSV and PNG plots,
+engine instructions per packet (callgrind), and a comparison of two builds.
+
+  bench/harness.py [-B BUILDDIR] [--baseline BUILDDIR|COMMIT] [-n REPS] [--quick]
+                   [-s SCENARIO,...] [--no-timed] [--no-callgrind] [-o OUTDIR]
+                   [-d IBDEV -r ROCEDEV --send-dev DEV --listen-dev DEV]
+
+Each scenario runs mcsender -> ib2roce -> mclisten (tools/, docs/mcsender.1,
+docs/mclisten.1): a rate phase (mcsender --rate 0, as fast as its send queues allow;
+the listener's received packets over the sender's duration) and a latency phase (a
+fixed offered rate, one-way latency percentiles from mclisten), then, under callgrind,
+the engine's instructions per forwarded packet: two runs of the bridge collecting only
+inside chan_burst with N and 3N packets offered, the difference of their instruction
+counts over the difference of their forwarded packets (start-up and first sightings
+cancel). Counted: every object but the simulated libibverbs/librdmacm (the ib2roce
+binary's own code, plus the libc and liburcu calls it makes: bench/cg_engine.awk with
+sim=).
+
+Runs are interleaved: for each repetition, each scenario, each build (A B A B ...), so
+that drift of the machine hits both builds alike. Only the bridge differs between the
+builds: the simulated fabric, mcsender and mclisten come from BUILDDIR.
+
+Results go to OUTDIR (default bench/results/harness-<date>, not in git): results.json,
+results.csv, rate.png, latency.png, ipp.png (python3-matplotlib). docs/benchmarks.md
+has the numbers of record.
+"""
+
+import argparse
+import csv
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# name: description, groups, streams per group, sender QPs, sizes, options.
+# "senders": distinct sender QPs through mcpkt processes (mcsender has at most 1024 QPs,
+# mcpkt 16384, simfabric 16384 QPs per process: 100 000 senders take 7 processes).
+SCENARIOS = {
+    "single": dict(desc="1 group, 1 sender, 64 B", groups=1, streams=1, qps=1, size="64"),
+    "mix": dict(desc="market-data mix: 16 groups x 8 senders interleaved, 64-1024 B",
+                groups=16, streams=8, qps=128, size="64,64,64,128,128,256,512,1024"),
+    "pgm": dict(desc="1 PGM ODATA stream, 128 B", groups=1, streams=1, qps=1, size="128",
+                pgm=True),
+    "senders100k": dict(desc="100 000 senders (mcpkt --qps), 1 group, 64 B", groups=1,
+                        mcpkt_senders=100000, size="64"),
+    "groups4096": dict(desc="4096 groups, 1 sender each (16 QPs), 64 B", groups=4096,
+                       streams=1, qps=16, size="64"),
+    "workers2": dict(desc="2 workers, 2 groups x 2 senders, 64 B", groups=2, streams=2,
+                     qps=4, size="64", workers=2),
+    "direct": dict(desc="no bridge: sender -> listener on the same fabric, 64 B", groups=1,
+                   streams=1, qps=1, size="64", direct=True),
+}
+QUICK_DEFAULT = ["single", "pgm"]
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def group_addrs(n):
+    return ["239.3.%d.%d" % (i // 256, i % 256) for i in range(n)]
+
+
+def build_info(builddir):
+    """Commit, build type and compiler of a meson build directory."""
+    info = {"builddir": builddir}
+    try:
+        d = json.load(open(os.path.join(builddir, "meson-info", "meson-info.json")))
+        src = d["directories"]["source"]
+    except (OSError, KeyError, ValueError):
+        src = SRC
+    for o in json.load(open(os.path.join(builddir, "meson-info", "intro-buildoptions.json"))):
+        if o["name"] == "buildtype":
+            info["buildtype"] = o["value"]
+    r = subprocess.run(["git", "-C", src, "describe", "--always", "--dirty", "--abbrev=12"],
+                       capture_output=True, text=True)
+    info["commit"] = r.stdout.strip() or "unknown"
+    cc = None
+    try:
+        for line in open(os.path.join(builddir, "build.ninja")):
+            m = re.match(r"\s*command = (\S+) .* -c \$in", line)
+            if m:
+                cc = m.group(1)
+                break
+    except OSError:
+        pass
+    if cc:
+        r = subprocess.run([cc, "--version"], capture_output=True, text=True)
+        info["compiler"] = r.stdout.splitlines()[0] if r.stdout else cc
+    else:
+        info["compiler"] = "unknown"
+    return info
+
+
+def machine_info():
+    cpu = platform.processor()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()
+    return {"cpu": cpu, "cpus": os.cpu_count(), "kernel": platform.release(),
+            "loadavg_at_start": [round(x, 2) for x in load]}
+
+
+class Fabric:
+    """Processes of one scenario run on the simulated fabric (or real devices)."""
+
+    def __init__(self, args, tools_build, tmp):
+        self.args = args
+        self.tools = tools_build
+        self.tmp = tmp
+        self.env = dict(os.environ)
+        if not args.real:
+            self.env["LD_LIBRARY_PATH"] = os.path.join(tools_build, "simfabric")
+            self.env["SIMFABRIC"] = "harness%d" % os.getpid()
+            self.env.pop("SIMFABRIC_TOPOLOGY", None)
+        self.procs = []
+
+    def reset(self):
+        if not self.args.real:
+            subprocess.run([os.path.join(self.tools, "simfabric", "simfab"), "reset"],
+                           env=self.env, capture_output=True)
+
+    def start(self, name, argv):
+        out = open(os.path.join(self.tmp, name + ".out"), "w")
+        err = open(os.path.join(self.tmp, name + ".err"), "w")
+        p = subprocess.Popen(argv, env=self.env, stdout=out, stderr=err)
+        p.name = name
+        self.procs.append(p)
+        return p
+
+    def text(self, name, kind="out"):
+        try:
+            return open(os.path.join(self.tmp, "%s.%s" % (name, kind))).read()
+        except OSError:
+            return ""
+
+    def wait_for(self, name, proc, pattern, count, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if len(re.findall(pattern, self.text(name, "err"), re.M)) >= count:
+                return
+            if proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise BenchError("%s: %d x '%s' not seen in %d s: %s" % (
+            name, count, pattern, timeout, self.text(name, "err")[-800:]))
+
+    def stop(self, proc, timeout=60):
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if proc in self.procs:
+            self.procs.remove(proc)
+
+    def cleanup(self):
+        for p in list(self.procs):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.procs = []
+        self.reset()
+
+
+def bridge_argv(args, bridge, sc, groups, ctl, cg_out=None):
+    a = []
+    if cg_out:
+        a = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg_out,
+             "--collect-atstart=no", "--toggle-collect=chan_burst"]
+    a += [bridge, "--debug", "--control", ctl, "-d", args.ib, "-r", args.roce,
+          "--workers", str(sc.get("workers", 1)),
+          "-e", "statint=0", "-e", "buffers=131072", "-e", "rqdepth=16384",
+          "-e", "senders=131072", "-e", "oversubscribe"]
+    for g in groups:
+        a += ["-m", g]
+    return a
+
+
+def bridge_counters(text):
+    """fwd_pkts of the input side (IB) from the bridge's final counter lines."""
+    m = re.search(r"^IB .*?\bfwd_pkts=(\d+)", text, re.M)
+    return int(m.group(1)) if m else None
+
+
+def start_bridge(fab, args, bridge, sc, groups, name, cg_out=None):
+    ctl = os.path.join(fab.tmp, name + ".sock")
+    p = fab.start(name, bridge_argv(args, bridge, sc, groups, ctl, cg_out))
+    t = 120 + len(groups) // 20 + (60 if cg_out else 0)
+    fab.wait_for(name, p, r"ib2roce info: IB joined ", len(groups), t)
+    fab.wait_for(name, p, r"ib2roce info: RoCE joined ", len(groups), t)
+    return p
+
+
+def sender_cmds(args, fab, sc, groups, count, rate, stream_id):
+    """Command lines of the senders: one mcsender, or mcpkt processes for many QPs."""
+    tools = fab.tools
+    if sc.get("mcpkt_senders"):
+        mcpkt = os.path.join(tools, "tests", "bridge", "mcpkt")
+        total = sc["mcpkt_senders"]
+        nproc = (total + 16383) // 16384
+        per = [total // nproc + (1 if i < total % nproc else 0) for i in range(nproc)]
+        # count packets per sender, at least 1; the processes run in turn.
+        n = max(1, count // total)
+        r = rate
+        cmds = []
+        for q in per:
+            c = [mcpkt, "send", "-b", args.mcpkt_addr, "-g", groups[0], "-n", str(n),
+                 "--qps", str(q), "-s", sc["size"], "--timeout", "600"]
+            if r:
+                c += ["--rate", str(r)]
+            cmds.append(c)
+        return cmds
+    c = [os.path.join(tools, "tools", "mcsender"), "-d" if not args.send_roce else "-r",
+         args.send_dev, "--json", "--clock", "monotonic", "-R", str(rate),
+         "-b", "1" if 0 < rate <= 20000 else "32",
+         "-S", sc["size"], "-N", str(sc["streams"]), "-Q", str(sc["qps"]),
+         "--stream-id", str(stream_id)]
+    nstreams = sc["streams"] * len(groups)
+    c += ["-n", str(max(1, count // nstreams))]
+    if sc.get("pgm"):
+        c += ["--pgm", "--spm-interval", "100"]
+    return [c + groups]
+
+
+def run_senders(fab, cmds, name):
+    """Runs the senders one after the other (simfabric has 16384 QPs in all: mcpkt
+    processes in turn, each with new QPNs, make 100 000 distinct senders)."""
+    t0 = time.monotonic()
+    ps = []
+    for i, c in enumerate(cmds):
+        p = fab.start("%s%d" % (name, i), c)
+        ps.append(p)
+        try:
+            p.wait(900)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        fab.procs.remove(p)
+    dt = time.monotonic() - t0
+    sent = 0
+    for i, p in enumerate(ps):
+        out = fab.text("%s%d" % (name, i))
+        if p.returncode != 0:
+            raise BenchError("%s%d exited %d: %s %s" % (name, i, p.returncode, out[-400:],
+                                                         fab.text("%s%d" % (name, i), "err")[-400:]))
+        m = re.search(r'"duration_s"\s*:\s*([0-9.eE+-]+)', out)
+        if m and len(ps) == 1:
+            dt = float(m.group(1))
+        m = re.search(r'"sent"\s*:\s*(\d+)|\bsent=(\d+)', out)
+        if m:
+            sent += int(m.group(1) or m.group(2))
+    return sent, dt
+
+
+def listen_argv(args, fab, sc, groups, busy):
+    # The direct path listens on the senders' fabric (InfiniBand), without the bridge.
+    dev = ["-d", args.direct_dev] if sc.get("direct") else ["-r", args.listen_dev]
+    return [os.path.join(fab.tools, "tools", "mclisten")] + dev + ["--json",
+            "--rq", "8192", "-D", "3600"] + (["--busy"] if busy else []) + groups
+
+
+def stream_id(s):
+    """mcsender's stream id of a stream of mclisten's report: "id:N", or for PGM
+    "tsi:GGGGGGGG4d43.PORT" (the GSI's first 4 bytes are the id of stream 0)."""
+    v = str(s.get("stream", ""))
+    try:
+        if v.startswith("id:"):
+            return int(v[3:])
+        if v.startswith("tsi:"):
+            return int(v[4:12], 16)
+    except ValueError:
+        pass
+    return None
+
+
+def percentiles(streams, lo, hi):
+    """Median over the streams with ids in [lo, hi) of each latency percentile (us)."""
+    keys = ("p50", "p90", "p99", "p99.9")
+    vals = {k: [] for k in keys}
+    for s in streams:
+        sid = stream_id(s)
+        if sid is None or not lo <= sid < hi:
+            continue
+        lat = s.get("latency_ns")
+        if not lat or not lat.get("count"):
+            continue
+        for k in keys:
+            if k in lat:
+                vals[k].append(lat[k] / 1000.0)
+    return {k: (statistics.median(v) if v else None) for k, v in vals.items()}
+
+
+def listen_report(fab, lst, name):
+    time.sleep(0.5)
+    fab.stop(lst)
+    out = fab.text(name)
+    try:
+        return json.loads(out[out.index("{"):])
+    except ValueError:
+        raise BenchError("mclisten: no JSON report: %s %s" % (
+            out[-400:], fab.text(name, "err")[-400:]))
+
+
+def timed_run(args, fab, bridge, sc, quick):
+    """A rate phase and a latency phase: {"rate_pps", "loss", "p50", ...}. Each phase
+    has a listener of its own."""
+    groups = group_addrs(sc["groups"])
+    fab.reset()
+    b = None
+    try:
+        if not sc.get("direct"):
+            b = start_bridge(fab, args, bridge, sc, groups, "bridge")
+        lst = fab.start("listen", listen_argv(args, fab, sc, groups, True))
+        fab.wait_for("listen", lst, r"mclisten: joined", 1, 120)
+        count = args.count if not quick else 20000
+        if sc.get("mcpkt_senders"):
+            count = max(count, 2 * sc["mcpkt_senders"])
+        sent, dt = run_senders(fab, sender_cmds(args, fab, sc, groups, count, 0, 1000000),
+                               "send_rate")
+        rep = listen_report(fab, lst, "listen")
+        streams = rep.get("streams", [])
+        res = {"sent": sent, "sender_s": dt}
+        if sc.get("mcpkt_senders"):
+            rx = sum(g.get("packets", 0) for g in rep.get("groups", []))
+        else:
+            # From the first to the last packet at the listener: the longest stream's.
+            rx = sum(s.get("received", 0) for s in streams)
+            dt = max((s["received"] / s["rate_pps"] for s in streams
+                      if s.get("rate_pps")), default=dt)
+        res["received"] = rx
+        # mcpkt processes spend most of their time creating QPs: no rate for them.
+        res["rate_pps"] = rx / dt if dt > 0 and not sc.get("mcpkt_senders") else None
+        res["loss"] = max(0.0, 1.0 - rx / sent) if sent else None
+        if not sc.get("mcpkt_senders"):
+            # Packets of the rate phase still queued in the bridge reach the second
+            # listener too: they settle first, and only the latency phase's streams
+            # (ids from 2000000) count.
+            time.sleep(1)
+            lst = fab.start("listen2", listen_argv(args, fab, sc, groups, False))
+            fab.wait_for("listen2", lst, r"mclisten: joined", 1, 120)
+            lcount = args.lat_count if not quick else 1000
+            lcount = max(lcount, 4 * sc["streams"] * len(groups))
+            run_senders(fab, sender_cmds(args, fab, sc, groups, lcount, args.lat_rate,
+                                         2000000), "send_lat")
+            res.update(percentiles(listen_report(fab, lst, "listen2").get("streams", []),
+                                   2000000, 3000000))
+        return res
+    finally:
+        if b is not None:
+            fab.stop(b)
+        fab.cleanup()
+
+
+def cg_count(args, fab, bridge, sc, count, tag):
+    """Engine instructions and forwarded packets of one callgrind run."""
+    groups = group_addrs(sc["groups"])
+    cg_out = os.path.join(fab.tmp, "cg.%s" % tag)
+    fab.reset()
+    try:
+        b = start_bridge(fab, args, bridge, sc, groups, "cgbridge", cg_out)
+        run_senders(fab, sender_cmds(args, fab, sc, groups, count, args.cg_rate,
+                                     3000000), "cgsend")
+        time.sleep(2)
+        fab.stop(b, 300)
+        fwd = bridge_counters(fab.text("cgbridge"))
+        if fwd is None:
+            raise BenchError("callgrind bridge: no final counters: %s" %
+                             fab.text("cgbridge", "err")[-600:])
+        r = subprocess.run(["awk", "-v", "obj=ib2roce", "-v", "sim=/simfabric/|libibverbs|librdmacm",
+                            "-f", os.path.join(SRC, "bench", "cg_engine.awk"), cg_out],
+                           capture_output=True, text=True, check=True)
+        return int(r.stdout.strip()), fwd
+    finally:
+        fab.cleanup()
+        for f in os.listdir(fab.tmp) if not args.keep else []:
+            if f.startswith("cg.%s" % tag):
+                os.unlink(os.path.join(fab.tmp, f))
+
+
+def cg_run(args, fab, bridge, sc, quick):
+    n = 4000 if quick else 40000
+    if sc.get("mcpkt_senders"):
+        n = 2 * sc["mcpkt_senders"]
+    elif sc["groups"] * sc["streams"] > n // 10:
+        n = 10 * sc["groups"] * sc["streams"]
+    ia, fa = cg_count(args, fab, bridge, sc, n, "a")
+    ib, fb = cg_count(args, fab, bridge, sc, 3 * n, "b")
+    if fb <= fa:
+        raise BenchError("callgrind: the second run forwarded no more packets (%d, %d)" % (fa, fb))
+    return {"ipp": (ib - ia) / (fb - fa), "ir": [ia, ib], "fwd": [fa, fb]}
+
+
+def summarize(vals):
+    v = sorted(x for x in vals if x is not None)
+    if not v:
+        return None
+    q = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else [v[0]] * 3
+    return {"median": statistics.median(v), "min": v[0], "max": v[-1], "q1": q[0],
+            "q3": q[2], "n": len(v), "runs": vals}
+
+
+METRICS = ["rate_pps", "loss", "p50", "p90", "p99", "p99.9", "ipp"]
+
+
+def prepare_baseline(spec, tmpdir, buildtype):
+    """A build directory for --baseline: a directory as is, or a commit built in a
+    temporary git worktree."""
+    if os.path.isdir(spec) and os.path.exists(os.path.join(spec, "build.ninja")):
+        return os.path.abspath(spec), None
+    r = subprocess.run(["git", "-C", SRC, "rev-parse", "--verify", spec + "^{commit}"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BenchError("--baseline %s: neither a build directory nor a commit" % spec)
+    wt = os.path.join(tmpdir, "baseline-src")
+    subprocess.run(["git", "-C", SRC, "worktree", "add", "--detach", wt, r.stdout.strip()],
+                   check=True, capture_output=True)
+    bd = os.path.join(wt, "build")
+    log("harness: building baseline %s in %s" % (spec, bd))
+    subprocess.run(["meson", "setup", "--buildtype", buildtype, bd, wt], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run(["nice", "ninja", "-C", bd, "control/ib2roce"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return bd, wt
+
+
+def plots(outdir, results, builds, names):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [b["label"] for b in builds]
+    width = 0.8 / len(labels)
+    specs = [("rate.png", "forwarded rate (Mpps at the listener)", [("rate_pps", 1e-6)]),
+             ("latency.png", "one-way latency (us): p50, p90, p99",
+              [("p50", 1), ("p90", 1), ("p99", 1)]),
+             ("ipp.png", "engine instructions per forwarded packet", [("ipp", 1)])]
+    for fname, title, metrics in specs:
+        fig, ax = plt.subplots(figsize=(8, 4), dpi=80)
+        xs = range(len(names))
+        k = 0
+        anyval = False
+        nbars = len(labels) * len(metrics)
+        w = 0.8 / nbars
+        for bi, lab in enumerate(labels):
+            for metric, scale in metrics:
+                med, lo, hi = [], [], []
+                for n in names:
+                    s = results[n][lab].get(metric)
+                    if s:
+                        med.append(s["median"] * scale)
+                        lo.append((s["median"] - s["min"]) * scale)
+                        hi.append((s["max"] - s["median"]) * scale)
+                    else:
+                        med.append(0)
+                        lo.append(0)
+                        hi.append(0)
+                pos = [x - 0.4 + w * (k + 0.5) for x in xs]
+                bars = ax.bar(pos, med, w, yerr=[lo, hi], capsize=2,
+                              label="%s %s" % (lab, metric) if len(metrics) > 1 or
+                              len(labels) > 1 else metric)
+                ax.bar_label(bars, labels=["%.3g" % m if m else "" for m in med],
+                             fontsize=6, padding=1)
+                k += 1
+                anyval = anyval or any(med)
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels(names, rotation=20)
+        ax.set_title(title + " (median, bars min-max)")
+        if metrics[0][0] == "p50" and anyval:
+            ax.set_yscale("log")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, fname))
+        plt.close(fig)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="scenarios: " + ", ".join(
+                                     "%s (%s)" % (k, v["desc"]) for k, v in SCENARIOS.items()))
+    ap.add_argument("-B", "--build", default="build", help="build directory (default build)")
+    ap.add_argument("--baseline", help="build directory or git commit to compare with")
+    ap.add_argument("-n", "--runs", type=int, default=5, help="repetitions (default 5)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 1 repetition, few packets, scenarios single,pgm")
+    ap.add_argument("-s", "--scenarios", help="comma-separated names (default all)")
+    ap.add_argument("--no-timed", action="store_true", help="callgrind only")
+    ap.add_argument("--no-callgrind", action="store_true", help="timed runs only")
+    ap.add_argument("-o", "--outdir", help="result directory")
+    ap.add_argument("--count", type=int, default=400000, help="packets of a rate phase")
+    ap.add_argument("--lat-count", type=int, default=5000, help="packets of a latency phase")
+    ap.add_argument("--lat-rate", type=int, default=10000, help="pps of a latency phase")
+    ap.add_argument("--cg-rate", type=int, default=500000, help="pps offered under callgrind")
+    ap.add_argument("--cg-runs", type=int, default=2,
+                    help="repetitions of the callgrind measurement (default 2)")
+    ap.add_argument("-d", "--ib", default=None, help="bridge's InfiniBand device (real)")
+    ap.add_argument("-r", "--roce", default=None, help="bridge's RoCE device (real)")
+    ap.add_argument("--send-dev", default="sim_ib1", help="IB device of the senders")
+    ap.add_argument("--listen-dev", default="sim_roce2", help="RoCE device of the listener")
+    ap.add_argument("--direct-dev", default="sim_ib2",
+                    help="IB device of the listener of the direct path")
+    ap.add_argument("--mcpkt-addr", default="198.18.0.2", help="IPv4 of --send-dev (mcpkt)")
+    ap.add_argument("--keep", action="store_true",
+                    help="keep the processes' output (a temporary directory)")
+    args = ap.parse_args()
+
+    args.real = bool(args.ib or args.roce)
+    if args.real and not (args.ib and args.roce):
+        ap.error("-d and -r go together")
+    args.ib = args.ib or "sim_ib0"
+    args.roce = args.roce or "sim_roce0"
+    args.send_roce = False
+    if args.runs < 1:
+        ap.error("-n needs a positive number")
+    names = args.scenarios.split(",") if args.scenarios else (
+        QUICK_DEFAULT if args.quick else list(SCENARIOS))
+    for n in names:
+        if n not in SCENARIOS:
+            ap.error("unknown scenario '%s' (known: %s)" % (n, ", ".join(SCENARIOS)))
+    runs = 1 if args.quick else args.runs
+    build = os.path.abspath(args.build)
+    for f in ("control/ib2roce", "tools/mcsender", "tools/mclisten", "simfabric/simfab"):
+        if not os.access(os.path.join(build, f), os.X_OK):
+            ap.error("build first: missing %s/%s" % (build, f))
+    if not args.no_callgrind and not shutil.which("valgrind"):
+        ap.error("valgrind missing (or --no-callgrind)")
+
+    tmp = tempfile.mkdtemp(prefix="harness.")
+    wt = None
+    fab = Fabric(args, build, tmp)
+
+    def on_term(sig, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        binfo = build_info(build)
+        builds = [dict(label="new", bridge=os.path.join(build, "control", "ib2roce"), **binfo)]
+        if args.baseline:
+            bd, wt = prepare_baseline(args.baseline, tmp, binfo.get("buildtype", "debugoptimized"))
+            bi = build_info(bd)
+            builds.insert(0, dict(label="old", bridge=os.path.join(bd, "control", "ib2roce"),
+                                  **bi))
+        outdir = args.outdir or os.path.join(
+            SRC, "bench", "results", "harness-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()))
+        os.makedirs(outdir, exist_ok=True)
+
+        raw = {n: {b["label"]: {m: [] for m in METRICS} for b in builds} for n in names}
+        steps = []
+        for rep in range(runs):
+            for n in names:
+                for b in builds:
+                    if not args.no_timed:
+                        steps.append(("timed", rep, n, b))
+        for rep in range(1 if args.quick else args.cg_runs):
+            for n in names:
+                if SCENARIOS[n].get("direct"):
+                    continue
+                for b in builds:
+                    if not args.no_callgrind:
+                        steps.append(("callgrind", rep, n, b))
+        errors = []
+        cg_detail = []
+        t0 = time.monotonic()
+        for i, (kind, rep, n, b) in enumerate(steps):
+            sc = SCENARIOS[n]
+            el = time.monotonic() - t0
+            log("[%d/%d %4.0fs] %s %s %s run %d" % (i + 1, len(steps), el, kind, n, b["label"],
+                                                   rep + 1))
+            try:
+                if kind == "timed":
+                    r = timed_run(args, fab, b["bridge"], sc, args.quick)
+                    for m in METRICS[:-1]:
+                        raw[n][b["label"]][m].append(r.get(m))
+                    lat = r.get("p50")
+                    log("    %s Mpps, loss %.1f%%, latency p50 %s us" % (
+                        "%.3f" % (r["rate_pps"] / 1e6) if r["rate_pps"] is not None else "-",
+                        100 * (r["loss"] or 0),
+                        "%.1f" % lat if lat is not None else "-"))
+                else:
+                    r = cg_run(args, fab, b["bridge"], sc, args.quick)
+                    raw[n][b["label"]]["ipp"].append(r["ipp"])
+                    cg_detail.append({"scenario": n, "build": b["label"], "run": rep + 1,
+                                      "ir": r["ir"], "forwarded": r["fwd"]})
+                    log("    %.0f instructions per forwarded packet (%s packets)" % (
+                        r["ipp"], r["fwd"]))
+            except BenchError as e:
+                log("    failed: %s" % e)
+                errors.append({"step": kind, "scenario": n, "build": b["label"], "run": rep + 1,
+                               "error": str(e)})
+
+        results = {n: {b["label"]: {m: summarize(raw[n][b["label"]][m]) for m in METRICS}
+                       for b in builds} for n in names}
+        doc = {
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "command": " ".join([os.path.relpath(sys.argv[0], SRC)] + sys.argv[1:]),
+            "machine": machine_info(),
+            "builds": [{k: v for k, v in b.items()} for b in builds],
+            "runs": runs,
+            "scenarios": {n: SCENARIOS[n] for n in names},
+            "results": results,
+            "errors": errors,
+            "callgrind_runs": cg_detail,
+        }
+        if len(builds) == 2:
+            doc["ratios_new_over_old"] = {
+                n: {m: (results[n]["new"][m]["median"] / results[n]["old"][m]["median"]
+                        if results[n]["new"][m] and results[n]["old"][m]
+                        and results[n]["old"][m]["median"] else None) for m in METRICS}
+                for n in names}
+        with open(os.path.join(outdir, "results.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        with open(os.path.join(outdir, "results.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["scenario", "build", "commit", "buildtype", "compiler", "cpu", "kernel",
+                        "metric", "median", "min", "max", "q1", "q3", "n"])
+            for n in names:
+                for b in builds:
+                    for m in METRICS:
+                        s = results[n][b["label"]][m]
+                        if s:
+                            w.writerow([n, b["label"], b["commit"], b.get("buildtype"),
+                                        b["compiler"], doc["machine"]["cpu"],
+                                        doc["machine"]["kernel"], m] +
+                                       ["%.6g" % s[k] for k in ("median", "min", "max", "q1",
+                                                                "q3")] + [s["n"]])
+        plots(outdir, results, builds, names)
+
+        # The table.
+        print("%-12s %-4s %10s %8s %8s %8s %8s %6s" % (
+            "scenario", "", "Mpps", "loss%", "p50 us", "p99 us", "instr/pkt", ""))
+        for n in names:
+            for b in builds:
+                s = results[n][b["label"]]
+
+                def f(m, scale=1.0, fmt="%.2f"):
+                    return (fmt % (s[m]["median"] * scale)) if s[m] else "-"
+
+                spread = ("[%.2f-%.2f]" % (s["rate_pps"]["min"] / 1e6, s["rate_pps"]["max"] / 1e6)
+                          if s["rate_pps"] else "")
+                print("%-12s %-4s %10s %8s %8s %8s %8s  %s" % (
+                    n, b["label"], f("rate_pps", 1e-6, "%.3f"), f("loss", 100, "%.1f"),
+                    f("p50", 1, "%.1f"), f("p99", 1, "%.1f"), f("ipp", 1, "%.0f"), spread))
+            if len(builds) == 2:
+                r = doc["ratios_new_over_old"][n]
+                print("%-12s %-4s %10s %8s %8s %8s %8s" % (
+                    "", "new/old", *["%.3f" % r[m] if r[m] else "-"
+                                     for m in ("rate_pps", "loss", "p50", "p99", "ipp")]))
+        print("results: %s (%s runs, %s)" % (outdir, runs, binfo["commit"]))
+        if errors:
+            print("%d step(s) failed: see errors in results.json" % len(errors))
+            return 1
+        return 0
+    except KeyboardInterrupt:
+        log("harness: interrupted")
+        return 130
+    except (BenchError, subprocess.CalledProcessError) as e:
+        log("harness: %s" % e)
+        return 1
+    finally:
+        fab.cleanup()
+        if wt:
+            subprocess.run(["git", "-C", SRC, "worktree", "remove", "--force", wt],
+                           capture_output=True)
+        if args.keep:
+            log("harness: kept %s" % tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
