@@ -245,6 +245,39 @@ void capture_status(struct capture *cap, FILE *out)
 	fprintf(out, "capture %s\n", capturing ? "running" : "idle");
 }
 
+/* ha (control/ha.c sets roles on real groups and talks to a peer): one partition,
+ * "default", no peer; each answer is one line, as the real ones end. */
+int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, const char *reason,
+		FILE *out)
+{
+	(void)ha;
+	(void)c;
+	(void)reason;
+	if (name && strcmp(name, "default")) {
+		fprintf(out, "role: no partition '%s'\n", name);
+		return -ENOENT;
+	}
+	fprintf(out, "partition default: %s\n", standby ? "standby" : "active");
+	return 0;
+}
+
+int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, FILE *out)
+{
+	(void)ha;
+	(void)c;
+	(void)name;
+	(void)why;
+	fprintf(out, "handover: no peer (--ha-peer-control)\n");
+	return -EINVAL;
+}
+
+void ha_show(struct ha *ha, struct ctl *c, FILE *out)
+{
+	(void)ha;
+	(void)c;
+	fprintf(out, "partition default active\n");
+}
+
 /* ---- The harness ---- */
 
 static struct pool pool;
