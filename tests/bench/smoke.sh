@@ -7,6 +7,10 @@
 set -eu
 build=$1
 src=$2
+if [ -n "${BENCH_SANITIZED:-}" ]; then
+	echo "bench-smoke: SKIP: a sanitizer build is not measured (callgrind cannot run ASan)"
+	exit 77
+fi
 out=$(mktemp -d "${TMPDIR:-/tmp}/bench-smoke.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 

@@ -807,13 +807,15 @@ static void recv_one(struct receiver *rv, const struct ibv_wc *wc)
 		k.addr[10] = k.addr[11] = 0xff;
 		memcpy(k.addr + 12, p + IPV4_SRC_OFF, 4);
 	} else {
-		const struct ibv_grh *grh = (const struct ibv_grh *)p;
+		/* Copied out: receive buffers of odd sizes leave the GRH unaligned. */
+		struct ibv_grh grh;
 
-		if (memcmp(grh->dgid.raw, g->mgid.raw, 16)) {
+		memcpy(&grh, p, sizeof(grh));
+		if (memcmp(grh.dgid.raw, g->mgid.raw, 16)) {
 			recv_bad(rv, "GRH destination is not the header's group", &h);
 			return;
 		}
-		memcpy(k.addr, grh->sgid.raw, 16);
+		memcpy(k.addr, grh.sgid.raw, 16);
 	}
 	if (ntohl(h.csum) != payload_csum(pl, len)) {
 		recv_bad(rv, "checksum", &h);
