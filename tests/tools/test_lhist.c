@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "../pgm/tap.h"
+#include "../tap.h"
 #include "lhist.h"
 
 int main(void)

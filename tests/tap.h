@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * tap.h - minimal TAP output for the control/ unit tests. Each check prints "ok N" or
- * "not ok N - file:line: expression" with what was found; tap_done() prints the plan
- * and returns the exit status (non-zero when anything failed).
+ * tap.h - minimal TAP output for the unit tests of control/ and pgm/ (and the tests
+ * that use their helpers: console, placement). Each check prints "ok N" or
+ * "not ok N - file:line: expression" with what was found; tap_done() prints the plan and
+ * returns the exit status (non-zero when anything failed). Found through the include
+ * path (tests_inc in tests/meson.build): one copy for every suite.
  */
-#ifndef TESTS_CONTROL_TAP_H
-#define TESTS_CONTROL_TAP_H
+#ifndef TESTS_TAP_H
+#define TESTS_TAP_H
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,12 +29,18 @@ static inline int tap_result(int ok, const char *file, int line, const char *wha
 
 #define CHECK(cond) tap_result(!!(cond), __FILE__, __LINE__, #cond)
 
-/* Compare two integers, print both on failure. */
+/*
+ * Compare two integers, print both on failure (signed and in hex: the same test serves
+ * counters, offsets and protocol fields). Equal as 64-bit patterns, so signed and
+ * unsigned operands of any width compare as C's conversions make them.
+ */
 #define CHECK_EQ(a, b)                                                                             \
 	do {                                                                                       \
-		int64_t va_ = (int64_t)(a), vb_ = (int64_t)(b);                                    \
+		uint64_t va_ = (uint64_t)(a), vb_ = (uint64_t)(b);                                 \
 		if (!tap_result(va_ == vb_, __FILE__, __LINE__, #a " == " #b))                     \
-			printf("#   got %" PRId64 ", want %" PRId64 "\n", va_, vb_);               \
+			printf("#   got %" PRId64 " (0x%" PRIx64 "), want %" PRId64 " (0x%" PRIx64 \
+			       ")\n",                                                              \
+			       (int64_t)va_, va_, (int64_t)vb_, vb_);                              \
 	} while (0)
 
 /* Compare two strings, print both on failure. */
@@ -62,4 +70,4 @@ static inline int tap_done(void)
 	return tap_failed ? 1 : 0;
 }
 
-#endif /* TESTS_CONTROL_TAP_H */
+#endif /* TESTS_TAP_H */
