@@ -3,14 +3,19 @@
 #
 # run_fuzz.sh SOURCE_ROOT WORK_DIR TARGET
 #
-# Build the libFuzzer target TARGET (config: the configuration file parser, fuzz_config.c;
-# console: the console's command path, fuzz_console.c) with clang
-# (-fsanitize=fuzzer,address,undefined, UB fatal) and run it for FUZZ_SECONDS (default
-# 30) from the checked-in seed corpus (tests/fuzz/corpus-TARGET, read-only) plus a
-# scratch corpus in WORK_DIR/TARGET. Fails on any crash, broken invariant, sanitizer
-# report, leak or timeout; a reproducer is left in WORK_DIR/TARGET/artifacts (run
-# WORK_DIR/TARGET/fuzz_TARGET FILE to replay it). Exits 77 when clang or its fuzzer
-# runtime is missing. The PGM parser's fuzzer is tests/pgm/run_fuzz.sh.
+# Build the libFuzzer target TARGET with clang (-fsanitize=fuzzer,address,undefined, UB
+# fatal) and run it from its checked-in seed corpus (read-only) plus a scratch corpus in
+# WORK_DIR/TARGET:
+#   config   the configuration file parser (tests/fuzz/fuzz_config.c,
+#            corpus tests/fuzz/corpus-config), FUZZ_SECONDS (default 30)
+#   console  the console's command path (tests/fuzz/fuzz_console.c,
+#            corpus tests/fuzz/corpus-console), FUZZ_SECONDS (default 30)
+#   pgm      the PGM parser (tests/pgm/fuzz_pgm_parse.c, corpus tests/pgm/corpus),
+#            PGM_FUZZ_SECONDS (default 60)
+# Fails on any crash, broken invariant, sanitizer report, leak or timeout; a reproducer
+# is left in WORK_DIR/TARGET/artifacts (run WORK_DIR/TARGET/fuzz_TARGET FILE to replay
+# it). Exits 77 when clang or its fuzzer runtime is missing. FUZZ_CC (PGM_FUZZ_CC for
+# pgm) names another compiler.
 set -eu
 
 src=$1
@@ -18,9 +23,8 @@ target=$3
 work=$2/$target
 seconds=${FUZZ_SECONDS:-30}
 cc=${FUZZ_CC:-clang}
-
-command -v "$cc" >/dev/null 2>&1 || { echo "run_fuzz: $cc not installed, skipping"; exit 77; }
-command -v pkg-config >/dev/null 2>&1 || { echo "run_fuzz: no pkg-config, skipping"; exit 77; }
+fuzzer=$src/tests/fuzz/fuzz_$target.c
+corpus=$src/tests/fuzz/corpus-$target
 
 case $target in
 config)
@@ -32,11 +36,22 @@ console)
 		engine/mgid.c tests/control/fixture.c"
 	maxlen=16384
 	;;
+pgm)
+	sources="pgm/build.c pgm/checksum.c pgm/parse.c pgm/rewrite.c pgm/stream.c"
+	maxlen=8192
+	seconds=${PGM_FUZZ_SECONDS:-60}
+	cc=${PGM_FUZZ_CC:-clang}
+	fuzzer=$src/tests/pgm/fuzz_pgm_parse.c
+	corpus=$src/tests/pgm/corpus
+	;;
 *)
-	echo "run_fuzz: unknown target '$target' (config, console)"
+	echo "run_fuzz: unknown target '$target' (config, console, pgm)"
 	exit 2
 	;;
 esac
+
+command -v "$cc" >/dev/null 2>&1 || { echo "run_fuzz: $cc not installed, skipping"; exit 77; }
+command -v pkg-config >/dev/null 2>&1 || { echo "run_fuzz: no pkg-config, skipping"; exit 77; }
 
 rm -rf "$work/artifacts"
 mkdir -p "$work/corpus" "$work/artifacts"
@@ -50,7 +65,7 @@ if ! "$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -D_LGPL_SOURCE -Wall -Wextra -Werror 
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 	-I"$src/control" -I"$src/engine" -I"$src/pool" -I"$src/pgm" -I"$src/tests/control" \
 	$(pkg-config --cflags liburcu-qsbr liburcu-cds libibverbs) \
-	$paths "$src/tests/fuzz/fuzz_$target.c" \
+	$paths "$fuzzer" \
 	$(pkg-config --libs liburcu-qsbr liburcu-cds) -lpthread -o "$bin" 2>"$work/build.log"; then
 	if grep -q -e 'fuzzer' -e 'clang_rt' "$work/build.log"; then
 		echo "run_fuzz: $cc cannot link libFuzzer (libclang-rt-*-dev missing?), skipping"
@@ -64,7 +79,7 @@ fi
 echo "run_fuzz: fuzzing $target for ${seconds}s"
 start=$(date +%s)
 status=0
-"$bin" "$work/corpus" "$src/tests/fuzz/corpus-$target" \
+"$bin" "$work/corpus" "$corpus" \
 	-max_total_time="$seconds" -max_len=$maxlen -timeout=10 -rss_limit_mb=2048 \
 	-error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 \
 	-artifact_prefix="$work/artifacts/" >"$work/fuzz.log" 2>&1 || status=$?
