@@ -4,7 +4,8 @@
 # (RoCE) given as OpenFabrics OS devices in the XML (not opened: no RDMA device needed),
 # isolated CPUs and RT throttling read under IB2ROCE_SYSFS_ROOT, the allowed CPUs given
 # with --allowed-cpus (the machines have more CPUs than the one running the test).
-# The printed plan is compared line by line.
+# The printed plan is compared line by line with expected/CASE-N.plan (the N-th full
+# plan of the case; the other checks look for single lines).
 #
 # Usage: plan.sh CASE (see the case statement). Environment: IB2ROCE, the bridge.
 #
@@ -47,9 +48,9 @@ plan() {
 	[ "$got" = "$rc" ] || fail "$xml $*: exit status $got, expected $rc"
 }
 
-# expect: stdout is exactly stdin.
+# expect NAME: stdout is exactly the plan in expected/NAME.plan.
 expect() {
-	diff -u - "$tmp/out" >"$tmp/diff" || {
+	diff -u "$here/expected/$1.plan" "$tmp/out" >"$tmp/diff" || {
 		cat "$tmp/diff" >&2
 		fail "the plan differs (diff above: - expected, + printed)"
 	}
@@ -69,18 +70,7 @@ case ${1:-} in
 one-socket)
 	# 1 package, no SMT: the control thread on CPU 0, workers on the next cores
 	plan one-socket.xml 0 --allowed-cpus 0-3 -m 239.1.1.1 --workers 2
-	expect <<'E'
-topology: 1 NUMA node, 1 package, 4 cores, 4 CPUs
-allowed CPUs: 0-3 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: node 0, local CPUs 0-3 (topology)
-RoCE NIC: node 0, local CPUs 0-3 (topology)
-node: 0: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0         1    1    0 no       local to the NIC's node 0
-1         2    2    0 no       local to the NIC's node 0
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated
-E
+	expect one-socket-1
 	# the order given, ranges expanded; SMT siblings in a forced list are only warned about
 	plan two-socket-smt.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 3 --cpus 12,8-9
 	expect_out "0        12    6    1 no       --cpus"
@@ -91,108 +81,30 @@ E
 two-socket-smt)
 	# NICs on node 1: workers on its cores, one per core, siblings idle; control off node 1
 	plan two-socket-smt.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 2
-	expect <<'E'
-topology: 2 NUMA nodes, 2 packages, 8 cores, 16 CPUs
-allowed CPUs: 0-15 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: node 1, local CPUs 8-15 (topology)
-RoCE NIC: node 1, local CPUs 8-15 (topology)
-node: 1: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0         8    4    1 no       local to the NIC's node 1
-1        10    5    1 no       local to the NIC's node 1
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated, off the workers' node
-idle: CPU 9: SMT sibling of worker 0 (CPU 8)
-idle: CPU 11: SMT sibling of worker 1 (CPU 10)
-E
+	expect two-socket-smt-1
 	;;
 isolated)
 	# isolated (isolated + nohz_full) CPUs first; the control thread not on one
 	echo 4-5 >"$root/sys/devices/system/cpu/isolated"
 	echo 6-7 >"$root/sys/devices/system/cpu/nohz_full"
 	plan eight-cores.xml 0 --allowed-cpus 0-7 -m 239.1.1.1 --workers 3
-	expect <<'E'
-topology: 1 NUMA node, 1 package, 8 cores, 8 CPUs
-allowed CPUs: 0-7 (--allowed-cpus)
-isolated CPUs: 4-7
-IB NIC: node 0, local CPUs 0-7 (topology)
-RoCE NIC: node 0, local CPUs 0-7 (topology)
-node: 0: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0         4    4    0 yes      local to the NIC's node 0
-1         5    5    0 yes      local to the NIC's node 0
-2         6    6    0 yes      local to the NIC's node 0
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated
-E
+	expect isolated-1
 	rm "$root/sys/devices/system/cpu/isolated"
 	rm "$root/sys/devices/system/cpu/nohz_full"
 	echo 4-7 >"$root/sys/devices/system/cpu/isolated"
 	plan eight-cores.xml 0 --allowed-cpus 0-7 -m 239.1.1.1 --workers 5
-	expect <<'E'
-topology: 1 NUMA node, 1 package, 8 cores, 8 CPUs
-allowed CPUs: 0-7 (--allowed-cpus)
-isolated CPUs: 4-7
-IB NIC: node 0, local CPUs 0-7 (topology)
-RoCE NIC: node 0, local CPUs 0-7 (topology)
-node: 0: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0         4    4    0 yes      local to the NIC's node 0
-1         5    5    0 yes      local to the NIC's node 0
-2         6    6    0 yes      local to the NIC's node 0
-3         7    7    0 yes      local to the NIC's node 0
-4         1    1    0 no       local to the NIC's node 0
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated
-warning: worker 4 on CPU 1: not isolated, no isolated core is left
-E
+	expect isolated-2
 	rm "$root/sys/devices/system/cpu/isolated"
 	;;
 allowed-remote)
 	# an allowed mask without the NICs' node: remote cores, with warnings
 	plan two-socket-smt.xml 0 --allowed-cpus 0-7 -m 239.1.1.1 --workers 2
-	expect <<'E'
-topology: 2 NUMA nodes, 2 packages, 8 cores, 16 CPUs
-allowed CPUs: 0-7 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: node 1, local CPUs 8-15 (topology)
-RoCE NIC: node 1, local CPUs 8-15 (topology)
-node: 1: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0         2    1    0 no       remote: node 1 has 0 free cores for 2 workers
-1         4    2    0 no       remote: node 1 has 0 free cores for 2 workers
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated, off the workers' node
-idle: CPU 3: SMT sibling of worker 0 (CPU 2)
-idle: CPU 5: SMT sibling of worker 1 (CPU 4)
-warning: worker 0 on CPU 2 (node 0): remote: node 1 has 0 free cores for 2 workers
-warning: worker 1 on CPU 4 (node 0): remote: node 1 has 0 free cores for 2 workers
-E
+	expect allowed-remote-1
 	;;
 more-workers)
 	# more workers than local cores: then remote cores; more than cores: refused unless oversubscribe
 	plan two-socket-smt.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 6
-	expect <<'E'
-topology: 2 NUMA nodes, 2 packages, 8 cores, 16 CPUs
-allowed CPUs: 0-15 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: node 1, local CPUs 8-15 (topology)
-RoCE NIC: node 1, local CPUs 8-15 (topology)
-node: 1: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0         8    4    1 no       local to the NIC's node 1
-1        10    5    1 no       local to the NIC's node 1
-2        12    6    1 no       local to the NIC's node 1
-3        14    7    1 no       local to the NIC's node 1
-4         2    1    0 no       remote: node 1 has 4 free cores for 6 workers
-5         4    2    0 no       remote: node 1 has 4 free cores for 6 workers
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated, off the workers' node
-idle: CPU 9: SMT sibling of worker 0 (CPU 8)
-idle: CPU 11: SMT sibling of worker 1 (CPU 10)
-idle: CPU 13: SMT sibling of worker 2 (CPU 12)
-idle: CPU 15: SMT sibling of worker 3 (CPU 14)
-idle: CPU 3: SMT sibling of worker 4 (CPU 2)
-idle: CPU 5: SMT sibling of worker 5 (CPU 4)
-warning: worker 4 on CPU 2 (node 0): remote: node 1 has 4 free cores for 6 workers
-warning: worker 5 on CPU 4 (node 0): remote: node 1 has 4 free cores for 6 workers
-E
+	expect more-workers-1
 	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 8
 	expect_err '8 workers need 8 physical cores, 7 are free (allowed CPUs 0-15, the control thread on CPU 0): use fewer --workers, or --enable oversubscribe'
 	plan two-socket-smt.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 8 -e oversubscribe
@@ -202,37 +114,9 @@ E
 split-nics)
 	# IB and RoCE NICs on different nodes: the node of the side receiving most groups, ties to IB
 	plan split-nics.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 2
-	expect <<'E'
-topology: 2 NUMA nodes, 2 packages, 8 cores, 16 CPUs
-allowed CPUs: 0-15 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: node 1, local CPUs 8-15 (topology)
-RoCE NIC: node 0, local CPUs 0-7 (topology)
-node: 1: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0         8    4    1 no       local to the NIC's node 1
-1        10    5    1 no       local to the NIC's node 1
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated, off the workers' node
-idle: CPU 9: SMT sibling of worker 0 (CPU 8)
-idle: CPU 11: SMT sibling of worker 1 (CPU 10)
-warning: IB NIC on node 1, RoCE NIC on node 0: workers and pool on node 1, the RoCE NIC's traffic crosses the interconnect
-E
+	expect split-nics-1
 	plan split-nics.xml 0 --allowed-cpus 0-15 -o 239.1.1.1 -o 239.1.1.2 -i 239.1.1.3 --workers 2
-	expect <<'E'
-topology: 2 NUMA nodes, 2 packages, 8 cores, 16 CPUs
-allowed CPUs: 0-15 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: node 1, local CPUs 8-15 (topology)
-RoCE NIC: node 0, local CPUs 0-7 (topology)
-node: 0: the RoCE NIC's (receives 2 groups, IB 1; the side receiving most groups)
-worker  cpu core node isolated why
-0         0    0    0 no       local to the NIC's node 0
-1         2    1    0 no       local to the NIC's node 0
-control: CPU 8, core 4, node 1, isolated no: housekeeping: not isolated, off the workers' node
-idle: CPU 1: SMT sibling of worker 0 (CPU 0)
-idle: CPU 3: SMT sibling of worker 1 (CPU 2)
-warning: RoCE NIC on node 0, IB NIC on node 1: workers and pool on node 0, the IB NIC's traffic crosses the interconnect
-E
+	expect split-nics-2
 	plan split-nics.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 0
 	expect_out "control: CPU 8, core 4, node 1, isolated no: runs the event-driven data path: on the NIC's node"
 	;;
@@ -241,21 +125,7 @@ cpus)
 	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 2 --cpus 9,9
 	expect_err 'ib2roce: --cpus: workers 0 and 1 on CPU 9: give distinct CPUs, or --enable oversubscribe'
 	plan two-socket-smt.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 3 --cpus 8,9 -e oversubscribe
-	expect <<'E'
-topology: 2 NUMA nodes, 2 packages, 8 cores, 16 CPUs
-allowed CPUs: 0-15 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: node 1, local CPUs 8-15 (topology)
-RoCE NIC: node 1, local CPUs 8-15 (topology)
-node: 1: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0         8    4    1 no       --cpus
-1         9    4    1 no       --cpus
-2         8    4    1 no       --cpus (oversubscribed)
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated, off the workers' node
-warning: workers 0 and 1 share core 4 (SMT siblings CPU 8 and 9)
-warning: workers 0 and 2 share CPU 8 (oversubscribe)
-E
+	expect cpus-1
 	plan two-socket-smt.xml 2 --allowed-cpus 0-7 -m 239.1.1.1 --workers 1 --cpus 9
 	expect_err 'ib2roce: --cpus: CPU 9 is outside the allowed CPUs 0-7 (taskset, cgroup cpuset); --enable oversubscribe to try anyway'
 	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 1 --cpus 16
@@ -263,20 +133,7 @@ E
 	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 1 --cpus 8 --control-cpu 8
 	expect_err "ib2roce: --control-cpu 8 is worker 0's CPU: give another, or --enable oversubscribe"
 	plan two-socket-smt.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 2 --control-cpu 8
-	expect <<'E'
-topology: 2 NUMA nodes, 2 packages, 8 cores, 16 CPUs
-allowed CPUs: 0-15 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: node 1, local CPUs 8-15 (topology)
-RoCE NIC: node 1, local CPUs 8-15 (topology)
-node: 1: the IB NIC's (receives 1 group, RoCE 1; ties go to IB)
-worker  cpu core node isolated why
-0        10    5    1 no       local to the NIC's node 1
-1        12    6    1 no       local to the NIC's node 1
-control: CPU 8, core 4, node 1, isolated no: --control-cpu
-idle: CPU 11: SMT sibling of worker 0 (CPU 10)
-idle: CPU 13: SMT sibling of worker 1 (CPU 12)
-E
+	expect cpus-2
 	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 2 --cpus 8-9x
 	expect_err "ib2roce: option --cpus: CPU list '8-9x': '8-9x' is not a CPU or a range like 4-7"
 	plan two-socket-smt.xml 2 --allowed-cpus 0-1 -m 239.1.1.1 --workers 2 --cpus 0-1
@@ -296,18 +153,7 @@ rt)
 nic-unknown)
 	# no NIC locality known: local to every node, no node preferred, said so
 	plan nic-unknown.xml 0 --allowed-cpus 0-3 -m 239.1.1.1 --workers 2
-	expect <<'E'
-topology: 2 NUMA nodes, 2 packages, 4 cores, 4 CPUs
-allowed CPUs: 0-3 (--allowed-cpus)
-isolated CPUs: none
-IB NIC: locality unknown (its topology object covers every CPU): treated as local to every node
-RoCE NIC: locality unknown (its topology object covers every CPU): treated as local to every node
-node: none: no NIC is local to a single node
-worker  cpu core node isolated why
-0         1    1    0 no       no node preferred
-1         2    2    1 no       no node preferred
-control: CPU 0, core 0, node 0, isolated no: housekeeping: not isolated
-E
+	expect nic-unknown-1
 	;;
 options)
 	# --show-placement and --allowed-cpus only with --check; exit 2 otherwise
