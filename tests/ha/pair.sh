@@ -12,7 +12,9 @@
 # 5. Handover RoCE -> IB: zero loss, no loops (hop-limit marker, --peer).
 # 6. SIGTERM of the active bridge (b) with a reachable peer: it hands over first, zero
 #    loss.
-# 7. b restarted, made active, killed (-9), then `role active` on a (manual failover):
+# 7. `bcom shutdown` of the active bridge (b) with a reachable peer: it hands over first,
+#    zero loss.
+# 8. b restarted, made active, killed (-9), then `role active` on a (manual failover):
 #    the gap (packets lost) is printed; packets after it arrive. a's final counters add
 #    up: received = forwarded + standby + drops (br_conservation).
 # Bad console commands and options change nothing (exit 1 / exit 2).
@@ -155,21 +157,41 @@ v=$(br_field b IB standby)
 [ "$v" -gt 0 ] || br_fail "bridge b: no IB standby packets in its final counters" b
 role_is a default active
 
-# 7. Manual failover: b restarts standby, takes over, is killed (-9); a is made active.
+# 7. The console's shutdown on the active bridge hands over first too, as SIGTERM.
+br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
+	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role standby -m "$g1" -m "$g2"
+bc a handover default
+role_is b default active
+role_is a p2 active
+stream p7s "$m"
+sleep 1
+bc b shutdown
+grep -q '^partition default: active -> standby$' "$SF_TMP/bcom.out" ||
+	br_fail "bcom b shutdown did not hand over: $(cat "$SF_TMP/bcom.out")" b
+sf_wait_exit "$(br_pid b)"
+[ "$SF_RC" = 0 ] || br_fail "bridge b exited with status $SF_RC after shutdown" b
+stream_end p7s "$m"
+sf_log "console shutdown of the active bridge (handover): sent $m, lost $LOST, duplicates $DUP"
+[ "$LOST" = 0 ] || br_fail "console shutdown handover lost $LOST packets (duplicates $DUP)" p7s
+grep -q 'partition default: active -> standby (console shutdown: peer active)' "$SF_TMP/b.err" ||
+	br_fail "bridge b did not log the handover of its shutdown" b
+role_is a default active
+
+# 8. Manual failover: b restarts standby, takes over, is killed (-9); a is made active.
 br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role standby -m "$g1" -m "$g2"
 role_is b default standby
 bc b role default active
 bc a role default standby
-stream p7 "$m"
+stream p8 "$m"
 sleep 1
 kill -KILL "$(sf_child "$(br_pid b)")"
 sleep 0.5
 bc a role default active
-stream_end p7 "$m"
+stream_end p8 "$m"
 sf_log "kill -9 of the active bridge, manual failover: sent $m, lost $LOST (the gap), duplicates $DUP"
-[ "$LOST" -lt "$m" ] || br_fail "nothing arrived after the failover" p7
-[ "$DUP" = 0 ] || br_fail "failover after a kill: $DUP duplicates" p7
+[ "$LOST" -lt "$m" ] || br_fail "nothing arrived after the failover" p8
+[ "$DUP" = 0 ] || br_fail "failover after a kill: $DUP duplicates" p8
 
 # Bad input changes nothing: console, then options (exit 2).
 for cmd in "role bogus" "role nosuch active" "role default active extra" "handover nosuch"; do
