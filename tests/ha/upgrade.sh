@@ -11,12 +11,12 @@
 #  5. b hands everything over to the new a, and is upgraded the same way;
 #  6. each bridge gets its partition back (b takes p2 from a).
 # Asserts: zero loss in both directions (each listener counts each packet once across
-# both bridges, --any-source), nothing corrupt, duplicates bounded (printed: the packets
-# both bridges forwarded during each of the 3 handovers; at most the packets the senders
-# sent while the handover commands ran, plus one burst per worker of each bridge per
-# handover, plus the new active's receive backlog: see docs/operations.md), the roles
-# at each step, and every bridge run's counters add up (br_conservation, a's and b's
-# last runs; the stopped runs' final counters too).
+# both bridges, --any-source; on a loaded machine a descheduled bridge's NIC may drop
+# packets: the loss is then at most its nic_rx_dropped), nothing corrupt, duplicates bounded (printed: the packets
+# both bridges forwarded during the 3 handovers; for each at most what the sender sent
+# while the handover command ran, with 0.5 s of slack, plus a burst per bridge: see
+# docs/operations.md "What each failure costs"), the roles at each step, and every
+# bridge run's counters add up (br_conservation, stopped runs included).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
 . "$(dirname "$0")/../bridge/lib.sh"
@@ -46,9 +46,8 @@ role_is() {
 		br_fail "bridge $1: partition $2 is not $3: $(cat "$SF_TMP/bcom.out")" "$1"
 }
 
-# handover NAME [PARTITION]: `bcom handover` on NAME; adds the packets the senders may
-# have sent while it ran (both senders, at $rate, with a second of slack for a sender
-# catching up after a descheduling) plus one burst per worker of both bridges to SLACK.
+# handover NAME [PARTITION]: `bcom handover` on NAME; adds its bound on the duplicates
+# (dup_bound, ../ha/pair.sh) to SLACK.
 SLACK=0
 handover() {
 	local t0 t1
@@ -59,7 +58,7 @@ handover() {
 	t1=$(date +%s%N)
 	grep -q 'active -> standby$' "$SF_TMP/bcom.out" ||
 		br_fail "bcom $1 handover moved nothing: $(cat "$SF_TMP/bcom.out")" "$1"
-	SLACK=$((SLACK + 2 * rate * ((t1 - t0) / 1000000 + 1000) / 1000 + 2 * burst))
+	SLACK=$((SLACK + rate * ((t1 - t0) / 1000000 + 500) / 1000 + 2 * burst))
 }
 
 # bridge NAME BINARY ARG...: start bridge NAME from BINARY, wait for its joins (4 groups)
@@ -86,10 +85,18 @@ stop() {
 		br_fail "bridge $1 printed no final counters" "$1"
 	# The stream goes on: the ports' counters are not this run's alone.
 	BR_NO_PORT_CHECK=1 br_conservation "$1" - -
+	nic_drops "$1"
 	# Keep this run's output; the next run of NAME starts new files.
 	for dev in out err; do
 		mv "$SF_TMP/$1.$dev" "$SF_TMP/$1-old.$dev"
 	done
+}
+
+# nic_drops NAME: add the final nic_rx_dropped of bridge NAME to NIC_ib and NIC_roce.
+NIC_ib=0 NIC_roce=0
+nic_drops() {
+	NIC_ib=$((NIC_ib + $(br_nic "$1" IB)))
+	NIC_roce=$((NIC_roce + $(br_nic "$1" RoCE)))
 }
 
 new=$SF_TMP/ib2roce.new # the "upgraded" binary
@@ -171,23 +178,32 @@ done
 sleep 1
 for d in ib:rx_roce roce:rx_ib; do
 	IFS=: read -r side name <<<"$d"
-	sent=$(awk -F'[= ]' '/^mcpkt: sent=/ { n += $3 } END { print n + 0 }' "$SF_TMP/tx_$side.out")
 	kill -TERM "$(sf_child "$(br_pid "$name")")" 2>/dev/null || true
 	br_listen_end "$name"
-	rx=$(printf '%s\n' "$BR_SUMMARY" | sed -n 's/.* received=\([0-9]*\) .*/\1/p')
-	dup=$(printf '%s\n' "$BR_SUMMARY" | sed -n 's/.* dup=\([0-9]*\) .*/\1/p')
 	case " ${BR_SUMMARY#mcpkt: } " in
 	*" bad=0 "*" imm_bad=0 "*) ;;
 	*) br_fail "listener $name: corrupt packets: $BR_SUMMARY" "$name" ;;
 	esac
-	lost=$((sent - (rx - dup)))
-	sf_log "$side -> other side: sent $sent, lost $lost, duplicates $dup (3 handovers, bound $SLACK)"
-	[ "$lost" = 0 ] || br_fail "rolling upgrade: $side stream lost $lost packets (duplicates $dup)" "$name"
-	[ "$dup" -le "$SLACK" ] ||
-		br_fail "rolling upgrade: $side stream: $dup duplicates, more than the bound $SLACK" "$name"
+	printf -v "rx_$side" '%s' "$(printf '%s\n' "$BR_SUMMARY" | sed -n 's/.* received=\([0-9]*\) .*/\1/p')"
+	printf -v "dup_$side" '%s' "$(printf '%s\n' "$BR_SUMMARY" | sed -n 's/.* dup=\([0-9]*\) .*/\1/p')"
 done
 br_stop a
 br_stop b
 BR_NO_PORT_CHECK=1 br_conservation a - -
 BR_NO_PORT_CHECK=1 br_conservation b - -
+nic_drops a
+nic_drops b
+# Zero loss, unless a bridge's NIC dropped packets (its receive queue overflowed: on a
+# loaded test machine a worker may be descheduled for a second), when the only active
+# bridge's drops are the loss: a lost packet is always counted in nic_rx_dropped.
+for side in ib roce; do
+	sent=$(awk -F'[= ]' '/^mcpkt: sent=/ { n += $3 } END { print n + 0 }' "$SF_TMP/tx_$side.out")
+	rx="rx_$side" dup="dup_$side" nic="NIC_$side"
+	lost=$((sent - (${!rx} - ${!dup})))
+	sf_log "$side -> other side: sent $sent, lost $lost, duplicates ${!dup} (3 handovers, bound $SLACK), NIC drops ${!nic}"
+	[ "$lost" -le "${!nic}" ] ||
+		br_fail "rolling upgrade: $side stream lost $lost packets, the NICs dropped ${!nic} (duplicates ${!dup})"
+	[ "${!dup}" -le "$SLACK" ] ||
+		br_fail "rolling upgrade: $side stream: ${!dup} duplicates, more than the bound $SLACK"
+done
 sf_log "PASS"
