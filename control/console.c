@@ -226,6 +226,10 @@ static int cmd_shutdown(struct ctl *c, char *args, FILE *out)
 	if (no_args("shutdown", args, out))
 		return -1;
 	log_notice("console: shutdown: stopping the bridge");
+	/* As SIGTERM: with a peer, make-before-break first; if the peer cannot take over,
+	 * the bridge stops anyway (what it asked for). */
+	if (c->ha && ha_peer(c->ha))
+		ha_handover(c->ha, c, NULL, "console shutdown", out);
 	fprintf(out, "stopping the bridge\n");
 	c->stop = true;
 	return 0;

@@ -271,6 +271,12 @@ int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why,
 	return -EINVAL;
 }
 
+const char *ha_peer(const struct ha *ha)
+{
+	(void)ha;
+	return NULL;
+}
+
 void ha_show(struct ha *ha, struct ctl *c, FILE *out)
 {
 	(void)ha;
