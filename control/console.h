@@ -1,28 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The console: commands for operators (help, status, multicast, join, leave, stats
- * --json, ...), served on a Unix stream socket (bcom is the client) and, with --debug,
- * on the terminal. Everything runs on the control thread, inside its epoll loop; no
- * client can block it (non-blocking sockets, bounded lines, bounded output, bounded
- * clients).
- *
- * Protocol (docs/console.md): the client sends a line ending in '\n' (at most
- * CON_LINE_MAX - 1 bytes before it); the reply is text, then a NUL byte, '0' (success)
- * or '1' (failure) and '\n'. The connection stays open for further commands.
+ * The console: the bridge's commands for operators (help, status, multicast, join,
+ * leave, stats --json, ...), served by the console server (conserver.h) on a Unix
+ * stream socket (bcom is the client) and, with --debug, on the terminal. Everything runs
+ * on the control thread, inside its epoll loop, where the server's epoll fd is one fd;
+ * no client can block it (conserver.h: non-blocking sockets, bounded lines, bounded
+ * output, bounded clients). Protocol and limits: conserver.h, docs/console.md.
  */
 #ifndef CONTROL_CONSOLE_H
 #define CONTROL_CONSOLE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
-#define CON_LINE_MAX	   1024	       /* a command line, with its newline */
-#define CON_CLIENTS_MAX	   16	       /* connected clients at a time */
-#define CON_OUT_MAX	   (16u << 20) /* reply bytes a client may leave unread */
-#define CON_LINE_MS	   10000       /* a started line must end within this time */
-#define CON_WARN_BURST	   10	       /* client warnings logged per window, then counted */
-#define CON_WARN_WINDOW_MS 10000       /* ... the window */
+#include "conserver.h"
 
 struct ctl;
 struct console;
@@ -36,21 +29,20 @@ struct console_cfg {
 };
 
 /*
- * Open the console: create (or adopt) the listening socket, 0660, and register it with
- * the control thread's epoll. Refuses a path where another bridge listens. NULL + errno
- * with a message.
+ * Open the console: create (or adopt) the listening socket, 0660 (conserver_open), and
+ * register the server's epoll fd with the control thread's epoll. Refuses a path where another
+ * bridge listens. NULL + errno with a message.
  */
 struct console *console_open(struct ctl *c, const struct console_cfg *cfg, char *err,
 			     size_t errlen);
 
-/* An epoll event for one of the console's fds (tag from ctl's dispatch). */
+/* The server's epoll fd is readable (tag from ctl's dispatch): serve the clients. */
 void console_event(struct console *con, void *tag, unsigned events);
 
 /*
- * After each batch of events (control thread): free the clients evicted during the batch
- * (a new client took their place; the batch may still have named them), close clients
+ * After each batch of events (control thread): serve what is pending, close clients
  * whose line did not end in time or that sent no command for console_idle seconds, and
- * log how many client warnings the rate limit left out.
+ * log how many client warnings the rate limit left out (conserver_poll).
  */
 void console_tick(struct console *con, uint64_t now_ms);
 

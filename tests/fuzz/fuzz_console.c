@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * fuzz_console.c - libFuzzer target for the console's command path (control/console.c):
- * the bytes of one client go through the real client state machine (receive, line
+ * fuzz_console.c - libFuzzer target for the console's command path (control/console.c
+ * served by control/conserver.c): the bytes of one client go through the real client
+ * state machine (receive, line
  * assembly, command dispatch with abbreviations, argument parsing, reply queueing and
  * writing, pipelining) over a socket pair, in chunks whose size the input's first byte
  * chooses. The runtime features are the test fixture's (tests/control/fixture.h), group
@@ -19,6 +20,7 @@
  */
 #include <sys/ioctl.h>
 
+#include "../../control/conserver.c"
 #include "../../control/console.c"
 
 #include "fixture.h"
@@ -63,13 +65,6 @@ void log_ctx(int prio, const char *device, const char *group, const char *fmt, .
 int ctl_watch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag)
 {
 	(void)c, (void)fd, (void)events, (void)tag;
-	return 0;
-}
-
-int ctl_rewatch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag)
-{
-	(void)c, (void)fd, (void)tag;
-	REQUIRE(events == EPOLLIN || events == EPOLLOUT);
 	return 0;
 }
 
@@ -398,7 +393,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct replies r;
-	struct console con;
+	struct conserver con;
 	struct client *k;
 	size_t chunk, off = 1;
 	int sv[2], state = 0;
@@ -413,13 +408,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	model(data + 1, size - 1);
 	memset(&r, 0, sizeof(r));
 	memset(&con, 0, sizeof(con));
-	con.c = &ctl;
+	con.ep = -1; /* no epoll: the events are made up below */
+	con.cfg.exec = console_run;
+	con.cfg.exec_arg = &ctl;
 	ctl.stop = false;
 	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
 	k = calloc(1, sizeof(*k));
 	REQUIRE(k != NULL);
 	k->fd = sv[0];
-	k->tag.ptr = k;
 	k->watching = EPOLLIN;
 	k->last_ms = mono_ms();
 	con.cl[0] = k;
@@ -428,13 +424,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (!gone && (off < size || k->outlen)) {
 		if (k->outlen) {
 			drain(sv[1], &r, &state);
-			console_event(&con, &k->tag, EPOLLOUT);
+			client_event(&con, k, EPOLLOUT);
 		} else {
 			size_t n = size - off < chunk ? size - off : chunk;
 
 			REQUIRE(send(sv[1], data + off, n, MSG_DONTWAIT) == (ssize_t)n);
 			off += n;
-			console_event(&con, &k->tag, EPOLLIN);
+			client_event(&con, k, EPOLLIN);
 			/* Bytes the console did not take in one read wait in the socket. */
 			while (con.cl[0] && !k->outlen) {
 				int avail = 0;
@@ -442,7 +438,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				REQUIRE(ioctl(sv[0], FIONREAD, &avail) == 0);
 				if (!avail)
 					break;
-				console_event(&con, &k->tag, EPOLLIN);
+				client_event(&con, k, EPOLLIN);
 			}
 		}
 		gone = con.cl[0] == NULL;
@@ -456,7 +452,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* Otherwise every line got its reply; hanging up frees the client. */
 		REQUIRE(r.n == nexpect);
 		shutdown(sv[1], SHUT_WR);
-		console_event(&con, &k->tag, EPOLLIN);
+		client_event(&con, k, EPOLLIN);
 		REQUIRE(con.cl[0] == NULL);
 	}
 	close(sv[1]);
