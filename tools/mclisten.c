@@ -42,6 +42,7 @@
 #include <arpa/inet.h>
 
 #include "lhist.h"
+#include "mccon.h"
 #include "mctool.h"
 #include "options.h"
 #include "pcapdump.h"
@@ -122,7 +123,8 @@ struct listener {
 	uint64_t iv_rx, iv_lost_base;
 	uint64_t t_start, t_end;
 	FILE *dump;
-	bool dump_failed; /* a write to the --dump file failed: exit 1 */
+	bool dump_failed;  /* a write to the --dump file failed: exit 1 */
+	struct mccon *con; /* --control: the console, NULL without */
 };
 
 /* ---- Options ---- */
@@ -198,6 +200,7 @@ static int register_options(struct lopts *o)
 			"terminal)",
 		.def = isatty(STDOUT_FILENO) ? 1 : 0,
 		.value = &o->ppsdisplay,
+		.runtime = true,
 	};
 	int r;
 
@@ -710,8 +713,6 @@ static void live_line(struct listener *l, uint64_t now, uint64_t iv_ns)
 		secs, (double)l->iv_rx * 1e9 / (double)iv_ns, l->data_rx, total_lost(l),
 		total_dup(l), l->ns, p50, p99, mx);
 	fflush(stdout);
-	l->iv_rx = 0;
-	lhist_reset(l->iv_hist);
 }
 
 static void run(struct listener *l)
@@ -730,9 +731,15 @@ static void run(struct listener *l)
 			break;
 		if (now >= end)
 			break;
+		mccon_serve(l->con, now);
+		if (stop)
+			break;
 		if (now >= next_tick) {
+			/* Each line covers one interval (also the first after enable). */
 			if (atomic_load(&o->ppsdisplay))
 				live_line(l, now, iv_ns);
+			l->iv_rx = 0;
+			lhist_reset(l->iv_hist);
 			next_tick += iv_ns;
 			if (next_tick <= now)
 				next_tick = now + iv_ns;
@@ -740,10 +747,14 @@ static void run(struct listener *l)
 		}
 		if (!o->busy) {
 			uint64_t until = next_tick < end ? next_tick : end;
-			struct pollfd pfd = {.fd = l->cch->fd, .events = POLLIN};
+			/* The console's fd beside the completions: a command wakes us. */
+			struct pollfd pfd[2] = {{.fd = l->cch->fd, .events = POLLIN},
+						{.fd = mccon_fd(l->con), .events = POLLIN}};
 			int ms = (int)((until - now + 999999) / 1000000);
 
-			if (poll(&pfd, 1, ms) > 0) {
+			if (poll(pfd, l->con ? 2 : 1, ms) > 0 && pfd[1].revents)
+				mccon_poll(l->con);
+			if (pfd[0].revents) {
 				struct ibv_cq *cq;
 				void *ctx;
 
@@ -817,29 +828,32 @@ static void totals_get(const struct listener *l, struct totals *t)
 	}
 }
 
-static void report_text(const struct listener *l)
+/* The text report as of t_end (CLOCK_MONOTONIC ns). */
+static void report_text(const struct listener *l, FILE *out, uint64_t t_end)
 {
-	double secs = (double)(l->t_end - l->t_start) / 1e9;
+	double secs = t_end > l->t_start ? (double)(t_end - l->t_start) / 1e9 : 0;
 	struct totals t;
 
-	printf("mclisten: %.3f s on %s:%u (%s)\n", secs, l->port.dev, l->port.port,
-	       mct_fabric_name(l->port.fabric));
-	printf("%-22s %10s %12s %8s %8s %8s %6s\n", "group", "packets", "pps", "other", "pgm_bad",
-	       "pgm_oth", "spm");
+	fprintf(out, "mclisten: %.3f s on %s:%u (%s)\n", secs, l->port.dev, l->port.port,
+		mct_fabric_name(l->port.fabric));
+	fprintf(out, "%-22s %10s %12s %8s %8s %8s %6s\n", "group", "packets", "pps", "other",
+		"pgm_bad", "pgm_oth", "spm");
 	for (uint32_t i = 0; i < l->c->ngroups; i++) {
 		const struct lgroup *g = &l->g[i];
 
-		printf("%-22s %10" PRIu64 " %12.1f %8" PRIu64 " %8" PRIu64 " %8" PRIu64 " %6" PRIu64
-		       "\n",
-		       l->c->groups[i].spec->spec, g->pkts, secs > 0 ? (double)g->pkts / secs : 0,
-		       g->other, g->pgm_bad, g->pgm_other, g->spm);
+		fprintf(out,
+			"%-22s %10" PRIu64 " %12.1f %8" PRIu64 " %8" PRIu64 " %8" PRIu64
+			" %6" PRIu64 "\n",
+			l->c->groups[i].spec->spec, g->pkts, secs > 0 ? (double)g->pkts / secs : 0,
+			g->other, g->pgm_bad, g->pgm_other, g->spm);
 	}
 	if (l->ns) {
-		printf("%-24s %-16s %-30s %9s %7s %6s %6s %6s %6s %11s %5s", "stream", "group",
-		       "source/qpn", "rx", "lost", "gaps", "dup", "reord", "late", "pps", "clock");
+		fprintf(out, "%-24s %-16s %-30s %9s %7s %6s %6s %6s %6s %11s %5s", "stream",
+			"group", "source/qpn", "rx", "lost", "gaps", "dup", "reord", "late", "pps",
+			"clock");
 		for (size_t k = 0; k < NPCTS; k++)
-			printf(" %9s", pct_names[k]);
-		printf(" %9s  (latency in us)\n", "max");
+			fprintf(out, " %9s", pct_names[k]);
+		fprintf(out, " %9s  (latency in us)\n", "max");
 	}
 	for (uint32_t i = 0; i < l->ns; i++) {
 		const struct lstream *s = &l->s[i];
@@ -847,89 +861,156 @@ static void report_text(const struct listener *l)
 
 		stream_name(s, name, sizeof(name));
 		src_name(l, s, src, sizeof(src));
-		printf("%-24s %-16s %-30s %9" PRIu64 " %7" PRIu64 " %6" PRIu64 " %6" PRIu64
-		       " %6" PRIu64 " %6" PRIu64 " %11.1f %5s",
-		       name, l->c->groups[s->group].spec->spec, src, s->rx, stream_lost(s),
-		       stream_gaps(s), s->dup, s->reorder, s->late, stream_pps(s),
-		       !s->h->count			 ? "-"
-		       : s->clock == MCT_CLOCK_MONOTONIC ? "mono"
-							 : "real");
+		fprintf(out,
+			"%-24s %-16s %-30s %9" PRIu64 " %7" PRIu64 " %6" PRIu64 " %6" PRIu64
+			" %6" PRIu64 " %6" PRIu64 " %11.1f %5s",
+			name, l->c->groups[s->group].spec->spec, src, s->rx, stream_lost(s),
+			stream_gaps(s), s->dup, s->reorder, s->late, stream_pps(s),
+			!s->h->count			  ? "-"
+			: s->clock == MCT_CLOCK_MONOTONIC ? "mono"
+							  : "real");
 		for (size_t k = 0; k < NPCTS; k++) {
 			fmt_us(v, sizeof(v), lhist_percentile(s->h, pcts[k]));
-			printf(" %9s", s->h->count ? v : "-");
+			fprintf(out, " %9s", s->h->count ? v : "-");
 		}
 		fmt_us(v, sizeof(v), s->h->max);
-		printf(" %9s\n", s->h->count ? v : "-");
+		fprintf(out, " %9s\n", s->h->count ? v : "-");
 	}
 	totals_get(l, &t);
-	printf("mclisten: received=%" PRIu64 " unique=%" PRIu64 " lost=%" PRIu64 " gaps=%" PRIu64
-	       " dup=%" PRIu64 " reordered=%" PRIu64 " late=%" PRIu64 " streams=%u groups=%u"
-	       " spm=%" PRIu64 " other=%" PRIu64 " pgm_bad=%" PRIu64 " unknown_group=%" PRIu64
-	       " rx_errors=%" PRIu64 " lat_negative=%" PRIu64 "\n",
-	       t.rx, t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, l->ns, t.groups, t.spm,
-	       t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg);
+	fprintf(out,
+		"mclisten: received=%" PRIu64 " unique=%" PRIu64 " lost=%" PRIu64 " gaps=%" PRIu64
+		" dup=%" PRIu64 " reordered=%" PRIu64 " late=%" PRIu64 " streams=%u groups=%u"
+		" spm=%" PRIu64 " other=%" PRIu64 " pgm_bad=%" PRIu64 " unknown_group=%" PRIu64
+		" rx_errors=%" PRIu64 " lat_negative=%" PRIu64 "\n",
+		t.rx, t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, l->ns, t.groups, t.spm,
+		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg);
 }
 
-static void report_json(const struct listener *l)
+/* The --json report as of t_end (CLOCK_MONOTONIC ns). */
+static void report_json(const struct listener *l, FILE *out, uint64_t t_end)
 {
-	double secs = (double)(l->t_end - l->t_start) / 1e9;
+	double secs = t_end > l->t_start ? (double)(t_end - l->t_start) / 1e9 : 0;
 	struct totals t;
 
 	totals_get(l, &t);
-	printf("{\"duration_s\": %.3f, \"device\": \"%s\", \"port\": %u, \"fabric\": \"%s\",\n",
-	       secs, l->port.dev, l->port.port, mct_fabric_name(l->port.fabric));
-	printf(" \"totals\": {\"received\": %" PRIu64 ", \"unique\": %" PRIu64
-	       ", \"lost\": %" PRIu64 ", \"gaps\": %" PRIu64 ", \"dup\": %" PRIu64
-	       ", \"reordered\": %" PRIu64 ", \"late\": %" PRIu64
-	       ", \"streams\": %u, \"groups\": %u, \"spm\": %" PRIu64 ", \"other\": %" PRIu64
-	       ", \"pgm_bad\": %" PRIu64 ", \"unknown_group\": %" PRIu64 ", \"rx_errors\": %" PRIu64
-	       ", \"lat_negative\": %" PRIu64 "},\n",
-	       t.rx, t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, l->ns, t.groups, t.spm,
-	       t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg);
-	printf(" \"groups\": [");
+	fprintf(out,
+		"{\"duration_s\": %.3f, \"device\": \"%s\", \"port\": %u, \"fabric\": \"%s\",\n",
+		secs, l->port.dev, l->port.port, mct_fabric_name(l->port.fabric));
+	fprintf(out,
+		" \"totals\": {\"received\": %" PRIu64 ", \"unique\": %" PRIu64
+		", \"lost\": %" PRIu64 ", \"gaps\": %" PRIu64 ", \"dup\": %" PRIu64
+		", \"reordered\": %" PRIu64 ", \"late\": %" PRIu64
+		", \"streams\": %u, \"groups\": %u, \"spm\": %" PRIu64 ", \"other\": %" PRIu64
+		", \"pgm_bad\": %" PRIu64 ", \"unknown_group\": %" PRIu64
+		", \"rx_errors\": %" PRIu64 ", \"lat_negative\": %" PRIu64 "},\n",
+		t.rx, t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, l->ns, t.groups, t.spm,
+		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg);
+	fprintf(out, " \"groups\": [");
 	for (uint32_t i = 0; i < l->c->ngroups; i++) {
 		const struct lgroup *g = &l->g[i];
 
-		printf("%s\n  {\"group\": \"%s\", \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64
-		       ", \"other\": %" PRIu64 ", \"pgm_bad\": %" PRIu64 ", \"pgm_other\": %" PRIu64
-		       ", \"spm\": %" PRIu64 "}",
-		       i ? "," : "", l->c->groups[i].spec->spec, g->pkts, g->bytes, g->other,
-		       g->pgm_bad, g->pgm_other, g->spm);
+		fprintf(out,
+			"%s\n  {\"group\": \"%s\", \"packets\": %" PRIu64 ", \"bytes\": %" PRIu64
+			", \"other\": %" PRIu64 ", \"pgm_bad\": %" PRIu64
+			", \"pgm_other\": %" PRIu64 ", \"spm\": %" PRIu64 "}",
+			i ? "," : "", l->c->groups[i].spec->spec, g->pkts, g->bytes, g->other,
+			g->pgm_bad, g->pgm_other, g->spm);
 	}
-	printf("],\n \"streams\": [");
+	fprintf(out, "],\n \"streams\": [");
 	for (uint32_t i = 0; i < l->ns; i++) {
 		const struct lstream *s = &l->s[i];
 		char name[48], src[80];
 
 		stream_name(s, name, sizeof(name));
 		src_name(l, s, src, sizeof(src));
-		printf("%s\n  {\"stream\": \"%s\", \"group\": \"%s\", \"source\": \"%s\", \"pgm\": "
-		       "%s"
-		       ", \"received\": %" PRIu64 ", \"unique\": %" PRIu64
-		       ", \"expected\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"gaps\": %" PRIu64
-		       ", \"dup\": %" PRIu64 ", \"reordered\": %" PRIu64 ", \"late\": %" PRIu64
-		       ", \"first_seq\": %" PRIu64 ", \"last_seq\": %" PRIu64 ", \"spm\": %" PRIu64
-		       ", \"rdata\": %" PRIu64 ", \"bytes\": %" PRIu64
-		       ", \"rate_pps\": %.1f, \"complete\": %s",
-		       i ? "," : "", name, l->c->groups[s->group].spec->spec, src,
-		       s->kind == STREAM_KIND_PGM ? "true" : "false", s->rx, s->unique,
-		       stream_expected(s), stream_lost(s), stream_gaps(s), s->dup, s->reorder,
-		       s->late, s->first, s->max, s->spm, s->rdata, s->bytes, stream_pps(s),
-		       s->last_seen ? "true" : "false");
+		fprintf(out,
+			"%s\n  {\"stream\": \"%s\", \"group\": \"%s\", \"source\": \"%s\", "
+			"\"pgm\": "
+			"%s"
+			", \"received\": %" PRIu64 ", \"unique\": %" PRIu64
+			", \"expected\": %" PRIu64 ", \"lost\": %" PRIu64 ", \"gaps\": %" PRIu64
+			", \"dup\": %" PRIu64 ", \"reordered\": %" PRIu64 ", \"late\": %" PRIu64
+			", \"first_seq\": %" PRIu64 ", \"last_seq\": %" PRIu64 ", \"spm\": %" PRIu64
+			", \"rdata\": %" PRIu64 ", \"bytes\": %" PRIu64
+			", \"rate_pps\": %.1f, \"complete\": %s",
+			i ? "," : "", name, l->c->groups[s->group].spec->spec, src,
+			s->kind == STREAM_KIND_PGM ? "true" : "false", s->rx, s->unique,
+			stream_expected(s), stream_lost(s), stream_gaps(s), s->dup, s->reorder,
+			s->late, s->first, s->max, s->spm, s->rdata, s->bytes, stream_pps(s),
+			s->last_seen ? "true" : "false");
 		if (s->h->count) {
-			printf(", \"latency_ns\": {\"clock\": \"%s\", \"count\": %" PRIu64
-			       ", \"min\": %" PRIu64,
-			       s->clock == MCT_CLOCK_MONOTONIC ? "monotonic" : "realtime",
-			       s->h->count, s->h->min);
+			fprintf(out,
+				", \"latency_ns\": {\"clock\": \"%s\", \"count\": %" PRIu64
+				", \"min\": %" PRIu64,
+				s->clock == MCT_CLOCK_MONOTONIC ? "monotonic" : "realtime",
+				s->h->count, s->h->min);
 			for (size_t k = 0; k < NPCTS; k++)
-				printf(", \"%s\": %" PRIu64, pct_names[k],
-				       lhist_percentile(s->h, pcts[k]));
-			printf(", \"max\": %" PRIu64 "}", s->h->max);
+				fprintf(out, ", \"%s\": %" PRIu64, pct_names[k],
+					lhist_percentile(s->h, pcts[k]));
+			fprintf(out, ", \"max\": %" PRIu64 "}", s->h->max);
 		}
-		printf("}");
+		fprintf(out, "}");
 	}
-	printf("]}\n");
+	fprintf(out, "]}\n");
 }
+
+/* ---- The console (mccon.h) ---- */
+
+static void con_status(void *arg, FILE *out)
+{
+	const struct listener *l = arg;
+	const struct lopts *o = l->o;
+	uint64_t now = mct_now_ns(CLOCK_MONOTONIC);
+	double secs = (double)(now - l->t_start) / 1e9;
+	struct totals t;
+
+	totals_get(l, &t);
+	fprintf(out, "mclisten: listening on %s:%u (%s) for %.1f s%s\n", l->port.dev, l->port.port,
+		mct_fabric_name(l->port.fabric), secs, o->busy ? ", busy-polling" : "");
+	fprintf(out, "groups:");
+	for (uint32_t i = 0; i < l->c->ngroups; i++)
+		fprintf(out, " %s", l->c->groups[i].spec->spec);
+	fprintf(out, "\nreceived: %" PRIu64 " data packets, %.1f pps so far, %u stream%s\n",
+		l->data_rx, secs > 0 ? (double)l->data_rx / secs : 0, l->ns, l->ns == 1 ? "" : "s");
+	fprintf(out,
+		"loss: unique=%" PRIu64 " lost=%" PRIu64 " gaps=%" PRIu64 " dup=%" PRIu64
+		" reordered=%" PRIu64 " late=%" PRIu64 "\n",
+		t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late);
+	fprintf(out,
+		"other: spm=%" PRIu64 " other=%" PRIu64 " pgm_bad=%" PRIu64
+		" unknown_group=%" PRIu64 " rx_errors=%" PRIu64 "\n",
+		t.spm, t.other, t.pgm_bad, l->unknown_group, l->rx_errors);
+	fprintf(out, "stops: ");
+	if (o->count)
+		fprintf(out, "after %" PRIu64 " data packets, ", o->count);
+	if (o->duration_ms)
+		fprintf(out, "after %" PRIu64 " s, ", o->duration_ms / 1000);
+	fprintf(out, "on shutdown or a signal\n");
+	fprintf(out, "ppsdisplay: %s (every %" PRIu64 " ms)\n",
+		atomic_load(&o->ppsdisplay) ? "on" : "off", o->interval_ms);
+}
+
+static void con_stats(void *arg, FILE *out, bool json)
+{
+	const struct listener *l = arg;
+
+	if (json)
+		report_json(l, out, mct_now_ns(CLOCK_MONOTONIC));
+	else
+		report_text(l, out, mct_now_ns(CLOCK_MONOTONIC));
+}
+
+static void con_shutdown(void *arg)
+{
+	(void)arg;
+	stop = 1;
+}
+
+static const struct mccon_ops con_ops = {
+	.status = con_status,
+	.stats = con_stats,
+	.shutdown = con_shutdown,
+};
 
 static void teardown(struct listener *l)
 {
@@ -1001,6 +1082,14 @@ int main(int argc, char **argv)
 	l.c = &c;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (c.control[0] &&
+	    !(l.con = mccon_open("mclisten", c.control, &con_ops, &l, err, sizeof(err)))) {
+		fprintf(stderr, "mclisten: %s\n", err);
+		mct_cfg_free(&c);
+		opt_registry_clear();
+		feat_registry_clear();
+		return 1;
+	}
 	r = setup(&l, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "mclisten: %s\n", err);
@@ -1012,11 +1101,12 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		run(&l);
 		if (o.json)
-			report_json(&l);
+			report_json(&l, stdout, l.t_end);
 		else
-			report_text(&l);
+			report_text(&l, stdout, l.t_end);
 		fflush(stdout);
 	}
+	mccon_close(l.con);
 	teardown(&l);
 	mct_cfg_free(&c);
 	opt_registry_clear();

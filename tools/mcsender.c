@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 
+#include "mccon.h"
 #include "mctool.h"
 #include "options.h"
 #include "pgm.h"
@@ -52,6 +53,7 @@
 #define PGM_ODATA_FIXED	   24u /* common header 16 + DATA_SQN/DATA_TRAIL 8 */
 #define PGM_OPT_HDR	   4u  /* OPT_LENGTH, and each flag-only option (OPT_SYN, OPT_FIN) */
 #define PGM_ODATA_OVERHEAD (PGM_ODATA_FIXED + 3u * PGM_OPT_HDR) /* with SYN and FIN */
+#define PPS_INTERVAL_NS	   1000000000ull			/* ppsdisplay: a line a second */
 
 static volatile sig_atomic_t stop;
 
@@ -62,8 +64,9 @@ static void on_signal(int sig)
 }
 
 struct sopts {
-	_Atomic int64_t rate; /* feature sendrate: pps, 0 = as fast as possible */
-	_Atomic int64_t len;  /* feature sendlen: the size when no --size list */
+	_Atomic int64_t rate;	    /* feature sendrate: pps, 0 = as fast as possible */
+	_Atomic int64_t len;	    /* feature sendlen: the size when no --size list */
+	_Atomic int64_t ppsdisplay; /* feature: a line of rates every second */
 	uint32_t sizes[MAX_SIZES];
 	uint32_t nsizes;
 	uint32_t size_lo, size_hi; /* --size A-B: uniform in [A, B] */
@@ -117,6 +120,9 @@ struct sender {
 	uint32_t next_stream, next_size;
 	uint64_t rng;
 	struct pgm_nla nla;
+	struct mccon *con; /* --control: the console, NULL without */
+	uint64_t rate;	   /* the packet rate in effect (feature sendrate at the start) */
+	uint64_t pps_next, pps_t, pps_sent; /* ppsdisplay: next line, last line and sent then */
 	/* Results. */
 	uint64_t sent, bytes, errors, spm, sq_waits, late_bursts;
 	uint64_t t_start, t_end;
@@ -313,6 +319,12 @@ static int register_options(struct sopts *o)
 		 .min = 1,
 		 .max = 65536,
 		 .value = &o->len},
+		{.name = "ppsdisplay",
+		 .type = FEAT_BOOL,
+		 .help = "print a line of the send rate every second",
+		 .def = 0,
+		 .value = &o->ppsdisplay,
+		 .runtime = true},
 	};
 	int r;
 
@@ -637,11 +649,32 @@ static void spm_tick(struct sender *sd, uint64_t now, uint64_t *next_ambient)
 	}
 }
 
+/* Once a second: with ppsdisplay on, a line of the rate since the last one. */
+static void pps_tick(struct sender *sd, uint64_t now)
+{
+	if (now < sd->pps_next)
+		return;
+	if (atomic_load(&sd->o->ppsdisplay)) {
+		FILE *out = sd->o->json ? stderr : stdout;
+
+		fprintf(out,
+			"mcsender: %8.1fs pps=%.0f sent=%" PRIu64 " errors=%" PRIu64
+			" late_bursts=%" PRIu64 "\n",
+			(double)(now - sd->t_start) / 1e9,
+			(double)(sd->sent - sd->pps_sent) * 1e9 / (double)(now - sd->pps_t),
+			sd->sent, sd->errors, sd->late_bursts);
+		fflush(out);
+	}
+	sd->pps_sent = sd->sent;
+	sd->pps_t = now;
+	sd->pps_next = now + PPS_INTERVAL_NS;
+}
+
 static void run(struct sender *sd)
 {
 	const struct sopts *o = sd->o;
 	clockid_t clk = mct_clock_id(o->clock);
-	uint64_t rate = (uint64_t)atomic_load(&o->rate);
+	uint64_t rate = sd->rate = (uint64_t)atomic_load(&o->rate);
 	uint64_t burst_ns = rate ? (uint64_t)o->burst * 1000000000ull / rate : 0;
 	uint64_t k = 0, next_ambient, end, now;
 	uint32_t active = sd->ns;
@@ -649,6 +682,8 @@ static void run(struct sender *sd)
 	sd->t_start = mct_now_ns(CLOCK_MONOTONIC);
 	end = o->duration_ms ? sd->t_start + o->duration_ms * 1000000ull : UINT64_MAX;
 	next_ambient = sd->t_start + o->spm_ms * 1000000ull;
+	sd->pps_t = sd->t_start;
+	sd->pps_next = sd->t_start + PPS_INTERVAL_NS;
 	if (o->pgm) {
 		for (uint32_t i = 0; i < sd->ns; i++)
 			send_spm(sd, &sd->s[i]);
@@ -660,6 +695,10 @@ static void run(struct sender *sd)
 		now = mct_now_ns(CLOCK_MONOTONIC);
 		if (now >= end)
 			break;
+		mccon_serve(sd->con, now);
+		pps_tick(sd, now);
+		if (stop)
+			break;
 		due = burst_ns ? sd->t_start + k * burst_ns : now;
 		wake = due;
 		if (o->pgm) {
@@ -668,8 +707,16 @@ static void run(struct sender *sd)
 			wake = next_ambient < wake ? next_ambient : wake;
 			wake = hb < wake ? hb : wake;
 		}
+		if (atomic_load(&o->ppsdisplay) && sd->pps_next < wake)
+			wake = sd->pps_next;
 		if (wake > now) {
-			sleep_until(wake < end ? wake : end);
+			uint64_t until = wake < end ? wake : end;
+
+			/* With a console, a command wakes the sleep (the schedule stays put). */
+			if (sd->con)
+				mccon_wait(sd->con, until);
+			else
+				sleep_until(until);
 			now = mct_now_ns(CLOCK_MONOTONIC);
 			if (now >= end || stop)
 				break;
@@ -715,31 +762,93 @@ static void run(struct sender *sd)
 	}
 }
 
-static void summary(const struct sender *sd)
+/* The summary as of t_end (CLOCK_MONOTONIC ns): --json's object, or the text line. */
+static void summary_print(const struct sender *sd, FILE *out, bool json, uint64_t t_end)
 {
 	const struct sopts *o = sd->o;
-	double secs = (double)(sd->t_end - sd->t_start) / 1e9;
+	double secs = t_end > sd->t_start ? (double)(t_end - sd->t_start) / 1e9 : 0;
 	double pps = secs > 0 ? (double)sd->sent / secs : 0;
 
-	if (o->json) {
-		printf("{\"sent\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"errors\": %" PRIu64
-		       ", \"spm\": %" PRIu64 ", \"duration_s\": %.3f, \"rate_pps\": %.1f, "
-		       "\"streams\": %u, \"groups\": %u, \"qps\": %u, \"pgm\": %s, "
-		       "\"stream_id\": %u, \"sq_waits\": %" PRIu64 ", \"late_bursts\": %" PRIu64
-		       ", \"device\": \"%s\", \"port\": %u, \"fabric\": \"%s\"}\n",
-		       sd->sent, sd->bytes, sd->errors, sd->spm, secs, pps, sd->ns, sd->c->ngroups,
-		       o->nqps, o->pgm ? "true" : "false", o->stream_base, sd->sq_waits,
-		       sd->late_bursts, sd->port.dev, sd->port.port,
-		       mct_fabric_name(sd->port.fabric));
+	if (json) {
+		fprintf(out,
+			"{\"sent\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"errors\": %" PRIu64
+			", \"spm\": %" PRIu64 ", \"duration_s\": %.3f, \"rate_pps\": %.1f, "
+			"\"streams\": %u, \"groups\": %u, \"qps\": %u, \"pgm\": %s, "
+			"\"stream_id\": %u, \"sq_waits\": %" PRIu64 ", \"late_bursts\": %" PRIu64
+			", \"device\": \"%s\", \"port\": %u, \"fabric\": \"%s\"}\n",
+			sd->sent, sd->bytes, sd->errors, sd->spm, secs, pps, sd->ns, sd->c->ngroups,
+			o->nqps, o->pgm ? "true" : "false", o->stream_base, sd->sq_waits,
+			sd->late_bursts, sd->port.dev, sd->port.port,
+			mct_fabric_name(sd->port.fabric));
 	} else {
-		printf("mcsender: sent=%" PRIu64 " bytes=%" PRIu64 " errors=%" PRIu64
-		       " spm=%" PRIu64 " duration=%.3f rate=%.1f streams=%u groups=%u qps=%u"
-		       " stream_id=%u sq_waits=%" PRIu64 " late_bursts=%" PRIu64 "\n",
-		       sd->sent, sd->bytes, sd->errors, sd->spm, secs, pps, sd->ns, sd->c->ngroups,
-		       o->nqps, o->stream_base, sd->sq_waits, sd->late_bursts);
+		fprintf(out,
+			"mcsender: sent=%" PRIu64 " bytes=%" PRIu64 " errors=%" PRIu64
+			" spm=%" PRIu64 " duration=%.3f rate=%.1f streams=%u groups=%u qps=%u"
+			" stream_id=%u sq_waits=%" PRIu64 " late_bursts=%" PRIu64 "\n",
+			sd->sent, sd->bytes, sd->errors, sd->spm, secs, pps, sd->ns, sd->c->ngroups,
+			o->nqps, o->stream_base, sd->sq_waits, sd->late_bursts);
 	}
+}
+
+static void summary(const struct sender *sd)
+{
+	summary_print(sd, stdout, sd->o->json, sd->t_end);
 	fflush(stdout);
 }
+
+/* ---- The console (mccon.h) ---- */
+
+static void con_status(void *arg, FILE *out)
+{
+	const struct sender *sd = arg;
+	const struct sopts *o = sd->o;
+	uint64_t now = mct_now_ns(CLOCK_MONOTONIC);
+	double secs = (double)(now - sd->t_start) / 1e9;
+
+	fprintf(out, "mcsender: sending %s on %s:%u (%s) for %.1f s\n",
+		o->pgm ? "PGM" : "plain payloads", sd->port.dev, sd->port.port,
+		mct_fabric_name(sd->port.fabric), secs);
+	fprintf(out, "groups:");
+	for (uint32_t i = 0; i < sd->c->ngroups; i++)
+		fprintf(out, " %s", sd->c->groups[i].spec->spec);
+	fprintf(out, "\nstreams: %u (%u per group), stream ids %u-%u, %u QP%s\n", sd->ns,
+		o->streams, o->stream_base, o->stream_base + sd->ns - 1, o->nqps,
+		o->nqps == 1 ? "" : "s");
+	if (sd->rate)
+		fprintf(out, "rate: %" PRIu64 " pps in bursts of %u, %.1f pps so far\n", sd->rate,
+			o->burst, secs > 0 ? (double)sd->sent / secs : 0);
+	else
+		fprintf(out, "rate: as fast as possible, %.1f pps so far\n",
+			secs > 0 ? (double)sd->sent / secs : 0);
+	fprintf(out,
+		"sent: %" PRIu64 " packets, %" PRIu64 " bytes, %" PRIu64 " errors, %" PRIu64
+		" SPMs, %" PRIu64 " late bursts, %" PRIu64 " send queue waits\n",
+		sd->sent, sd->bytes, sd->errors, sd->spm, sd->late_bursts, sd->sq_waits);
+	fprintf(out, "stops: ");
+	if (o->count)
+		fprintf(out, "after %" PRIu64 " packets per stream, ", o->count);
+	if (o->duration_ms)
+		fprintf(out, "after %" PRIu64 " s, ", o->duration_ms / 1000);
+	fprintf(out, "on shutdown or a signal\n");
+	fprintf(out, "ppsdisplay: %s\n", atomic_load(&o->ppsdisplay) ? "on" : "off");
+}
+
+static void con_stats(void *arg, FILE *out, bool json)
+{
+	summary_print(arg, out, json, mct_now_ns(CLOCK_MONOTONIC));
+}
+
+static void con_shutdown(void *arg)
+{
+	(void)arg;
+	stop = 1;
+}
+
+static const struct mccon_ops con_ops = {
+	.status = con_status,
+	.stats = con_stats,
+	.shutdown = con_shutdown,
+};
 
 static void teardown(struct sender *sd)
 {
@@ -793,6 +902,14 @@ int main(int argc, char **argv)
 	sd.rng = o.stream_base;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (c.control[0] &&
+	    !(sd.con = mccon_open("mcsender", c.control, &con_ops, &sd, err, sizeof(err)))) {
+		fprintf(stderr, "mcsender: %s\n", err);
+		mct_cfg_free(&c);
+		opt_registry_clear();
+		feat_registry_clear();
+		return 1;
+	}
 	r = setup(&sd, err, sizeof(err));
 	if (r) {
 		fprintf(stderr, "mcsender: %s\n", err);
@@ -806,6 +923,7 @@ int main(int argc, char **argv)
 		run(&sd);
 		summary(&sd);
 	}
+	mccon_close(sd.con);
 	teardown(&sd);
 	mct_cfg_free(&c);
 	opt_registry_clear();

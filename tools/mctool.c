@@ -217,6 +217,20 @@ static int opt_tos(void *ctx, const char *arg, char *err, size_t len)
 	return r;
 }
 
+/* --control PATH: as ib2roce's (a path that fits in sun_path). */
+static int opt_control(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct mct_cfg *c = ctx;
+
+	if (!*arg)
+		return opt_errf(err, len, -EINVAL, "empty control socket path");
+	if (strlen(arg) >= sizeof(c->control))
+		return opt_errf(err, len, -EINVAL, "control socket path too long (max %zu bytes)",
+				sizeof(c->control) - 1);
+	strcpy(c->control, arg);
+	return 0;
+}
+
 int mct_options_register(struct mct_cfg *c)
 {
 	const struct opt_def defs[] = {
@@ -234,6 +248,9 @@ int mct_options_register(struct mct_cfg *c)
 		 opt_port, c, true},
 		{"tos", 't', "n", false, "traffic class of the groups that follow", opt_tos, c,
 		 true},
+		{"control", 0, "path", false,
+		 "console socket for bcom (help, status, stats, enable, shutdown) (default: none)",
+		 opt_control, c, false},
 	};
 	int r;
 

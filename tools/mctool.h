@@ -2,8 +2,8 @@
 /*
  * mctool.h - what the diagnostic programs mcsender and mclisten share: the options they
  * have in common with ib2roce (-d, -r, -m, -l, -p, -t and groups as arguments, through
- * the option registry of control/options.h), the choice of one port on one fabric, the
- * rdma_cm joins, UD QPs, and the header every test packet carries.
+ * the option registry of control/options.h, and --control), the choice of one port on one fabric,
+ * the rdma_cm joins, UD QPs, and the header every test packet carries.
  *
  * Threading: both programs are single-threaded; everything here runs on the main thread.
  * Errors: 0 / negative errno with a one-line message in err (no trailing newline).
@@ -19,6 +19,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "bridge.h" /* struct group, group_spec_parse(), MGID formats */
+#include "paths.h"  /* CONTROL_PATH_MAX */
 
 #define MCT_GRH_LEN	 40	     /* UD receive header space (GRH, or IPv4 at offset 20) */
 #define MCT_IPV4_OFF	 20	     /* RoCEv2: the IPv4 header inside those 40 bytes */
@@ -79,6 +80,7 @@ struct mct_cfg {
 	uint16_t port;	   /* -p: port of the groups that follow */
 	int tos;	   /* -t: traffic class of the groups that follow, -1 = the join's */
 	bool list_fmts;
+	char control[CONTROL_PATH_MAX]; /* --control: the console socket, "" = none */
 	struct mct_group *groups;
 	uint32_t ngroups, cap;
 };
@@ -102,9 +104,9 @@ struct mct_port {
 
 /*
  * mct_options_register - register -d/--device, -r/--roce, -m/--multicast, -l/--mgid,
- * -p/--port, -t/--tos and groups as positional arguments into the option registry, with
- * ib2roce's meanings. Call after opt_register_builtin(). Returns 0 or opt_register's
- * error.
+ * -p/--port, -t/--tos, --control and groups as positional arguments into the option
+ * registry, with ib2roce's meanings (--control: the console socket; none by default). Call after
+ * opt_register_builtin(). Returns 0 or opt_register's error.
  */
 int mct_options_register(struct mct_cfg *c);
 
