@@ -30,6 +30,7 @@
 #include "capture.h"
 #include "console.h"
 #include "ctl.h"
+#include "groupopts.h"
 #include "ha.h"
 #include "daemon.h"
 #include "fwd.h"
@@ -51,12 +52,9 @@
 struct opts {
 	struct bridge *br;
 	struct ctl *ctl;
-	struct bridge_cfg *cfg; /* &br->cfg, or the reload's copy */
-	enum mgid_fmt fmt;	/* -l: format of the groups that follow */
-	uint16_t port;		/* -p: default port of the groups that follow */
-	int tos;		/* -t: traffic class of the groups that follow, -1 = join's */
+	struct bridge_cfg *cfg;	      /* &br->cfg, or the reload's copy */
+	struct groupopts_defaults gd; /* -l, -p, -t: defaults of the groups that follow */
 	int verbose;
-	bool list_fmts;
 	bool debug, systemd, check;
 	bool tune_check;	/* --tune-check: print the tuning report and exit */
 	bool show_placement;	/* --show-placement (with --check): print the plan */
@@ -83,7 +81,7 @@ static int add_group(struct opts *o, const char *spec, enum group_dir dir, char 
 	if (!g)
 		return opt_errf(err, len, -ENOMEM, "out of memory");
 	memset(g, 0, sizeof(*g));
-	r = group_spec_parse(g, spec, o->fmt, o->port, o->tos, err, len);
+	r = group_spec_parse(g, spec, o->gd.fmt, o->gd.port, o->gd.tos, err, len);
 	if (r) {
 		free(g);
 		return r;
@@ -125,40 +123,18 @@ static int opt_outbound(void *ctx, const char *arg, char *err, size_t len)
 	return add_group(ctx, arg, DIR_OUT, err, len);
 }
 
-static int parse_dev(const char *arg, char *dev, size_t devlen, uint8_t *port, char *err,
-		     size_t len)
-{
-	const char *colon = strchr(arg, ':');
-	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
-
-	if (!n || n >= devlen)
-		return opt_errf(err, len, -EINVAL, "'%s': expected device[:port]", arg);
-	memcpy(dev, arg, n);
-	dev[n] = 0;
-	*port = 0;
-	if (colon) {
-		uint64_t p;
-		int r = opt_parse_uint(colon + 1, 1, 255, &p, err, len);
-
-		if (r)
-			return r;
-		*port = (uint8_t)p;
-	}
-	return 0;
-}
-
 static int opt_device(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
 
-	return parse_dev(arg, c->ib_dev, sizeof(c->ib_dev), &c->ib_port, err, len);
+	return groupopts_dev_parse(arg, c->ib_dev, sizeof(c->ib_dev), &c->ib_port, err, len);
 }
 
 static int opt_roce(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
 
-	return parse_dev(arg, c->roce_dev, sizeof(c->roce_dev), &c->roce_port, err, len);
+	return groupopts_dev_parse(arg, c->roce_dev, sizeof(c->roce_dev), &c->roce_port, err, len);
 }
 
 /* --version: the version line on stdout, then exit 0 (as --help). */
@@ -171,44 +147,6 @@ static int opt_version(void *ctx, const char *arg, char *err, size_t len)
 	printf("%s\n", version_line);
 	opt_request_exit();
 	return 0;
-}
-
-static int opt_mgid(void *ctx, const char *arg, char *err, size_t len)
-{
-	struct opts *o = ctx;
-	int f;
-
-	if (!arg) {
-		o->list_fmts = true;
-		opt_request_exit();
-		return 0;
-	}
-	f = mgid_fmt_parse(arg);
-	if (f < 0)
-		return opt_errf(err, len, -EINVAL,
-				"unknown MGID format '%s' (RDMA, IPv4, IPv6, PORT, IB)", arg);
-	o->fmt = (enum mgid_fmt)f;
-	return 0;
-}
-
-static int opt_port(void *ctx, const char *arg, char *err, size_t len)
-{
-	uint64_t v;
-	int r = opt_parse_uint(arg, 1, 65535, &v, err, len);
-
-	if (!r)
-		((struct opts *)ctx)->port = (uint16_t)v;
-	return r;
-}
-
-static int opt_tos(void *ctx, const char *arg, char *err, size_t len)
-{
-	uint64_t v;
-	int r = opt_parse_uint(arg, 0, 255, &v, err, len);
-
-	if (!r)
-		((struct opts *)ctx)->tos = (int)v;
-	return r;
 }
 
 static int opt_workers(void *ctx, const char *arg, char *err, size_t len)
@@ -477,11 +415,11 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"mgid", 'l', "fmt", true,
 		 "IB MGID format of the groups that follow (RDMA, IPv4, IPv6, PORT, IB); no "
 		 "argument: list them",
-		 opt_mgid, o, true},
+		 groupopts_mgid_set, &o->gd, true},
 		{"port", 'p', "n", false, "default UDP port of the groups that follow (4711)",
-		 opt_port, o, true},
-		{"tos", 't', "n", false, "traffic class of the groups that follow", opt_tos, o,
-		 true},
+		 groupopts_port_set, &o->gd, true},
+		{"tos", 't', "n", false, "traffic class of the groups that follow",
+		 groupopts_tos_set, &o->gd, true},
 		{"cores", 'k', "n", false, "busy-polling worker threads (same as --workers)",
 		 opt_workers, o, false},
 		{"workers", 0, "n", false,
@@ -667,9 +605,7 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 
 	cfg_defaults(shadow);
 	o->cfg = shadow;
-	o->fmt = MGID_RDMA;
-	o->port = DEFAULT_PORT;
-	o->tos = -1;
+	groupopts_defaults_init(&o->gd, DEFAULT_PORT);
 	o->control[0] = o->pidfile[0] = o->metrics[0] = o->control_group[0] = 0;
 	o->control_cpu = -1;
 	o->allowed_cpus[0] = 0;
@@ -1068,9 +1004,7 @@ int main(int argc, char **argv)
 	struct opts o = {.br = &br,
 			 .ctl = &ctl,
 			 .cfg = &br.cfg,
-			 .fmt = MGID_RDMA,
-			 .port = DEFAULT_PORT,
-			 .tos = -1,
+			 .gd = {.fmt = MGID_RDMA, .port = DEFAULT_PORT, .tos = -1},
 			 .control_cpu = -1};
 	struct console_cfg ccfg = {.listen_fd = -1, .admit_gid = (gid_t)-1};
 	static struct capture_cfg capcfg; /* the options keep pointers into it */
@@ -1101,7 +1035,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ib2roce: %s\n", err);
 		return 2;
 	}
-	if (o.list_fmts) {
+	if (o.gd.list_fmts) {
 		for (int f = 0; f < MGID_NFMT; f++)
 			printf("%s\n", mgid_fmt_name[f]);
 		return 0;
@@ -1136,9 +1070,9 @@ int main(int argc, char **argv)
 		ccfg.set_group = true;
 	}
 	ctl.join_timeout_ms = (uint64_t)atomic_load(&f_join_timeout) * 1000;
-	ctl.def_fmt = o.fmt;
-	ctl.def_port = o.port;
-	ctl.def_tos = o.tos;
+	ctl.def_fmt = o.gd.fmt;
+	ctl.def_port = o.gd.port;
+	ctl.def_tos = o.gd.tos;
 	ctl.metrics_path = o.metrics[0] ? o.metrics : NULL;
 	ctl.reload = reload;
 	live.argc = argc;

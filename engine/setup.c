@@ -21,6 +21,7 @@
 #include "bridge.h"
 #include "fwd.h"
 #include "pool.h"
+#include "portprobe.h"
 #include "senders.h"
 #include "setup.h"
 #include "stream.h"
@@ -41,29 +42,6 @@ static int seterr(char *err, size_t len, int r, const char *fmt, ...)
 	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
 	return r;
-}
-
-static bool gid_is_ipv4(const union ibv_gid *g)
-{
-	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	return !memcmp(g->raw, pfx, sizeof(pfx));
-}
-
-/* The RoCEv2 GID with an IPv4-mapped address (what rdma_cm binds IPv4 to). */
-static int roce_v2_ipv4_gid(struct ibv_context *ctx, uint8_t port, int tbl_len, union ibv_gid *gid)
-{
-	for (int i = 0; i < tbl_len; i++) {
-		struct ibv_gid_entry e;
-
-		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0))
-			continue;
-		if (e.gid_type == IBV_GID_TYPE_ROCE_V2 && gid_is_ipv4(&e.gid)) {
-			*gid = e.gid;
-			return i;
-		}
-	}
-	return -1;
 }
 
 /* Netmask of the interface holding `addr` (network order); 0 if no interface has it. */
@@ -91,37 +69,22 @@ static uint32_t ipv4_netmask(uint32_t addr)
  * active qualifies too (a named device: the bridge waits for PORT_ACTIVE, sd->state
  * SIDE_DOWN).
  */
-static bool side_try_port(struct side_ctx *sd, struct ibv_context *ctx, uint8_t port,
-			  bool down_ok)
+static bool side_try_port(struct side_ctx *sd, struct ibv_context *ctx, uint8_t port, bool down_ok)
 {
-	struct ibv_port_attr pa;
+	struct portprobe pp;
 
-	if (ibv_query_port(ctx, port, &pa) || (pa.state != IBV_PORT_ACTIVE && !down_ok))
+	if (!portprobe_port_try(ctx, port, sd->side == SIDE_IB, down_ok, &pp))
 		return false;
-	if (sd->side == SIDE_IB) {
-		__be16 pkey;
-
-		if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND)
-			return false;
-		if (ibv_query_gid(ctx, port, 0, &sd->gid) || ibv_query_pkey(ctx, port, 0, &pkey))
-			return false;
-		sd->gid_index = 0;
-		sd->pkey = ntohs(pkey);
-		sd->ipv4 = 0;
-	} else {
-		if (pa.link_layer != IBV_LINK_LAYER_ETHERNET)
-			return false;
-		sd->gid_index = roce_v2_ipv4_gid(ctx, port, pa.gid_tbl_len, &sd->gid);
-		if (sd->gid_index < 0)
-			return false;
-		memcpy(&sd->ipv4, &sd->gid.raw[12], 4);
+	sd->gid = pp.gid;
+	sd->gid_index = pp.gid_index;
+	sd->pkey = pp.pkey;
+	sd->ipv4 = pp.ipv4;
+	if (sd->side == SIDE_ROCE)
 		sd->netmask = ipv4_netmask(sd->ipv4);
-		sd->pkey = 0xffff;
-	}
-	sd->pattr = pa;
+	sd->pattr = pp.pattr;
 	sd->port = port;
-	sd->mtu = 128u << pa.active_mtu;
-	sd->state = pa.state == IBV_PORT_ACTIVE ? SIDE_UP : SIDE_DOWN;
+	sd->mtu = pp.mtu;
+	sd->state = pp.pattr.state == IBV_PORT_ACTIVE ? SIDE_UP : SIDE_DOWN;
 	return true;
 }
 

@@ -3,10 +3,10 @@
  * mctool.c - options, port, joins and the packet header shared by mcsender and
  * mclisten (see mctool.h).
  *
- * The port choice repeats ib2roce's rules (engine/setup.c side_open) in a few lines of
- * its own: side_open lives with bridge_build and the engine's RCU tables, which these
- * programs do not need; the rules are the same (first active port, IB: GID 0 and P_Key
- * index 0; RoCE: the RoCEv2 GID with an IPv4-mapped address).
+ * The port choice applies ib2roce's rule (engine/portprobe.c, shared with side_open of
+ * engine/setup.c: IB: GID 0 and P_Key index 0; RoCE: the RoCEv2 GID with an IPv4-mapped
+ * address) to the first active port; side_open itself lives with bridge_build and the
+ * engine's RCU tables, which these programs do not need.
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,8 +18,10 @@
 #include <rdma/rdma_cma.h>
 #include <infiniband/ib.h>
 
+#include "groupopts.h"
 #include "mctool.h"
 #include "options.h"
+#include "portprobe.h"
 
 static int seterr(char *err, size_t len, int r, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -125,7 +127,7 @@ static int add_group(void *ctx, const char *arg, char *err, size_t len)
 	if (!g)
 		return opt_errf(err, len, -ENOMEM, "out of memory");
 	memset(g, 0, sizeof(*g));
-	r = group_spec_parse(g, arg, c->fmt, c->port, c->tos, err, len);
+	r = group_spec_parse(g, arg, c->gd.fmt, c->gd.port, c->gd.tos, err, len);
 	if (r) {
 		free(g);
 		return r;
@@ -143,78 +145,18 @@ static int add_group(void *ctx, const char *arg, char *err, size_t len)
 	return 0;
 }
 
-static int parse_dev(const char *arg, char *dev, size_t devlen, uint8_t *port, char *err,
-		     size_t len)
-{
-	const char *colon = strchr(arg, ':');
-	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
-
-	if (!n || n >= devlen)
-		return opt_errf(err, len, -EINVAL, "'%s': expected device[:port]", arg);
-	memcpy(dev, arg, n);
-	dev[n] = 0;
-	*port = 0;
-	if (colon) {
-		uint64_t p;
-		int r = opt_parse_uint(colon + 1, 1, 255, &p, err, len);
-
-		if (r)
-			return r;
-		*port = (uint8_t)p;
-	}
-	return 0;
-}
-
 static int opt_device(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct mct_cfg *c = ctx;
 
-	return parse_dev(arg, c->ib_dev, sizeof(c->ib_dev), &c->ib_port, err, len);
+	return groupopts_dev_parse(arg, c->ib_dev, sizeof(c->ib_dev), &c->ib_port, err, len);
 }
 
 static int opt_roce(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct mct_cfg *c = ctx;
 
-	return parse_dev(arg, c->roce_dev, sizeof(c->roce_dev), &c->roce_port, err, len);
-}
-
-static int opt_mgid(void *ctx, const char *arg, char *err, size_t len)
-{
-	struct mct_cfg *c = ctx;
-	int f;
-
-	if (!arg) {
-		c->list_fmts = true;
-		opt_request_exit();
-		return 0;
-	}
-	f = mgid_fmt_parse(arg);
-	if (f < 0)
-		return opt_errf(err, len, -EINVAL,
-				"unknown MGID format '%s' (RDMA, IPv4, IPv6, PORT, IB)", arg);
-	c->fmt = (enum mgid_fmt)f;
-	return 0;
-}
-
-static int opt_port(void *ctx, const char *arg, char *err, size_t len)
-{
-	uint64_t v;
-	int r = opt_parse_uint(arg, 1, 65535, &v, err, len);
-
-	if (!r)
-		((struct mct_cfg *)ctx)->port = (uint16_t)v;
-	return r;
-}
-
-static int opt_tos(void *ctx, const char *arg, char *err, size_t len)
-{
-	uint64_t v;
-	int r = opt_parse_uint(arg, 0, 255, &v, err, len);
-
-	if (!r)
-		((struct mct_cfg *)ctx)->tos = (int)v;
-	return r;
+	return groupopts_dev_parse(arg, c->roce_dev, sizeof(c->roce_dev), &c->roce_port, err, len);
 }
 
 /* --control PATH: as ib2roce's (a path that fits in sun_path). */
@@ -243,20 +185,18 @@ int mct_options_register(struct mct_cfg *c)
 		{"mgid", 'l', "fmt", true,
 		 "IB MGID format of the groups that follow (RDMA, IPv4, IPv6, PORT, IB); no "
 		 "argument: list them",
-		 opt_mgid, c, true},
+		 groupopts_mgid_set, &c->gd, true},
 		{"port", 'p', "n", false, "default UDP port of the groups that follow (4711)",
-		 opt_port, c, true},
-		{"tos", 't', "n", false, "traffic class of the groups that follow", opt_tos, c,
-		 true},
+		 groupopts_port_set, &c->gd, true},
+		{"tos", 't', "n", false, "traffic class of the groups that follow",
+		 groupopts_tos_set, &c->gd, true},
 		{"control", 0, "path", false,
 		 "console socket for bcom (help, status, stats, enable, shutdown) (default: none)",
 		 opt_control, c, false},
 	};
 	int r;
 
-	c->fmt = MGID_RDMA;
-	c->port = MCT_DEFAULT_PORT;
-	c->tos = -1;
+	groupopts_defaults_init(&c->gd, MCT_DEFAULT_PORT);
 	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
 		if ((r = opt_register(&defs[i])))
 			return r;
@@ -266,7 +206,7 @@ int mct_options_register(struct mct_cfg *c)
 
 int mct_options_check(struct mct_cfg *c, bool exiting, char *err, size_t errlen)
 {
-	if (c->list_fmts) {
+	if (c->gd.list_fmts) {
 		for (int i = 0; i < MGID_NFMT; i++)
 			printf("%s%s\n", mgid_fmt_name[i], i == MGID_RDMA ? " (default)" : "");
 		return 1;
@@ -292,50 +232,20 @@ void mct_cfg_free(struct mct_cfg *c)
 
 /* ---- The port ---- */
 
-static bool gid_is_ipv4(const union ibv_gid *g)
-{
-	static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-
-	return !memcmp(g->raw, pfx, sizeof(pfx));
-}
-
 /* Does (ctx, port) serve fabric f as ib2roce would use it? Fills p. */
 static bool port_try(struct mct_port *p, enum mct_fabric f, struct ibv_context *ctx, uint8_t port)
 {
-	struct ibv_port_attr pa;
+	struct portprobe pp;
 
-	if (ibv_query_port(ctx, port, &pa) || pa.state != IBV_PORT_ACTIVE)
+	if (!portprobe_port_try(ctx, port, f == MCT_IB, false, &pp))
 		return false;
-	if (f == MCT_IB) {
-		__be16 pkey;
-
-		if (pa.link_layer != IBV_LINK_LAYER_INFINIBAND ||
-		    ibv_query_gid(ctx, port, 0, &p->gid) || ibv_query_pkey(ctx, port, 0, &pkey))
-			return false;
-		p->gid_index = 0;
-		p->pkey = ntohs(pkey);
-		p->ipv4 = 0;
-	} else {
-		if (pa.link_layer != IBV_LINK_LAYER_ETHERNET)
-			return false;
-		p->gid_index = -1;
-		for (int i = 0; i < pa.gid_tbl_len && p->gid_index < 0; i++) {
-			struct ibv_gid_entry e;
-
-			if (!ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0) &&
-			    e.gid_type == IBV_GID_TYPE_ROCE_V2 && gid_is_ipv4(&e.gid)) {
-				p->gid = e.gid;
-				p->gid_index = i;
-			}
-		}
-		if (p->gid_index < 0)
-			return false;
-		memcpy(&p->ipv4, &p->gid.raw[12], 4);
-		p->pkey = 0xffff;
-	}
+	p->gid = pp.gid;
+	p->gid_index = pp.gid_index;
+	p->pkey = pp.pkey;
+	p->ipv4 = pp.ipv4;
 	p->fabric = f;
 	p->port = port;
-	p->mtu = 128u << pa.active_mtu;
+	p->mtu = pp.mtu;
 	return true;
 }
 

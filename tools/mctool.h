@@ -18,8 +18,9 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "bridge.h" /* struct group, group_spec_parse(), MGID formats */
-#include "paths.h"  /* CONTROL_PATH_MAX */
+#include "bridge.h"    /* struct group, group_spec_parse(), MGID formats */
+#include "groupopts.h" /* struct groupopts_defaults */
+#include "paths.h"     /* CONTROL_PATH_MAX */
 
 #define MCT_GRH_LEN	 40	     /* UD receive header space (GRH, or IPv4 at offset 20) */
 #define MCT_IPV4_OFF	 20	     /* RoCEv2: the IPv4 header inside those 40 bytes */
@@ -76,10 +77,7 @@ struct mct_cfg {
 	uint8_t ib_port;
 	char roce_dev[64];
 	uint8_t roce_port;
-	enum mgid_fmt fmt; /* -l: MGID format of the groups that follow */
-	uint16_t port;	   /* -p: port of the groups that follow */
-	int tos;	   /* -t: traffic class of the groups that follow, -1 = the join's */
-	bool list_fmts;
+	struct groupopts_defaults gd;	/* -l, -p, -t: defaults of the groups that follow */
 	char control[CONTROL_PATH_MAX]; /* --control: the console socket, "" = none */
 	struct mct_group *groups;
 	uint32_t ngroups, cap;
