@@ -91,6 +91,9 @@ out=$(bc_fail send 1 frobnicate)
 expect_in "$out" "unknown command 'frobnicate' \(help lists them\)" "mcsender bad command" send
 out=$(bc_fail send 1 shut)
 expect_in "$out" "unknown command 'shut': did you mean shutdown\?" "mcsender shut" send
+out=$(bc_fail send 1 enable sendrate=5)
+expect_in "$out" "feature 'sendrate' cannot change while running" "mcsender sendrate" send
+expect_in "$(bc_ok send status)" '^rate: 400 pps in bursts of 1, ' "mcsender rate after sendrate" send
 out=$(bc_fail listen 1 stats --bogus)
 expect_in "$out" "stats: unknown option '--bogus' \(--json\)" "mclisten bad option" listen
 out=$(bc_fail listen 1 enable nosuchfeature)
