@@ -26,10 +26,10 @@
  * Receives: one CQ with a completion channel (the program sleeps until packets come,
  * or spins with --busy); receive buffers of 40 + MTU bytes, reposted in chains.
  *
- * One file (about 1 000 lines): options, receive loop, per-stream accounting and the
- * three reports (table, JSON, live line) are one program's parts that share the
- * listener's tables; what another program could use lives in mctool.c, lhist.c and
- * pcapdump.c.
+ * One file (about 1 100 lines): options, receive loop, per-stream accounting, the three
+ * reports (table, JSON, live line) and what the console shows of them are one
+ * program's parts that share the listener's tables; what another program could use
+ * lives in mctool.c, mccon.c, lhist.c and pcapdump.c.
  */
 #include <errno.h>
 #include <inttypes.h>
