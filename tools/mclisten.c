@@ -24,7 +24,9 @@
  * (lat_negative), not recorded.
  *
  * Receives: one CQ with a completion channel (the program sleeps until packets come,
- * or spins with --busy); receive buffers of 40 + MTU bytes, reposted in chains.
+ * or spins with --busy); receive buffers of 40 + MTU bytes, reposted in chains. The
+ * console (--control, mccon.h) is polled with the completion channel, and every
+ * MCCON_POLL_MS at most while packets keep the loop busy.
  *
  * One file (about 1 100 lines): options, receive loop, per-stream accounting, the three
  * reports (table, JSON, live line) and what the console shows of them are one

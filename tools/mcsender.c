@@ -23,6 +23,11 @@
  * Sends: one WR per packet, chained per QP and posted once per burst, one signaled send
  * in SIG_EVERY (and the last of each chain); a QP never has more than its send queue
  * outstanding (the sender waits for completions, counted in sq_waits).
+ *
+ * Console (--control, mccon.h): served on this thread between bursts, every
+ * MCCON_POLL_MS at most while sending; a sleep until the next deadline waits on the
+ * console's fd as well (mccon_wait), so a command is answered at once and the deadlines
+ * stay absolute.
  */
 #include <errno.h>
 #include <inttypes.h>
