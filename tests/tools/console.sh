@@ -51,6 +51,17 @@ pps_check() {
 	[ "$a" = "$b" ] || br_fail "$prog: $((b - a)) live lines after disable ppsdisplay" "$name"
 }
 
+# A bad --control is a bad option: exit 2 with a message, nothing started.
+for prog in "$MCSENDER" "$MCLISTEN"; do
+	for bad in "" "/tmp/$(printf 'x%.0s' $(seq 1 120)).sock"; do
+		rc=0
+		timeout -k 5 30 "$prog" -d sim_ib1 -m 239.1.2.3 --control "$bad" >"$SF_TMP/bad.out" \
+			2>"$SF_TMP/bad.err" || rc=$?
+		[ "$rc" = 2 ] && grep -Eq 'empty control socket path|control socket path too long \(max 107 bytes\)' \
+			"$SF_TMP/bad.err" || br_fail "$prog --control '$bad': exit $rc" bad
+	done
+done
+
 tl_listen listen -d sim_ib2 -m 239.1.2.3 239.1.2.4 -I 100 -D 80 --control "$SF_TMP/listen.sock"
 br_start send 80 "$MCSENDER" -d sim_ib1 -m 239.1.2.3 239.1.2.4 --rate 400 --stream-id 500 \
 	-D 70 --control "$SF_TMP/send.sock"
