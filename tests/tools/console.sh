@@ -57,8 +57,9 @@ for prog in "$MCSENDER" "$MCLISTEN"; do
 		rc=0
 		timeout -k 5 30 "$prog" -d sim_ib1 -m 239.1.2.3 --control "$bad" >"$SF_TMP/bad.out" \
 			2>"$SF_TMP/bad.err" || rc=$?
-		[ "$rc" = 2 ] && grep -Eq 'empty control socket path|control socket path too long \(max 107 bytes\)' \
-			"$SF_TMP/bad.err" || br_fail "$prog --control '$bad': exit $rc" bad
+		[ "$rc" = 2 ] || br_fail "$prog --control '$bad': exit $rc, expected 2" bad
+		grep -Eq 'empty control socket path|control socket path too long \(max 107 bytes\)' \
+			"$SF_TMP/bad.err" || br_fail "$prog --control '$bad': no message" bad
 	done
 done
 
@@ -130,7 +131,8 @@ expect_in "$out" '^stopping mcsender$' "mcsender shutdown" send
 sf_wait_exit "$(br_pid send)"
 [ "$SF_RC" = 0 ] || br_fail "mcsender: exit $SF_RC after shutdown" send
 sent=$(sed -n 's/^mcsender: sent=\([0-9]*\) .* errors=0 .*/\1/p' "$SF_TMP/send.out")
-[ -n "$sent" ] && [ "$sent" -gt 0 ] || br_fail "mcsender: no summary after shutdown" send
+[ -n "$sent" ] || br_fail "mcsender: no summary after shutdown" send
+[ "$sent" -gt 0 ] || br_fail "mcsender: sent nothing" send
 [ ! -e "$SF_TMP/send.sock" ] || br_fail "mcsender left its socket behind" send
 
 out=$(bc_ok listen shutdown)
