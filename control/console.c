@@ -16,6 +16,7 @@
 
 #include "bridge.h"
 #include "capture.h"
+#include "concmd.h"
 #include "conserver.h"
 #include "console.h"
 #include "ctl.h"
@@ -25,7 +26,6 @@
 #include "options.h"
 #include "pool.h"
 #include "show.h"
-#include "suggest.h"
 #include "tune.h"
 
 struct console {
@@ -38,75 +38,18 @@ struct console {
 
 typedef int cmd_fn(struct ctl *c, char *args, FILE *out);
 
+/* A command of the table (concmd.h): name, synopsis, help; what runs it. */
 struct cmd {
-	const char *name;
-	const char *args;
-	const char *help;
+	struct concmd c;
 	cmd_fn *fn;
 };
 
 static const struct cmd cmds[];
 
-/* Split off the next blank-separated word of *s (NULL at the end). */
-static char *word(char **s)
-{
-	char *w = *s + strspn(*s, " \t"), *e;
-
-	if (!*w)
-		return NULL;
-	e = w + strcspn(w, " \t");
-	if (*e)
-		*e++ = 0;
-	*s = e;
-	return w;
-}
-
-/* The rest of the line without surrounding blanks (NULL if empty). */
-static char *rest(char *s)
-{
-	char *e;
-
-	s += strspn(s, " \t");
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-		*--e = 0;
-	return *s ? s : NULL;
-}
-
-static int no_args(const char *cmd, char *args, FILE *out)
-{
-	char *extra = rest(args);
-
-	if (!extra)
-		return 0;
-	fprintf(out, "%s: unexpected argument '%s'\n", cmd, extra);
-	return -1;
-}
-
 static int cmd_help(struct ctl *c, char *args, FILE *out)
 {
-	char *what = rest(args);
-	int w = 0;
-
 	(void)c;
-	for (const struct cmd *k = cmds; k->name; k++) {
-		int n = (int)strlen(k->name) + (k->args ? 1 + (int)strlen(k->args) : 0);
-
-		if (n > w)
-			w = n;
-	}
-	for (const struct cmd *k = cmds; k->name; k++) {
-		char head[64];
-
-		if (what && strncmp(k->name, what, strlen(what)))
-			continue;
-		snprintf(head, sizeof(head), "%s%s%s", k->name, k->args ? " " : "",
-			 k->args ? k->args : "");
-		fprintf(out, "%-*s  %s\n", w, head, k->help);
-	}
-	if (!what)
-		fprintf(out,
-			"Commands may be abbreviated to any unique prefix, except shutdown.\n");
+	concmd_help(cmds, sizeof(cmds[0]), concmd_rest(args), out);
 	return 0;
 }
 
@@ -126,7 +69,7 @@ static int cmd_quit(struct ctl *c, char *args, FILE *out)
 
 static int cmd_shutdown(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("shutdown", args, out))
+	if (concmd_no_args("shutdown", args, out))
 		return -1;
 	log_notice("console: shutdown: stopping the bridge");
 	/* As SIGTERM: with a peer, make-before-break first; if the peer cannot take over,
@@ -140,14 +83,14 @@ static int cmd_shutdown(struct ctl *c, char *args, FILE *out)
 
 static int cmd_role(struct ctl *c, char *args, FILE *out)
 {
-	char *a = word(&args), *b = word(&args), *role = b ? b : a;
+	char *a = concmd_word(&args), *b = concmd_word(&args), *role = b ? b : a;
 	bool standby;
 
 	if (!a) {
 		ha_show(c->ha, c, out);
 		return 0;
 	}
-	if (no_args("role", args, out))
+	if (concmd_no_args("role", args, out))
 		return -1;
 	if (!strcmp(role, "active"))
 		standby = false;
@@ -162,7 +105,7 @@ static int cmd_role(struct ctl *c, char *args, FILE *out)
 
 static int cmd_ha(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("ha", args, out))
+	if (concmd_no_args("ha", args, out))
 		return -1;
 	ha_show(c->ha, c, out);
 	return 0;
@@ -170,16 +113,16 @@ static int cmd_ha(struct ctl *c, char *args, FILE *out)
 
 static int cmd_handover(struct ctl *c, char *args, FILE *out)
 {
-	char *part = word(&args);
+	char *part = concmd_word(&args);
 
-	if (no_args("handover", args, out))
+	if (concmd_no_args("handover", args, out))
 		return -1;
 	return ha_handover(c->ha, c, part, "console handover", out) ? -1 : 0;
 }
 
 static int cmd_status(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("status", args, out))
+	if (concmd_no_args("status", args, out))
 		return -1;
 	/* Unhealthy is a failed status: a script's `bcom status` exits 1. */
 	return show_status(c, out) ? 0 : -1;
@@ -187,14 +130,14 @@ static int cmd_status(struct ctl *c, char *args, FILE *out)
 
 static int cmd_health(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("health", args, out))
+	if (concmd_no_args("health", args, out))
 		return -1;
 	return health_print(c, out) ? 0 : -1;
 }
 
 static int cmd_zap(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("zap", args, out))
+	if (concmd_no_args("zap", args, out))
 		return -1;
 	show_zap(c);
 	fprintf(out, "counters shown by the console reset (stats --json and metrics are not)\n");
@@ -203,7 +146,7 @@ static int cmd_zap(struct ctl *c, char *args, FILE *out)
 
 static int cmd_multicast(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("multicast", args, out))
+	if (concmd_no_args("multicast", args, out))
 		return -1;
 	show_multicast(c, out);
 	return 0;
@@ -211,7 +154,7 @@ static int cmd_multicast(struct ctl *c, char *args, FILE *out)
 
 static int cmd_channels(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("channels", args, out))
+	if (concmd_no_args("channels", args, out))
 		return -1;
 	show_channels(c, out);
 	return 0;
@@ -219,16 +162,16 @@ static int cmd_channels(struct ctl *c, char *args, FILE *out)
 
 static int cmd_interfaces(struct ctl *c, char *args, FILE *out)
 {
-	char *name = word(&args);
+	char *name = concmd_word(&args);
 
-	if (no_args("interfaces", args, out))
+	if (concmd_no_args("interfaces", args, out))
 		return -1;
 	return show_interfaces(c, name, out) ? -1 : 0;
 }
 
 static int cmd_buffers(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("buffers", args, out))
+	if (concmd_no_args("buffers", args, out))
 		return -1;
 	show_buffers(c, out);
 	return 0;
@@ -236,22 +179,22 @@ static int cmd_buffers(struct ctl *c, char *args, FILE *out)
 
 static int cmd_senders(struct ctl *c, char *args, FILE *out)
 {
-	char *n = word(&args);
+	char *n = concmd_word(&args);
 
-	if (no_args("senders", args, out))
+	if (concmd_no_args("senders", args, out))
 		return -1;
 	return show_senders(c, n, out) ? -1 : 0;
 }
 
 static int cmd_tsi(struct ctl *c, char *args, FILE *out)
 {
-	show_tsi(c, rest(args), out);
+	show_tsi(c, concmd_rest(args), out);
 	return 0;
 }
 
 static int cmd_events(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("events", args, out))
+	if (concmd_no_args("events", args, out))
 		return -1;
 	ctl_events(c, out);
 	return 0;
@@ -259,7 +202,7 @@ static int cmd_events(struct ctl *c, char *args, FILE *out)
 
 static int cmd_workers(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("workers", args, out))
+	if (concmd_no_args("workers", args, out))
 		return -1;
 	show_workers(c, out);
 	return 0;
@@ -268,7 +211,7 @@ static int cmd_workers(struct ctl *c, char *args, FILE *out)
 static int set_feature(bool enable, char *args, FILE *out)
 {
 	char err[OPT_ERR_LEN];
-	char *spec = rest(args);
+	char *spec = concmd_rest(args);
 
 	if (!spec) {
 		feat_list(out);
@@ -298,7 +241,7 @@ static int cmd_disable(struct ctl *c, char *args, FILE *out)
 static int cmd_join(struct ctl *c, char *args, FILE *out)
 {
 	char err[OPT_ERR_LEN];
-	char *spec = word(&args), *d = word(&args);
+	char *spec = concmd_word(&args), *d = concmd_word(&args);
 	enum group_dir dir = DIR_BOTH;
 
 	if (!spec) {
@@ -316,7 +259,7 @@ static int cmd_join(struct ctl *c, char *args, FILE *out)
 		}
 		dir = (enum group_dir)k;
 	}
-	if (no_args("join", args, out))
+	if (concmd_no_args("join", args, out))
 		return -1;
 	if (ctl_group_add(c, spec, dir, err, sizeof(err))) {
 		fprintf(out, "join: %s\n", err);
@@ -330,13 +273,13 @@ static int cmd_join(struct ctl *c, char *args, FILE *out)
 static int cmd_leave(struct ctl *c, char *args, FILE *out)
 {
 	char err[OPT_ERR_LEN];
-	char *name = word(&args);
+	char *name = concmd_word(&args);
 
 	if (!name) {
 		fprintf(out, "leave: usage: leave <group>\n");
 		return -1;
 	}
-	if (no_args("leave", args, out))
+	if (concmd_no_args("leave", args, out))
 		return -1;
 	if (ctl_group_remove(c, name, err, sizeof(err))) {
 		fprintf(out, "leave: %s\n", err);
@@ -349,9 +292,9 @@ static int cmd_leave(struct ctl *c, char *args, FILE *out)
 
 static int cmd_stats(struct ctl *c, char *args, FILE *out)
 {
-	char *opt = word(&args);
+	char *opt = concmd_word(&args);
 
-	if (no_args("stats", args, out))
+	if (concmd_no_args("stats", args, out))
 		return -1;
 	if (!opt) {
 		show_counters(c, out, false);
@@ -373,7 +316,7 @@ static int cmd_tuning(struct ctl *c, char *args, FILE *out)
 	struct tune_input in;
 	struct tune_report rep;
 
-	if (no_args("tuning", args, out))
+	if (concmd_no_args("tuning", args, out))
 		return -1;
 	tune_input_init(&in);
 	for (uint32_t i = 0; i < br->cfg.nworkers; i++)
@@ -395,20 +338,20 @@ static int cmd_tuning(struct ctl *c, char *args, FILE *out)
 
 static int cmd_capture(struct ctl *c, char *args, FILE *out)
 {
-	char *sub = word(&args), err[OPT_ERR_LEN];
+	char *sub = concmd_word(&args), err[OPT_ERR_LEN];
 
 	if (!c->cap) {
 		fprintf(out, "capture: not available\n");
 		return -1;
 	}
 	if (!sub || !strcmp(sub, "status")) {
-		if (sub && no_args("capture status", args, out))
+		if (sub && concmd_no_args("capture status", args, out))
 			return -1;
 		capture_status(c->cap, out);
 		return 0;
 	}
 	if (!strcmp(sub, "stop")) {
-		if (no_args("capture stop", args, out))
+		if (concmd_no_args("capture stop", args, out))
 			return -1;
 		if (capture_stop(c->cap, out)) {
 			fprintf(out, "capture stop: no capture running\n");
@@ -431,7 +374,7 @@ static int cmd_capture(struct ctl *c, char *args, FILE *out)
 
 static int cmd_reload(struct ctl *c, char *args, FILE *out)
 {
-	if (no_args("reload", args, out))
+	if (concmd_no_args("reload", args, out))
 		return -1;
 	if (!c->reload) {
 		fprintf(out, "reload: not available\n");
@@ -441,108 +384,81 @@ static int cmd_reload(struct ctl *c, char *args, FILE *out)
 }
 
 static const struct cmd cmds[] = {
-	{"buffers", NULL, "the buffer pool: buffers per state", cmd_buffers},
-	{"capture",
-	 "start FILE [group G] [side ib|roce|both] [count N] [snaplen N] | stop | status",
-	 "packet capture to a pcapng file in capture_dir", cmd_capture},
-	{"channels", NULL, "queue pairs: groups, queues, backlog, counters, pps", cmd_channels},
-	{"cores", NULL, "same as workers", cmd_workers},
-	{"disable", "[name]", "turn a runtime feature off (no name: list them)", cmd_disable},
-	{"enable", "[name[=value]]", "turn a runtime feature on or set it (no name: list)",
+	{{"buffers", NULL, "the buffer pool: buffers per state", false}, cmd_buffers},
+	{{"capture",
+	  "start FILE [group G] [side ib|roce|both] [count N] [snaplen N] | stop | status",
+	  "packet capture to a pcapng file in capture_dir", false},
+	 cmd_capture},
+	{{"channels", NULL, "queue pairs: groups, queues, backlog, counters, pps", false},
+	 cmd_channels},
+	{{"cores", NULL, "same as workers", false}, cmd_workers},
+	{{"disable", "[name]", "turn a runtime feature off (no name: list them)", false},
+	 cmd_disable},
+	{{"enable", "[name[=value]]", "turn a runtime feature on or set it (no name: list)", false},
 	 cmd_enable},
-	{"endpoints", "[N]", "same as senders", cmd_senders},
-	{"events", NULL, "the control thread's timers", cmd_events},
-	{"health", NULL, "ok, or one line per failed health condition (fails if unhealthy)",
+	{{"endpoints", "[N]", "same as senders", false}, cmd_senders},
+	{{"events", NULL, "the control thread's timers", false}, cmd_events},
+	{{"health", NULL, "ok, or one line per failed health condition (fails if unhealthy)",
+	  false},
 	 cmd_health},
-	{"ha", NULL, "HA partitions: role, since when, transitions, last reason", cmd_ha},
-	{"handover", "[partition]",
-	 "make the peer (--ha-peer-control) active, then this bridge standby", cmd_handover},
-	{"help", "[command]", "this list", cmd_help},
-	{"interfaces", "[name]", "devices, ports, limits and GID tables", cmd_interfaces},
-	{"join", "group [both|in|out]", "bridge one more group now", cmd_join},
-	{"leave", "group", "stop bridging a group now", cmd_leave},
-	{"multicast", NULL, "groups, join state per side, packets each way", cmd_multicast},
-	{"exit", NULL, "same as quit", cmd_quit},
-	{"quit", NULL, "leave the console (the bridge keeps running)", cmd_quit},
-	{"reload", NULL, "re-read the configuration (as SIGHUP)", cmd_reload},
-	{"role", "[partition] active|standby", "set the HA role (no argument: as ha)", cmd_role},
-	{"senders", "[N]", "who sends into the bridge (N rows, default 100)", cmd_senders},
-	{"shutdown", NULL, "stop the bridge (leave groups, final counters); never abbreviated",
+	{{"ha", NULL, "HA partitions: role, since when, transitions, last reason", false}, cmd_ha},
+	{{"handover", "[partition]",
+	  "make the peer (--ha-peer-control) active, then this bridge standby", false},
+	 cmd_handover},
+	{{"help", "[command]", "this list", false}, cmd_help},
+	{{"interfaces", "[name]", "devices, ports, limits and GID tables", false}, cmd_interfaces},
+	{{"join", "group [both|in|out]", "bridge one more group now", false}, cmd_join},
+	{{"leave", "group", "stop bridging a group now", false}, cmd_leave},
+	{{"multicast", NULL, "groups, join state per side, packets each way", false},
+	 cmd_multicast},
+	{{"exit", NULL, "same as quit", false}, cmd_quit},
+	{{"quit", NULL, "leave the console (the bridge keeps running)", false}, cmd_quit},
+	{{"reload", NULL, "re-read the configuration (as SIGHUP)", false}, cmd_reload},
+	{{"role", "[partition] active|standby", "set the HA role (no argument: as ha)", false},
+	 cmd_role},
+	{{"senders", "[N]", "who sends into the bridge (N rows, default 100)", false}, cmd_senders},
+	{{"shutdown", NULL, "stop the bridge (leave groups, final counters); never abbreviated",
+	  true},
 	 cmd_shutdown},
-	{"stats", "[--json]", "all counters: final-counters format, or one JSON object", cmd_stats},
-	{"status", NULL,
-	 "health, per-side counters, drops by reason, join summary (fails if unhealthy)",
+	{{"stats", "[--json]", "all counters: final-counters format, or one JSON object", false},
+	 cmd_stats},
+	{{"status", NULL,
+	  "health, per-side counters, drops by reason, join summary (fails if unhealthy)", false},
 	 cmd_status},
-	{"tsi", "[filter]", "PGM streams (lines containing filter)", cmd_tsi},
-	{"tuning", NULL, "host tuning report: isolation, IRQs, SMT, C-states (as --tune-check)",
+	{{"tsi", "[filter]", "PGM streams (lines containing filter)", false}, cmd_tsi},
+	{{"tuning", NULL, "host tuning report: isolation, IRQs, SMT, C-states (as --tune-check)",
+	  false},
 	 cmd_tuning},
-	{"workers", NULL, "worker threads: CPU, node, loop rate, heartbeat, latency", cmd_workers},
-	{"zap", NULL, "reset the counters the console shows", cmd_zap},
-	{NULL, NULL, NULL, NULL},
+	{{"workers", NULL, "worker threads: CPU, node, loop rate, heartbeat, latency", false},
+	 cmd_workers},
+	{{"zap", NULL, "reset the counters the console shows", false}, cmd_zap},
+	{{NULL, NULL, NULL, false}, NULL},
 };
 
-/* A command never reached by a prefix: it must be typed in full (shutdown). */
-static bool cmd_exact(const struct cmd *k)
+/* Two names of one command (cores and workers). */
+static bool cmd_same(const struct concmd *a, const struct concmd *b)
 {
-	return k->fn == cmd_shutdown;
+	return ((const struct cmd *)a)->fn == ((const struct cmd *)b)->fn;
 }
 
 /* console_exec, telling whether the command was quit/exit (*quit_seen). */
 static int exec_line(struct ctl *c, const char *line, FILE *out, bool *quit_seen)
 {
 	char buf[CON_LINE_MAX], *args = buf, *name;
-	const struct cmd *hit = NULL;
-	size_t n;
-	int nhits = 0;
+	const struct cmd *hit;
+	size_t n = strlen(line);
 
-	n = strlen(line);
 	if (n >= sizeof(buf)) {
 		fprintf(out, "command line too long (max %d bytes)\n", CON_LINE_MAX - 1);
 		return -1;
 	}
 	memcpy(buf, line, n + 1);
-	name = word(&args);
+	name = concmd_word(&args);
 	if (!name || name[0] == '#')
 		return 0;
-	n = strlen(name);
-	for (const struct cmd *k = cmds; k->name; k++) {
-		if (strncmp(k->name, name, n))
-			continue;
-		if (k->name[n] == 0) { /* exact */
-			hit = k;
-			nhits = 1;
-			break;
-		}
-		if (cmd_exact(k))
-			continue;
-		if (!hit || hit->fn != k->fn)
-			nhits++;
-		if (!hit)
-			hit = k;
-	}
-	if (!hit) {
-		const char *best = NULL;
-		size_t best_d = 0;
-
-		for (const struct cmd *k = cmds; k->name; k++)
-			suggest_consider(name, n, k->name, &best, &best_d);
-		for (const struct cmd *k = cmds; k->name && !best; k++)
-			if (cmd_exact(k) && !strncmp(k->name, name, n))
-				best = k->name; /* a prefix of it: it must be typed in full */
-		if (best)
-			fprintf(out, "unknown command '%s': did you mean %s?\n", name, best);
-		else
-			fprintf(out, "unknown command '%s' (help lists them)\n", name);
+	hit = (const struct cmd *)concmd_find(cmds, sizeof(cmds[0]), name, cmd_same, out);
+	if (!hit)
 		return -1;
-	}
-	if (nhits > 1) {
-		fprintf(out, "ambiguous command '%s':", name);
-		for (const struct cmd *k = cmds; k->name; k++)
-			if (!strncmp(k->name, name, n) && !cmd_exact(k))
-				fprintf(out, " %s", k->name);
-		fprintf(out, "\n");
-		return -1;
-	}
 	*quit_seen = hit->fn == cmd_quit;
 	return hit->fn(c, args, out);
 }

@@ -14,10 +14,10 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "concmd.h"
 #include "conserver.h"
 #include "mccon.h"
 #include "options.h"
-#include "suggest.h"
 
 struct mccon {
 	struct conserver *srv;
@@ -29,10 +29,9 @@ struct mccon {
 
 typedef int cmd_fn(struct mccon *con, char *args, FILE *out);
 
+/* A command of the table (control/concmd.h): name, synopsis, help; what runs it. */
 struct cmd {
-	const char *name;
-	const char *args;
-	const char *help;
+	struct concmd c;
 	cmd_fn *fn;
 };
 
@@ -46,72 +45,16 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Split off the next blank-separated word of *s (NULL at the end). */
-static char *word(char **s)
-{
-	char *w = *s + strspn(*s, " \t"), *e;
-
-	if (!*w)
-		return NULL;
-	e = w + strcspn(w, " \t");
-	if (*e)
-		*e++ = 0;
-	*s = e;
-	return w;
-}
-
-/* The rest of the line without surrounding blanks (NULL if empty). */
-static char *rest(char *s)
-{
-	char *e;
-
-	s += strspn(s, " \t");
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-		*--e = 0;
-	return *s ? s : NULL;
-}
-
-static int no_args(const char *cmd, char *args, FILE *out)
-{
-	char *extra = rest(args);
-
-	if (!extra)
-		return 0;
-	fprintf(out, "%s: unexpected argument '%s'\n", cmd, extra);
-	return -1;
-}
-
 static int cmd_help(struct mccon *con, char *args, FILE *out)
 {
-	char *what = rest(args);
-	int w = 0;
-
 	(void)con;
-	for (const struct cmd *k = cmds; k->name; k++) {
-		int n = (int)strlen(k->name) + (k->args ? 1 + (int)strlen(k->args) : 0);
-
-		if (n > w)
-			w = n;
-	}
-	for (const struct cmd *k = cmds; k->name; k++) {
-		char head[64];
-
-		if (what && strncmp(k->name, what, strlen(what)))
-			continue;
-		snprintf(head, sizeof(head), "%s%s%s", k->name, k->args ? " " : "",
-			 k->args ? k->args : "");
-		fprintf(out, "%-*s  %s\n", w, head, k->help);
-	}
-	if (!what)
-		fprintf(out,
-			"Commands may be abbreviated to any unique prefix, except shutdown.\n");
+	concmd_help(cmds, sizeof(cmds[0]), concmd_rest(args), out);
 	return 0;
 }
 
 static int cmd_status(struct mccon *con, char *args, FILE *out)
 {
-	if (no_args("status", args, out))
+	if (concmd_no_args("status", args, out))
 		return -1;
 	con->ops.status(con->arg, out);
 	return 0;
@@ -119,9 +62,9 @@ static int cmd_status(struct mccon *con, char *args, FILE *out)
 
 static int cmd_stats(struct mccon *con, char *args, FILE *out)
 {
-	char *opt = word(&args);
+	char *opt = concmd_word(&args);
 
-	if (no_args("stats", args, out))
+	if (concmd_no_args("stats", args, out))
 		return -1;
 	if (opt && strcmp(opt, "--json") && strcmp(opt, "json")) {
 		fprintf(out, "stats: unknown option '%s' (--json)\n", opt);
@@ -134,7 +77,7 @@ static int cmd_stats(struct mccon *con, char *args, FILE *out)
 static int set_feature(bool enable, char *args, FILE *out)
 {
 	char err[OPT_ERR_LEN];
-	char *spec = rest(args);
+	char *spec = concmd_rest(args);
 
 	if (!spec) {
 		feat_list(out);
@@ -162,7 +105,7 @@ static int cmd_disable(struct mccon *con, char *args, FILE *out)
 
 static int cmd_shutdown(struct mccon *con, char *args, FILE *out)
 {
-	if (no_args("shutdown", args, out))
+	if (concmd_no_args("shutdown", args, out))
 		return -1;
 	fprintf(out, "stopping %s\n", con->prog);
 	con->ops.shutdown(con->arg);
@@ -179,23 +122,26 @@ static int cmd_quit(struct mccon *con, char *args, FILE *out)
 }
 
 static const struct cmd cmds[] = {
-	{"disable", "[name]", "turn a runtime feature off (no name: list them)", cmd_disable},
-	{"enable", "[name[=value]]", "turn a runtime feature on or set it (no name: list)",
+	{{"disable", "[name]", "turn a runtime feature off (no name: list them)", false},
+	 cmd_disable},
+	{{"enable", "[name[=value]]", "turn a runtime feature on or set it (no name: list)", false},
 	 cmd_enable},
-	{"exit", NULL, "same as quit", cmd_quit},
-	{"help", "[command]", "this list", cmd_help},
-	{"quit", NULL, "leave the console (the program keeps running)", cmd_quit},
-	{"shutdown", NULL, "stop as at the end of --duration (summary, exit); never abbreviated",
+	{{"exit", NULL, "same as quit", false}, cmd_quit},
+	{{"help", "[command]", "this list", false}, cmd_help},
+	{{"quit", NULL, "leave the console (the program keeps running)", false}, cmd_quit},
+	{{"shutdown", NULL, "stop as at the end of --duration (summary, exit); never abbreviated",
+	  true},
 	 cmd_shutdown},
-	{"stats", "[--json]", "the summary so far: text, or the --json object", cmd_stats},
-	{"status", NULL, "what the program does: port, groups, rate, counts so far", cmd_status},
-	{NULL, NULL, NULL, NULL},
+	{{"stats", "[--json]", "the summary so far: text, or the --json object", false}, cmd_stats},
+	{{"status", NULL, "what the program does: port, groups, rate, counts so far", false},
+	 cmd_status},
+	{{NULL, NULL, NULL, false}, NULL},
 };
 
-/* A command never reached by a prefix: it must be typed in full (shutdown). */
-static bool cmd_exact(const struct cmd *k)
+/* Two names of one command (exit and quit). */
+static bool cmd_same(const struct concmd *a, const struct concmd *b)
 {
-	return k->fn == cmd_shutdown;
+	return ((const struct cmd *)a)->fn == ((const struct cmd *)b)->fn;
 }
 
 /* The server's exec callback: find the command (prefixes, as ib2roce) and run it. */
@@ -203,58 +149,19 @@ static int mccon_exec(void *arg, const char *line, FILE *out)
 {
 	struct mccon *con = arg;
 	char buf[CON_LINE_MAX], *args = buf, *name;
-	const struct cmd *hit = NULL;
+	const struct cmd *hit;
 	size_t n = strlen(line);
-	int nhits = 0;
 
 	if (n >= sizeof(buf)) {
 		fprintf(out, "command line too long (max %d bytes)\n", CON_LINE_MAX - 1);
 		return CONSERVER_FAIL;
 	}
 	memcpy(buf, line, n + 1);
-	name = word(&args);
+	name = concmd_word(&args);
 	if (!name || name[0] == '#')
 		return CONSERVER_OK;
-	n = strlen(name);
-	for (const struct cmd *k = cmds; k->name; k++) {
-		if (strncmp(k->name, name, n))
-			continue;
-		if (k->name[n] == 0) { /* exact */
-			hit = k;
-			nhits = 1;
-			break;
-		}
-		if (cmd_exact(k))
-			continue;
-		if (!hit || hit->fn != k->fn)
-			nhits++;
-		if (!hit)
-			hit = k;
-	}
-	if (!hit) {
-		const char *best = NULL;
-		size_t best_d = 0;
-
-		for (const struct cmd *k = cmds; k->name; k++)
-			suggest_consider(name, n, k->name, &best, &best_d);
-		for (const struct cmd *k = cmds; k->name && !best; k++)
-			if (cmd_exact(k) && !strncmp(k->name, name, n))
-				best = k->name; /* a prefix of it: it must be typed in full */
-		if (best)
-			fprintf(out, "unknown command '%s': did you mean %s?\n", name, best);
-		else
-			fprintf(out, "unknown command '%s' (help lists them)\n", name);
-		return CONSERVER_FAIL;
-	}
-	if (nhits > 1) {
-		fprintf(out, "ambiguous command '%s':", name);
-		for (const struct cmd *k = cmds; k->name; k++)
-			if (!strncmp(k->name, name, n) && !cmd_exact(k))
-				fprintf(out, " %s", k->name);
-		fprintf(out, "\n");
-		return CONSERVER_FAIL;
-	}
-	if (hit->fn(con, args, out))
+	hit = (const struct cmd *)concmd_find(cmds, sizeof(cmds[0]), name, cmd_same, out);
+	if (!hit || hit->fn(con, args, out))
 		return CONSERVER_FAIL;
 	return hit->fn == cmd_quit ? CONSERVER_CLOSE : CONSERVER_OK;
 }

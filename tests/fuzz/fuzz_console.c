@@ -20,6 +20,7 @@
  */
 #include <sys/ioctl.h>
 
+#include "../../control/concmd.c"
 #include "../../control/conserver.c"
 #include "../../control/console.c"
 
