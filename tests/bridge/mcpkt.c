@@ -532,7 +532,12 @@ static int run_send(const struct opts *o)
 	if (o->delay_ms)
 		sleep_ns((uint64_t)o->delay_ms * 1000000ull);
 
-	run = (uint32_t)getpid() ^ (uint32_t)now_ns();
+	/*
+	 * The run's first byte is the payload's byte 4, where a PGM header has its type:
+	 * a version nibble other than 0 makes every mcpkt payload one that pgm_precheck()
+	 * calls "not PGM" (pgm_not_pgm), never "malformed", whatever the random part is.
+	 */
+	run = ((uint32_t)getpid() ^ (uint32_t)now_ns()) | 0x80000000u;
 	total = (uint64_t)o->count * o->ngroups * o->nqps;
 	t0 = now_ns();
 	deadline = t0 + (uint64_t)o->timeout_s * 1000000000ull;
