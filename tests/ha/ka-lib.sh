@@ -48,17 +48,26 @@ ka_init() {
 	ip -n "$KA_NS2" link set "kav2-$$" up
 }
 
-# ka_cleanup: TERM to the keepalived processes (their notify_stop runs), namespaces gone.
-# Returns the status it was called with, for sf_cleanup (the test's exit status).
-ka_cleanup() {
-	local rc=$? f
+# ka_stop: TERM to the keepalived processes (their notify_stop scripts run: every
+# partition standby), wait for them (5 s at most each).
+ka_stop() {
+	local f
 
 	for f in "$SF_TMP"/ka?.pid; do
 		[ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true
 	done
 	for f in "$SF_TMP"/ka?.pid; do
 		[ -e "$f" ] && timeout 5 tail --pid="$(cat "$f")" -f /dev/null 2>/dev/null || true
+		rm -f "$f"
 	done
+}
+
+# ka_cleanup: ka_stop, the namespace and the veth gone. Returns the status it was
+# called with, for sf_cleanup (the test's exit status).
+ka_cleanup() {
+	local rc=$?
+
+	ka_stop
 	ip link del "kav1-$$" 2>/dev/null || true
 	ip netns del "$KA_NS2" 2>/dev/null || true
 	return "$rc"

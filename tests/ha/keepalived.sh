@@ -50,6 +50,7 @@ ka_stream_end p1 "$m" "kill -9 of the active bridge, keepalived failover"
 	br_fail "keepalived failover lost $KA_LOST packets (bound $KA_KILL_MAX_LOST)" p1 ka1 ka2
 grep -q 'partition default: standby -> active (console role command)' "$SF_TMP/b.err" ||
 	br_fail "bridge b was not made active by the notify script" b
+ka_stop
 br_stop b
 [ "$(br_field b RoCE fwd_pkts)" = 0 ] || br_fail "bridge b forwarded RoCE -> IB: a loop" b
 br_conservation b sim_ib3 sim_roce3
