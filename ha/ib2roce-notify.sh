@@ -1,39 +1,98 @@
 #!/bin/sh
 # ib2roce-notify.sh: keepalived's notify script for an ib2roce HA pair
-# (docs/operations.md, "Election by keepalived"). One VRRP instance per partition:
+# (docs/operations.md, "Election by keepalived"). One VRRP instance per partition,
+# named ib2roce_PARTITION. Two ways to run it:
 #
-#   notify_master "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P MASTER"
-#   notify_backup "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P BACKUP"
-#   notify_fault  "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P FAULT"
-#   notify_stop   "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P STOP"
+# 1. From keepalived's notify FIFO (the way ha/keepalived.conf.example uses): keepalived
+#    starts it once and writes each state change to the FIFO, in order:
+#
+#      global_defs {
+#          vrrp_notify_fifo /run/ib2roce/keepalived.fifo
+#          vrrp_notify_fifo_script "/usr/share/ib2roce/ib2roce-notify.sh --fifo /run/ib2roce/ib2roce.sock"
+#      }
+#
+#    keepalived appends the FIFO's name. Lines `INSTANCE "ib2roce_P" STATE PRIORITY`
+#    are applied one after the other, in the order keepalived wrote them; other lines
+#    and other instances are ignored. Each change costs one bcom (no shell started), and
+#    two changes of one partition in quick succession (BACKUP, then MASTER) can never
+#    reach the bridge in the wrong order, as two notify scripts started together can.
+#
+# 2. As a notify script per state (one process per change):
+#
+#      notify_master "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P MASTER"
+#      notify_backup "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P BACKUP"
+#      notify_fault  "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P FAULT"
+#      notify_stop   "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P STOP"
 #
 # Usage: ib2roce-notify.sh [--bcom PATH] CONTROL PARTITION STATE
+#        ib2roce-notify.sh [--bcom PATH] --fifo CONTROL FIFO
 # MASTER makes partition PARTITION of the bridge whose console socket is CONTROL active
 # (`bcom --control CONTROL role PARTITION active`); BACKUP, FAULT and STOP make it
-# standby. Logs to syslog (logger) what it did. Exit status: bcom's (0 done, 1 refused,
-# 3 bridge not reachable), 2 for bad usage.
+# standby: BACKUP only after BACKUP_DELAY (0.05 s). A partition goes BACKUP here when
+# the peer took it over with a higher priority (preemption, e.g. the preferred bridge
+# back after a failure): the peer's keepalived makes its bridge active at the same
+# moment, and waiting for that (make before break) turns the packets that would fall
+# between the two bridges into duplicates. FAULT and STOP (this bridge cannot or shall
+# not forward) go standby at once. Logs to syslog (logger) what it did, after doing it.
+# Exit status (per state): bcom's (0 done, 1 refused, 3 bridge not reachable; 124 no
+# answer within 10 s), 2 for bad usage. With --fifo it runs until keepalived ends it (or the FIFO cannot be read:
+# exit 1).
 set -u
 
+usage() {
+	echo "usage: $0 [--bcom PATH] CONTROL PARTITION STATE" >&2
+	echo "       $0 [--bcom PATH] --fifo CONTROL FIFO" >&2
+	exit 2
+}
+
 bcom=bcom
+BACKUP_DELAY=0.05
 if [ "${1:-}" = --bcom ]; then
-	[ $# -ge 2 ] || { echo "usage: $0 [--bcom PATH] CONTROL PARTITION STATE" >&2; exit 2; }
+	[ $# -ge 2 ] || usage
 	bcom=$2
 	shift 2
 fi
-if [ $# -ne 3 ]; then
-	echo "usage: $0 [--bcom PATH] CONTROL PARTITION STATE" >&2
-	exit 2
+
+# apply CONTROL PARTITION STATE: the role change; its status in rc.
+apply() {
+	case $3 in
+	MASTER) role=active ;;
+	BACKUP)
+		role=standby
+		sleep "$BACKUP_DELAY"
+		;;
+	FAULT | STOP) role=standby ;;
+	*)
+		echo "$0: unknown state '$3' (MASTER, BACKUP, FAULT, STOP)" >&2
+		rc=2
+		return
+		;;
+	esac
+	rc=0
+	# A bridge that does not answer must not hold up the changes after this one.
+	out=$(timeout -k 1 10 "$bcom" --control "$1" role "$2" "$role" 2>&1) || rc=$?
+	logger -t ib2roce-notify "partition $2: $3: role $role: exit $rc: $out" 2>/dev/null || true
+}
+
+if [ "${1:-}" = --fifo ]; then
+	[ $# -eq 3 ] || usage
+	control=$2
+	# Read and write: the FIFO never reads as ended while keepalived reopens it.
+	exec 3<>"$3" || exit 1
+	while read -r kind name state _ <&3; do
+		[ "$kind" = INSTANCE ] || continue
+		name=${name#\"}
+		name=${name%\"}
+		case $name in
+		ib2roce_?*) ;;
+		*) continue ;;
+		esac
+		case $state in
+		MASTER | BACKUP | FAULT | STOP) apply "$control" "${name#ib2roce_}" "$state" ;;
+		esac
+	done
+	exit 1
 fi
-control=$1 partition=$2 state=$3
-case $state in
-MASTER) role=active ;;
-BACKUP | FAULT | STOP) role=standby ;;
-*)
-	echo "$0: unknown state '$state' (MASTER, BACKUP, FAULT, STOP)" >&2
-	exit 2
-	;;
-esac
-rc=0
-out=$("$bcom" --control "$control" role "$partition" "$role" 2>&1) || rc=$?
-logger -t ib2roce-notify "partition $partition: $state: role $role: exit $rc: $out" 2>/dev/null || true
+[ $# -eq 3 ] || usage
+apply "$1" "$2" "$3"
 exit "$rc"

@@ -137,9 +137,18 @@ global_defs {
 	enable_script_security
 	vrrp_version 3
 	vrrp_rt_priority 50
+	vrrp_rlimit_rttime 500000
 	vrrp_no_swap
 	vrrp_garp_master_repeat 1
 	vrrp_garp_master_delay 0
+EOC
+	# The notify FIFO (the example's way) or, with KA_NOTIFY=scripts, a notify script
+	# per state: the same ha/ib2roce-notify.sh.
+	[ "${KA_NOTIFY:-fifo}" = scripts ] || cat >>"$conf" <<EOC
+	vrrp_notify_fifo $SF_TMP/ka$n.fifo
+	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --fifo $sock"
+EOC
+	cat >>"$conf" <<EOC
 }
 EOC
 	[ -n "$ns" ] || cat >>"$conf" <<EOC
@@ -183,6 +192,7 @@ EOC
 	}
 EOC
 		for st in MASTER BACKUP FAULT STOP; do
+			[ "${KA_NOTIFY:-fifo}" = scripts ] || break
 			printf '\tnotify_%s "%s --bcom %s %s %s %s"\n' "${st,,}" "$HA_NOTIFY" \
 				"$BCOM" "$sock" "$part" "$st" >>"$conf"
 		done

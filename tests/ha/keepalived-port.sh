@@ -12,7 +12,10 @@
 #   `rise` good checks and, as the higher priority, takes the partition back (preempt):
 #   a active, b standby; that failback's loss and duplicates are printed, the loss
 #   bounded the same way.
-# No loop (b forwarded nothing RoCE -> IB); b's counters add up.
+# No loop (neither bridge forwarded RoCE -> IB); b's counters add up (a's do too, but
+# what a posted to its RoCE port before it saw the port go down is counted by the
+# fabric in port_down, not as sent: br_conservation's comparison with the port does not
+# hold for a).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
 . "$(dirname "$0")/../bridge/lib.sh"
@@ -62,6 +65,5 @@ br_stop a
 br_stop b
 [ "$(br_field b RoCE fwd_pkts)" = 0 ] || br_fail "bridge b forwarded RoCE -> IB: a loop" b
 [ "$(br_field a RoCE fwd_pkts)" = 0 ] || br_fail "bridge a forwarded RoCE -> IB: a loop" a
-br_conservation a sim_ib0 sim_roce0
 br_conservation b sim_ib3 sim_roce3
 sf_log "PASS"
