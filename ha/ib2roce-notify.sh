@@ -35,8 +35,10 @@
 # between the two bridges into duplicates. FAULT and STOP (this bridge cannot or shall
 # not forward) go standby at once. Logs to syslog (logger) what it did, after doing it.
 # Exit status (per state): bcom's (0 done, 1 refused, 3 bridge not reachable; 124 no
-# answer within 10 s), 2 for bad usage. With --fifo it runs until keepalived ends it (or the FIFO cannot be read:
-# exit 1).
+# answer within 10 s), 2 for bad usage. With --fifo it runs until keepalived ends it
+# with SIGTERM (keepalived stops; it writes no STOP events then): the partitions it made
+# active go standby after BACKUP_DELAY (the peer, told with a priority 0
+# advertisement, takes over meanwhile), and it exits 0 (1: the FIFO cannot be read).
 set -u
 
 usage() {
@@ -74,9 +76,21 @@ apply() {
 	logger -t ib2roce-notify "partition $2: $3: role $role: exit $rc: $out" 2>/dev/null || true
 }
 
+# The FIFO reader's end (SIGTERM from keepalived): the partitions it made active go
+# standby after BACKUP_DELAY.
+fifo_end() {
+	[ -z "$active" ] || sleep "$BACKUP_DELAY"
+	for p in $active; do
+		apply "$control" "$p" STOP
+	done
+	exit 0
+}
+
 if [ "${1:-}" = --fifo ]; then
 	[ $# -eq 3 ] || usage
 	control=$2
+	active=""
+	trap fifo_end TERM INT HUP
 	# Read and write: the FIFO never reads as ended while keepalived reopens it.
 	exec 3<>"$3" || exit 1
 	while read -r kind name state _ <&3; do
@@ -87,9 +101,14 @@ if [ "${1:-}" = --fifo ]; then
 		ib2roce_?*) ;;
 		*) continue ;;
 		esac
+		p=${name#ib2roce_}
 		case $state in
-		MASTER | BACKUP | FAULT | STOP) apply "$control" "${name#ib2roce_}" "$state" ;;
+		MASTER | BACKUP | FAULT | STOP) apply "$control" "$p" "$state" ;;
+		*) continue ;;
 		esac
+		# The partitions active here (names without blanks: bcom role takes one word).
+		active=$(for a in $active; do [ "$a" = "$p" ] || echo "$a"; done)
+		[ "$state" != MASTER ] || active="$active $p"
 	done
 	exit 1
 fi

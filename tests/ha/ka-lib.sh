@@ -48,11 +48,20 @@ ka_init() {
 	ip -n "$KA_NS2" link set "kav2-$$" up
 }
 
-# ka_stop: TERM to the keepalived processes (their notify_stop scripts run: every
-# partition standby), wait for them (5 s at most each).
+# ka_stop [N...]: TERM to keepalived N... (default: all; their STOP notifications make
+# every partition standby), wait for them (5 s at most each).
 ka_stop() {
-	local f
+	local f n
 
+	if [ $# -gt 0 ]; then
+		for n in "$@"; do
+			f=$SF_TMP/ka$n.pid
+			kill -TERM "$(cat "$f")" 2>/dev/null || true
+			timeout 5 tail --pid="$(cat "$f")" -f /dev/null 2>/dev/null || true
+			rm -f "$f"
+		done
+		return 0
+	fi
 	for f in "$SF_TMP"/ka?.pid; do
 		[ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true
 	done

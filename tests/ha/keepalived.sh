@@ -47,6 +47,19 @@ done
 t2=$(date +%s%N)
 sf_log "a role change: notify script $(((t1 - t0) / 10000)) us, bcom alone $(((t2 - t1) / 10000)) us"
 
+# Planned: keepalived 1 stopped (as `systemctl stop keepalived` on a's host before
+# maintenance): keepalived 2 takes over, b active, a standby; then started again: a
+# takes the partition back (preemption).
+ka_stream p0 "$g1" "$m"
+sleep 1
+ka_stop 1
+wait_role b default active
+wait_role a default standby
+ka_start 1 a default:61:150
+wait_role a default active
+wait_role b default standby
+ka_stream_end p0 "$m" "keepalived of the active bridge stopped, then started again"
+
 ka_stream p1 "$g1" "$m"
 sleep 1
 kill -KILL "$(sf_child "$(br_pid a)")"
