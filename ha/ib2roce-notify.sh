@@ -78,6 +78,7 @@ apply() {
 
 # The FIFO reader's end (SIGTERM from keepalived): the partitions it made active go
 # standby after BACKUP_DELAY.
+# shellcheck disable=SC2317 # called by the trap
 fifo_end() {
 	[ -z "$active" ] || sleep "$BACKUP_DELAY"
 	for p in $active; do

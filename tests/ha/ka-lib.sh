@@ -48,25 +48,25 @@ ka_init() {
 	ip -n "$KA_NS2" link set "kav2-$$" up
 }
 
-# ka_stop [N...]: TERM to keepalived N... (default: all; their STOP notifications make
-# every partition standby), wait for them (5 s at most each).
-ka_stop() {
-	local f n
+# ka_stop_one N: TERM to keepalived N (its partitions go standby once the peer took
+# over: ha/ib2roce-notify.sh --fifo), wait for it (5 s at most).
+ka_stop_one() {
+	local f=$SF_TMP/ka$1.pid
 
-	if [ $# -gt 0 ]; then
-		for n in "$@"; do
-			f=$SF_TMP/ka$n.pid
-			kill -TERM "$(cat "$f")" 2>/dev/null || true
-			timeout 5 tail --pid="$(cat "$f")" -f /dev/null 2>/dev/null || true
-			rm -f "$f"
-		done
-		return 0
-	fi
+	kill -TERM "$(cat "$f")" 2>/dev/null || true
+	timeout 5 tail --pid="$(cat "$f")" -f /dev/null 2>/dev/null || true
+	rm -f "$f"
+}
+
+# ka_stop: every keepalived stopped the same way.
+ka_stop() {
+	local f
+
 	for f in "$SF_TMP"/ka?.pid; do
-		[ -e "$f" ] && kill -TERM "$(cat "$f")" 2>/dev/null || true
+		[ ! -e "$f" ] || kill -TERM "$(cat "$f")" 2>/dev/null || true
 	done
 	for f in "$SF_TMP"/ka?.pid; do
-		[ -e "$f" ] && timeout 5 tail --pid="$(cat "$f")" -f /dev/null 2>/dev/null || true
+		[ ! -e "$f" ] || timeout 5 tail --pid="$(cat "$f")" -f /dev/null 2>/dev/null || true
 		rm -f "$f"
 	done
 }
@@ -102,9 +102,7 @@ role_of() {
 # wait_role NAME PARTITION ROLE: wait (30 s at most) until bridge NAME has PARTITION in
 # ROLE.
 wait_role() {
-	local i
-
-	for i in $(seq 300); do
+	for _ in $(seq 300); do
 		[ "$(role_of "$1" "$2")" != "$3" ] || return 0
 		sleep 0.1
 	done
@@ -114,9 +112,7 @@ wait_role() {
 
 # wait_healthy NAME: wait (30 s at most) until `bcom health` of bridge NAME exits 0.
 wait_healthy() {
-	local i
-
-	for i in $(seq 300); do
+	for _ in $(seq 300); do
 		bc "$1" health
 		[ "$BC_RC" != 0 ] || return 0
 		sleep 0.1

@@ -52,7 +52,7 @@ sf_log "a role change: notify script $(((t1 - t0) / 10000)) us, bcom alone $(((t
 # takes the partition back (preemption).
 ka_stream p0 "$g1" "$m"
 sleep 1
-ka_stop 1
+ka_stop_one 1
 wait_role b default active
 wait_role a default standby
 ka_start 1 a default:61:150
