@@ -2,7 +2,8 @@
 # An HA pair elected by real keepalived (tests/ha/ka-lib.sh: two keepalived processes in
 # two network namespaces, the settings of ha/keepalived.conf.example): bridges a and b
 # start standby, one partition (default), a's priority higher.
-# - keepalived makes a active (b stays standby): each packet arrives once;
+# - ha/keepalived.conf.example passes `keepalived -t` without a complaint;
+# - keepalived makes a active (b stays standby);
 # - the cost of a role change (notify script, bcom alone) is printed;
 # - kill -9 of a during a stream: keepalived 1 sees the process gone (track_process),
 #   goes FAULT and tells keepalived 2 (priority 0 advertisement), which becomes master
@@ -21,6 +22,16 @@ ka_init ha-keepalived
 g1=239.1.2.3
 m=10000
 : "${KA_KILL_MAX_LOST:=1000}"
+
+# ha/keepalived.conf.example is a configuration keepalived takes without a complaint
+# (with this build's paths and the test's interface).
+sed -e "s|/usr/bin/bcom|$BCOM|g" -e "s|/usr/share/ib2roce/ib2roce-notify.sh|$HA_NOTIFY|" \
+	-e "s|interface eth0|interface kav2-$$|" "$(dirname "$HA_NOTIFY")/keepalived.conf.example" \
+	>"$SF_TMP/example.conf"
+ip netns exec "$KA_NS2" "$KA" -t -f "$SF_TMP/example.conf" >"$SF_TMP/example.out" 2>&1 ||
+	sf_fail "keepalived -t refuses ha/keepalived.conf.example" "$SF_TMP/example.out"
+[ ! -s "$SF_TMP/example.out" ] ||
+	sf_fail "keepalived -t complains about ha/keepalived.conf.example" "$SF_TMP/example.out"
 
 br_bridge a 1 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role standby -m "$g1"
 br_bridge b 1 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" --role standby -m "$g1"
