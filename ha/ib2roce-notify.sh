@@ -28,12 +28,14 @@
 #        ib2roce-notify.sh [--bcom PATH] --fifo CONTROL FIFO
 # MASTER makes partition PARTITION of the bridge whose console socket is CONTROL active
 # (`bcom --control CONTROL role PARTITION active`); BACKUP, FAULT and STOP make it
-# standby: BACKUP only after BACKUP_DELAY (0.05 s). A partition goes BACKUP here when
-# the peer took it over with a higher priority (preemption, e.g. the preferred bridge
-# back after a failure): the peer's keepalived makes its bridge active at the same
-# moment, and waiting for that (make before break) turns the packets that would fall
-# between the two bridges into duplicates. FAULT and STOP (this bridge cannot or shall
-# not forward) go standby at once. Logs to syslog (logger) what it did, after doing it.
+# standby. With --fifo, a partition that it made active and that then goes BACKUP (the
+# peer took it over with a higher priority: preemption, e.g. the preferred bridge back
+# after a failure) goes standby only after BACKUP_DELAY (0.05 s): the peer's keepalived
+# makes its bridge active at the same moment, and waiting for that (make before break)
+# turns the packets that would fall between the two bridges into duplicates. FAULT and
+# STOP (this bridge cannot or shall not forward) go standby at once. (Notify scripts
+# started per state do not wait: a delayed BACKUP script could overtake the MASTER one
+# that follows it.) Logs to syslog (logger) what it did, after doing it.
 # Exit status (per state): bcom's (0 done, 1 refused, 3 bridge not reachable; 124 no
 # answer within 10 s), 2 for bad usage. With --fifo it runs until keepalived ends it
 # with SIGTERM (keepalived stops; it writes no STOP events then): the partitions it made
@@ -59,11 +61,7 @@ fi
 apply() {
 	case $3 in
 	MASTER) role=active ;;
-	BACKUP)
-		role=standby
-		sleep "$BACKUP_DELAY"
-		;;
-	FAULT | STOP) role=standby ;;
+	BACKUP | FAULT | STOP) role=standby ;;
 	*)
 		echo "$0: unknown state '$3' (MASTER, BACKUP, FAULT, STOP)" >&2
 		rc=2
@@ -104,11 +102,18 @@ if [ "${1:-}" = --fifo ]; then
 		esac
 		p=${name#ib2roce_}
 		case $state in
-		MASTER | BACKUP | FAULT | STOP) apply "$control" "$p" "$state" ;;
+		MASTER | FAULT | STOP) ;;
+		BACKUP)
+			# From MASTER: the peer preempted; let its bridge go active first.
+			case " $active " in
+			*" $p "*) sleep "$BACKUP_DELAY" ;;
+			esac
+			;;
 		*) continue ;;
 		esac
+		apply "$control" "$p" "$state"
 		# The partitions active here (names without blanks: bcom role takes one word).
-		active=$(for a in $active; do [ "$a" = "$p" ] || echo "$a"; done)
+		active=$(for a in $active; do [ "$a" = "$p" ] || printf ' %s' "$a"; done)
 		[ "$state" != MASTER ] || active="$active $p"
 	done
 	exit 1

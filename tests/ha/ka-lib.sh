@@ -148,7 +148,8 @@ global_defs {
 	vrrp_garp_master_delay 0
 EOC
 	# The notify FIFO (the example's way) or, with KA_NOTIFY=scripts, a notify script
-	# per state: the same ha/ib2roce-notify.sh.
+	# per state: the same ha/ib2roce-notify.sh (not used by the tests: two scripts
+	# started together, BACKUP then MASTER at start-up, reach the bridge in either order).
 	[ "${KA_NOTIFY:-fifo}" = scripts ] || cat >>"$conf" <<EOC
 	vrrp_notify_fifo $SF_TMP/ka$n.fifo
 	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --fifo $sock"

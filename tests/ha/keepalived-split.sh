@@ -8,10 +8,7 @@
 # - kill -9 of a: b carries both; md's gap is printed and bounded (KA_KILL_MAX_LOST),
 #   no duplicates; orders, on b throughout, loses nothing;
 # no loop (b forwarded nothing RoCE -> IB), b's counters add up.
-# keepalived runs ha/ib2roce-notify.sh as a notify script per state here (the other
-# keepalived tests use its notify FIFO mode).
 set -eu
-KA_NOTIFY=scripts
 # shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
 . "$(dirname "$0")/../bridge/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ka-lib.sh
