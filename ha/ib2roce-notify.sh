@@ -8,14 +8,19 @@
 #
 #      global_defs {
 #          vrrp_notify_fifo /run/ib2roce/keepalived.fifo
-#          vrrp_notify_fifo_script "/usr/share/ib2roce/ib2roce-notify.sh --fifo /run/ib2roce/ib2roce.sock"
+#          vrrp_notify_fifo_script "/usr/share/ib2roce/ib2roce-notify.sh --health-file /run/ib2roce/keepalived.health --fifo /run/ib2roce/ib2roce.sock"
 #      }
+#      track_file ib2roce_health_file { file "/run/ib2roce/keepalived.health"; weight 0 }
 #
 #    keepalived appends the FIFO's name. Lines `INSTANCE "ib2roce_P" STATE PRIORITY`
 #    are applied one after the other, in the order keepalived wrote them; other lines
 #    and other instances are ignored. Each change costs one bcom (no shell started), and
 #    two changes of one partition in quick succession (BACKUP, then MASTER) can never
 #    reach the bridge in the wrong order, as two notify scripts started together can.
+#    With --health-file FILE it also runs `bcom health` every HEALTH_INTERVAL (0.1 s)
+#    and keeps FILE at 0 (healthy) or 1 (not), for keepalived's track_file: a bridge
+#    that cannot forward is noticed within 0.1 s, where a vrrp_script runs at most once
+#    a second in keepalived 2.2.7.
 #
 # 2. As a notify script per state (one process per change):
 #
@@ -25,7 +30,7 @@
 #      notify_stop   "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P STOP"
 #
 # Usage: ib2roce-notify.sh [--bcom PATH] CONTROL PARTITION STATE
-#        ib2roce-notify.sh [--bcom PATH] --fifo CONTROL FIFO
+#        ib2roce-notify.sh [--bcom PATH] [--health-file FILE] --fifo CONTROL FIFO
 # MASTER makes partition PARTITION of the bridge whose console socket is CONTROL active
 # (`bcom --control CONTROL role PARTITION active`); BACKUP, FAULT and STOP make it
 # standby. With --fifo, a partition that it made active and that then goes BACKUP (the
@@ -45,17 +50,29 @@ set -u
 
 usage() {
 	echo "usage: $0 [--bcom PATH] CONTROL PARTITION STATE" >&2
-	echo "       $0 [--bcom PATH] --fifo CONTROL FIFO" >&2
+	echo "       $0 [--bcom PATH] [--health-file FILE] --fifo CONTROL FIFO" >&2
 	exit 2
 }
 
 bcom=bcom
 BACKUP_DELAY=0.05
-if [ "${1:-}" = --bcom ]; then
-	[ $# -ge 2 ] || usage
-	bcom=$2
-	shift 2
-fi
+HEALTH_INTERVAL=0.1
+health=""
+while :; do
+	case ${1:-} in
+	--bcom)
+		[ $# -ge 2 ] || usage
+		bcom=$2
+		shift 2
+		;;
+	--health-file)
+		[ $# -ge 2 ] || usage
+		health=$2
+		shift 2
+		;;
+	*) break ;;
+	esac
+done
 
 # apply CONTROL PARTITION STATE: the role change; its status in rc.
 apply() {
@@ -78,6 +95,7 @@ apply() {
 # standby after BACKUP_DELAY.
 # shellcheck disable=SC2317 # called by the trap
 fifo_end() {
+	[ -z "$watcher" ] || kill "$watcher" 2>/dev/null
 	[ -z "$active" ] || sleep "$BACKUP_DELAY"
 	for p in $active; do
 		apply "$control" "$p" STOP
@@ -85,11 +103,34 @@ fifo_end() {
 	exit 0
 }
 
+# health_watch: every HEALTH_INTERVAL, `bcom health` into the file $health (for
+# keepalived's track_file): 0 healthy, 1 not; replaced (rename), never rewritten in
+# place, so that keepalived never reads it half written.
+health_watch() {
+	last=""
+	while :; do
+		if timeout -k 1 2 "$bcom" --control "$control" health >/dev/null 2>&1; then
+			v=0
+		else
+			v=1
+		fi
+		if [ "$v" != "$last" ]; then
+			printf '%s\n' "$v" >"$health.new" && mv -f "$health.new" "$health" && last=$v
+		fi
+		sleep "$HEALTH_INTERVAL"
+	done
+}
+
 if [ "${1:-}" = --fifo ]; then
 	[ $# -eq 3 ] || usage
 	control=$2
 	active=""
+	watcher=""
 	trap fifo_end TERM INT HUP
+	if [ -n "$health" ]; then
+		health_watch &
+		watcher=$!
+	fi
 	# Read and write: the FIFO never reads as ended while keepalived reopens it.
 	exec 3<>"$3" || exit 1
 	while read -r kind name state _ <&3; do

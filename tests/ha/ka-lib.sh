@@ -152,7 +152,7 @@ EOC
 	# started together, BACKUP then MASTER at start-up, reach the bridge in either order).
 	[ "${KA_NOTIFY:-fifo}" = scripts ] || cat >>"$conf" <<EOC
 	vrrp_notify_fifo $SF_TMP/ka$n.fifo
-	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --fifo $sock"
+	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --health-file $SF_TMP/ka$n.health --fifo $sock"
 EOC
 	cat >>"$conf" <<EOC
 }
@@ -166,6 +166,10 @@ vrrp_track_process ib2roce_process {
 }
 EOC
 	cat >>"$conf" <<EOC
+track_file ib2roce_health_file {
+	file "$SF_TMP/ka$n.health"
+	weight 0
+}
 vrrp_script ib2roce_health {
 	script "$BCOM --control $sock health"
 	interval 1
@@ -192,6 +196,9 @@ EOC
 		cat >>"$conf" <<EOC
 	track_script {
 		ib2roce_health
+	}
+	track_file {
+		ib2roce_health_file
 	}
 	virtual_ipaddress {
 		192.0.2.$vrid/32
