@@ -3,8 +3,10 @@
 # each test (bash, set -eu) after ../bridge/lib.sh.
 #
 # Two keepalived processes elect per partition which bridge is active, with the settings
-# of ha/keepalived.conf.example (VRRPv3, advert_int 0.01, track_process on the bridge's
-# process, vrrp_script `bcom health`, the notify script ha/ib2roce-notify.sh):
+# of ha/keepalived.conf.example (VRRPv3, advert_int 0.01, a real-time VRRP process,
+# track_process on the bridge's process, track_file fed with `bcom health` every 0.1 s
+# and vrrp_script `bcom health` every second, the notify FIFO read by
+# ha/ib2roce-notify.sh --fifo):
 # keepalived 1 drives bridge a from the test's network namespace (169.254.77.1),
 # keepalived 2 drives bridge b from namespace 2 (169.254.77.2), joined by a veth pair.
 # track_process needs the kernel's process events connector, which exists only in the
@@ -123,7 +125,7 @@ wait_healthy() {
 # ka_start N BRIDGE PART:VRID:PRIO...: keepalived N (1: the test's namespace, 2: namespace 2)
 # for bridge BRIDGE, one VRRP instance per partition. Its log in $SF_TMP/kaN.out.
 ka_start() {
-	local n=$1 b=$2 ns ifc src peer sock p part vrid prio st
+	local n=$1 b=$2 ns ifc src peer sock p part vrid prio
 	local conf=$SF_TMP/ka$n.conf
 
 	shift 2
@@ -146,15 +148,8 @@ global_defs {
 	vrrp_no_swap
 	vrrp_garp_master_repeat 1
 	vrrp_garp_master_delay 0
-EOC
-	# The notify FIFO (the example's way) or, with KA_NOTIFY=scripts, a notify script
-	# per state: the same ha/ib2roce-notify.sh (not used by the tests: two scripts
-	# started together, BACKUP then MASTER at start-up, reach the bridge in either order).
-	[ "${KA_NOTIFY:-fifo}" = scripts ] || cat >>"$conf" <<EOC
 	vrrp_notify_fifo $SF_TMP/ka$n.fifo
 	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --health-file $SF_TMP/ka$n.health --fifo $sock"
-EOC
-	cat >>"$conf" <<EOC
 }
 EOC
 	[ -n "$ns" ] || cat >>"$conf" <<EOC
@@ -204,11 +199,6 @@ EOC
 		192.0.2.$vrid/32
 	}
 EOC
-		for st in MASTER BACKUP FAULT STOP; do
-			[ "${KA_NOTIFY:-fifo}" = scripts ] || break
-			printf '\tnotify_%s "%s --bcom %s %s %s %s"\n' "${st,,}" "$HA_NOTIFY" \
-				"$BCOM" "$sock" "$part" "$st" >>"$conf"
-		done
 		echo "}" >>"$conf"
 	done
 	${ns:+ip netns exec "$ns"} "$KA" --dont-fork --log-console --log-detail --vrrp \

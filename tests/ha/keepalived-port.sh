@@ -3,11 +3,11 @@
 # settings of ha/keepalived.conf.example): bridges a (priority 150) and b (100), one
 # partition (default), a active. For the IB port of a, then its RoCE port, each during
 # a stream (IB -> RoCE, counted once across both bridges with --any-source):
-# - `simfab port DEV down`: a's health fails (sides, groups), keepalived 1 goes FAULT
-#   (notify: a standby), keepalived 2 becomes master (notify: b active); the packets
-#   lost (the gap) are printed; asserted: b active, a standby, fewer than
-#   KA_PORT_MAX_LOST lost (a bound far above the one-second health interval), none
-#   duplicated;
+# - `simfab port DEV down`: a's health fails (sides, groups), the notify reader's
+#   health poll (0.1 s) writes 1 into keepalived 1's track_file, keepalived 1 goes
+#   FAULT (a standby), keepalived 2 becomes master (b active); the packets lost (the
+#   gap) are printed; asserted: b active, a standby, fewer than KA_PORT_MAX_LOST lost
+#   (a bound above even the one-second vrrp_script's worst case), none duplicated;
 # - `simfab port DEV up`: a joins again and is healthy; keepalived 1 leaves FAULT after
 #   `rise` good checks and, as the higher priority, takes the partition back (preempt):
 #   a active, b standby; that failback's loss and duplicates are printed, the loss
