@@ -105,10 +105,11 @@ fifo_end() {
 
 # health_watch: every HEALTH_INTERVAL, `bcom health` into the file $health (for
 # keepalived's track_file): 0 healthy, 1 not; replaced (rename), never rewritten in
-# place, so that keepalived never reads it half written.
+# place, so that keepalived never reads it half written. Runs in a subshell; ends with
+# the reader ($$ there is the reader's pid), even one killed without its trap.
 health_watch() {
 	last=""
-	while :; do
+	while kill -0 $$ 2>/dev/null; do
 		if timeout -k 1 2 "$bcom" --control "$control" health >/dev/null 2>&1; then
 			v=0
 		else
