@@ -160,6 +160,9 @@ if [ "${1:-}" = --fifo ]; then
 	done
 	exit 1
 fi
-[ $# -eq 3 ] || usage
+# --health-file goes with --fifo only (the poll needs a process that stays).
+if [ $# -ne 3 ] || [ -n "$health" ]; then
+	usage
+fi
 apply "$1" "$2" "$3"
 exit "$rc"

@@ -64,7 +64,8 @@ printf '%s\n' "/c role md active" "/c role md standby" "/c role md standby" \
 	"/c role md standby" "/c role x active" >"$T/want"
 cmp -s "$T/want" "$T/log" || fail "per-state commands differ from $(cat "$T/want")"
 : >"$T/log"
-for args in "/c md" "/c md MASTER extra" "/c md master" "--fifo /c" "--bcom"; do
+for args in "/c md" "/c md MASTER extra" "/c md master" "--fifo /c" "--bcom" \
+	"--health-file $T/h /c md MASTER"; do
 	rc=0
 	# shellcheck disable=SC2086 # the words of args
 	"$HA_NOTIFY" --bcom "$T/bcom" $args 2>"$T/err" || rc=$?
