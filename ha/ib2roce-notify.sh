@@ -1,39 +1,168 @@
 #!/bin/sh
 # ib2roce-notify.sh: keepalived's notify script for an ib2roce HA pair
-# (docs/operations.md, "Election by keepalived"). One VRRP instance per partition:
+# (docs/operations.md, "Election by keepalived"). One VRRP instance per partition,
+# named ib2roce_PARTITION. Two ways to run it:
 #
-#   notify_master "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P MASTER"
-#   notify_backup "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P BACKUP"
-#   notify_fault  "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P FAULT"
-#   notify_stop   "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P STOP"
+# 1. From keepalived's notify FIFO (the way ha/keepalived.conf.example uses): keepalived
+#    starts it once and writes each state change to the FIFO, in order:
+#
+#      global_defs {
+#          vrrp_notify_fifo /run/ib2roce/keepalived.fifo
+#          vrrp_notify_fifo_script "/usr/share/ib2roce/ib2roce-notify.sh --health-file /run/ib2roce/keepalived.health --fifo /run/ib2roce/ib2roce.sock"
+#      }
+#      track_file ib2roce_health_file { file "/run/ib2roce/keepalived.health"; weight 0 }
+#
+#    keepalived appends the FIFO's name. Lines `INSTANCE "ib2roce_P" STATE PRIORITY`
+#    are applied one after the other, in the order keepalived wrote them; other lines
+#    and other instances are ignored. Each change costs one bcom (no shell started), and
+#    two changes of one partition in quick succession (BACKUP, then MASTER) can never
+#    reach the bridge in the wrong order, as two notify scripts started together can.
+#    With --health-file FILE it also runs `bcom health` every HEALTH_INTERVAL (0.1 s)
+#    and keeps FILE at 0 (healthy) or 1 (not), for keepalived's track_file: a bridge
+#    that cannot forward is noticed within 0.1 s, where a vrrp_script runs at most once
+#    a second in keepalived 2.2.7.
+#
+# 2. As a notify script per state (one process per change):
+#
+#      notify_master "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P MASTER"
+#      notify_backup "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P BACKUP"
+#      notify_fault  "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P FAULT"
+#      notify_stop   "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P STOP"
 #
 # Usage: ib2roce-notify.sh [--bcom PATH] CONTROL PARTITION STATE
+#        ib2roce-notify.sh [--bcom PATH] [--health-file FILE] --fifo CONTROL FIFO
 # MASTER makes partition PARTITION of the bridge whose console socket is CONTROL active
 # (`bcom --control CONTROL role PARTITION active`); BACKUP, FAULT and STOP make it
-# standby. Logs to syslog (logger) what it did. Exit status: bcom's (0 done, 1 refused,
-# 3 bridge not reachable), 2 for bad usage.
+# standby. With --fifo, a partition that it made active and that then goes BACKUP (the
+# peer took it over with a higher priority: preemption, e.g. the preferred bridge back
+# after a failure) goes standby only after BACKUP_DELAY (0.05 s): the peer's keepalived
+# makes its bridge active at the same moment, and waiting for that (make before break)
+# turns the packets that would fall between the two bridges into duplicates. FAULT and
+# STOP (this bridge cannot or shall not forward) go standby at once. (Notify scripts
+# started per state do not wait: a delayed BACKUP script could overtake the MASTER one
+# that follows it.) Logs to syslog (logger) what it did, after doing it.
+# Exit status (per state): bcom's (0 done, 1 refused, 3 bridge not reachable; 124 no
+# answer within 10 s), 2 for bad usage. With --fifo it runs until keepalived ends it
+# with SIGTERM (keepalived stops; it writes no STOP events then): the partitions it made
+# active go standby after BACKUP_DELAY (the peer, told with a priority 0
+# advertisement, takes over meanwhile), and it exits 0 (1: the FIFO cannot be read).
 set -u
 
-bcom=bcom
-if [ "${1:-}" = --bcom ]; then
-	[ $# -ge 2 ] || { echo "usage: $0 [--bcom PATH] CONTROL PARTITION STATE" >&2; exit 2; }
-	bcom=$2
-	shift 2
-fi
-if [ $# -ne 3 ]; then
+usage() {
 	echo "usage: $0 [--bcom PATH] CONTROL PARTITION STATE" >&2
+	echo "       $0 [--bcom PATH] [--health-file FILE] --fifo CONTROL FIFO" >&2
 	exit 2
+}
+
+bcom=bcom
+BACKUP_DELAY=0.05
+HEALTH_INTERVAL=0.1
+health=""
+while :; do
+	case ${1:-} in
+	--bcom)
+		[ $# -ge 2 ] || usage
+		bcom=$2
+		shift 2
+		;;
+	--health-file)
+		[ $# -ge 2 ] || usage
+		health=$2
+		shift 2
+		;;
+	*) break ;;
+	esac
+done
+
+# apply CONTROL PARTITION STATE: the role change; its status in rc.
+apply() {
+	case $3 in
+	MASTER) role=active ;;
+	BACKUP | FAULT | STOP) role=standby ;;
+	*)
+		echo "$0: unknown state '$3' (MASTER, BACKUP, FAULT, STOP)" >&2
+		rc=2
+		return
+		;;
+	esac
+	rc=0
+	# A bridge that does not answer must not hold up the changes after this one.
+	out=$(timeout -k 1 10 "$bcom" --control "$1" role "$2" "$role" 2>&1) || rc=$?
+	logger -t ib2roce-notify "partition $2: $3: role $role: exit $rc: $out" 2>/dev/null || true
+}
+
+# The FIFO reader's end (SIGTERM from keepalived): the partitions it made active go
+# standby after BACKUP_DELAY.
+# shellcheck disable=SC2317 # called by the trap
+fifo_end() {
+	[ -z "$watcher" ] || kill "$watcher" 2>/dev/null
+	[ -z "$active" ] || sleep "$BACKUP_DELAY"
+	for p in $active; do
+		apply "$control" "$p" STOP
+	done
+	exit 0
+}
+
+# health_watch: every HEALTH_INTERVAL, `bcom health` into the file $health (for
+# keepalived's track_file): 0 healthy, 1 not; replaced (rename), never rewritten in
+# place, so that keepalived never reads it half written. Runs in a subshell; ends with
+# the reader ($$ there is the reader's pid), even one killed without its trap.
+health_watch() {
+	last=""
+	while kill -0 $$ 2>/dev/null; do
+		if timeout -k 1 2 "$bcom" --control "$control" health >/dev/null 2>&1; then
+			v=0
+		else
+			v=1
+		fi
+		if [ "$v" != "$last" ]; then
+			printf '%s\n' "$v" >"$health.new" && mv -f "$health.new" "$health" && last=$v
+		fi
+		sleep "$HEALTH_INTERVAL"
+	done
+}
+
+if [ "${1:-}" = --fifo ]; then
+	[ $# -eq 3 ] || usage
+	control=$2
+	active=""
+	watcher=""
+	trap fifo_end TERM INT HUP
+	if [ -n "$health" ]; then
+		health_watch &
+		watcher=$!
+	fi
+	# Read and write: the FIFO never reads as ended while keepalived reopens it.
+	exec 3<>"$3" || exit 1
+	while read -r kind name state _ <&3; do
+		[ "$kind" = INSTANCE ] || continue
+		name=${name#\"}
+		name=${name%\"}
+		case $name in
+		ib2roce_?*) ;;
+		*) continue ;;
+		esac
+		p=${name#ib2roce_}
+		case $state in
+		MASTER | FAULT | STOP) ;;
+		BACKUP)
+			# From MASTER: the peer preempted; let its bridge go active first.
+			case " $active " in
+			*" $p "*) sleep "$BACKUP_DELAY" ;;
+			esac
+			;;
+		*) continue ;;
+		esac
+		apply "$control" "$p" "$state"
+		# The partitions active here (names without blanks: bcom role takes one word).
+		active=$(for a in $active; do [ "$a" = "$p" ] || printf ' %s' "$a"; done)
+		[ "$state" != MASTER ] || active="$active $p"
+	done
+	exit 1
 fi
-control=$1 partition=$2 state=$3
-case $state in
-MASTER) role=active ;;
-BACKUP | FAULT | STOP) role=standby ;;
-*)
-	echo "$0: unknown state '$state' (MASTER, BACKUP, FAULT, STOP)" >&2
-	exit 2
-	;;
-esac
-rc=0
-out=$("$bcom" --control "$control" role "$partition" "$role" 2>&1) || rc=$?
-logger -t ib2roce-notify "partition $partition: $state: role $role: exit $rc: $out" 2>/dev/null || true
+# --health-file goes with --fifo only (the poll needs a process that stays).
+if [ $# -ne 3 ] || [ -n "$health" ]; then
+	usage
+fi
+apply "$1" "$2" "$3"
 exit "$rc"

@@ -1,0 +1,244 @@
+# shellcheck shell=bash
+# Helpers for the HA tests with real keepalived (tests/ha/keepalived*.sh); sourced by
+# each test (bash, set -eu) after ../bridge/lib.sh.
+#
+# Two keepalived processes elect per partition which bridge is active, with the settings
+# of ha/keepalived.conf.example (VRRPv3, advert_int 0.01, a real-time VRRP process,
+# track_process on the bridge's process, track_file fed with `bcom health` every 0.1 s
+# and vrrp_script `bcom health` every second, the notify FIFO read by
+# ha/ib2roce-notify.sh --fifo):
+# keepalived 1 drives bridge a from the test's network namespace (169.254.77.1),
+# keepalived 2 drives bridge b from namespace 2 (169.254.77.2), joined by a veth pair.
+# track_process needs the kernel's process events connector, which exists only in the
+# initial network namespace ("Failed to set/clear process event listen - errno 111" in
+# any other): keepalived 2 has no track_process (quorum never reached: its instances
+# would stay in FAULT), so the tests kill bridge a, never b, when they test a death.
+# The bridges, senders and listeners stay in the test's namespace (the simulated
+# fabric's sockets are bound to it); keepalived reaches the consoles through their
+# pathname sockets.
+#
+# Environment (tests/ha/meson.build): BCOM, HA_NOTIFY (ha/ib2roce-notify.sh).
+# Skips (77) without keepalived or network namespaces.
+
+: "${BCOM:?BCOM must name the bcom program}"
+: "${HA_NOTIFY:?HA_NOTIFY must name ha/ib2roce-notify.sh}"
+
+# The offered rate of the failover streams (packets/s): gaps are printed in ms from it.
+KA_RATE=2000
+
+# ka_init NAME: sf_init NAME, namespace 2 and the veth between it and the test's
+# namespace.
+ka_init() {
+	KA=$(command -v keepalived || true)
+	[ -n "$KA" ] || {
+		echo "keepalived not installed: skipped"
+		exit 77
+	}
+	sf_init "$1"
+	KA_NS2=ib2roce-ka2-$$
+	if ! ip netns add "$KA_NS2" 2>"$SF_TMP/netns.err"; then
+		echo "no network namespaces ($(cat "$SF_TMP/netns.err")): skipped"
+		exit 77
+	fi
+	trap 'ka_cleanup; sf_cleanup' EXIT
+	ip link add "kav1-$$" type veth peer name "kav2-$$"
+	ip link set "kav2-$$" netns "$KA_NS2"
+	ip addr add 169.254.77.1/24 dev "kav1-$$"
+	ip -n "$KA_NS2" addr add 169.254.77.2/24 dev "kav2-$$"
+	ip -n "$KA_NS2" link set lo up
+	ip link set "kav1-$$" up
+	ip -n "$KA_NS2" link set "kav2-$$" up
+}
+
+# ka_stop_one N: TERM to keepalived N (its partitions go standby once the peer took
+# over: ha/ib2roce-notify.sh --fifo), wait for it (5 s at most).
+ka_stop_one() {
+	local f=$SF_TMP/ka$1.pid
+
+	kill -TERM "$(cat "$f")" 2>/dev/null || true
+	timeout 5 tail --pid="$(cat "$f")" -f /dev/null 2>/dev/null || true
+	rm -f "$f"
+}
+
+# ka_stop: every keepalived stopped the same way.
+ka_stop() {
+	local f
+
+	for f in "$SF_TMP"/ka?.pid; do
+		[ ! -e "$f" ] || kill -TERM "$(cat "$f")" 2>/dev/null || true
+	done
+	for f in "$SF_TMP"/ka?.pid; do
+		[ ! -e "$f" ] || timeout 5 tail --pid="$(cat "$f")" -f /dev/null 2>/dev/null || true
+		rm -f "$f"
+	done
+}
+
+# ka_cleanup: ka_stop, the namespace and the veth gone. Returns the status it was
+# called with, for sf_cleanup (the test's exit status).
+ka_cleanup() {
+	local rc=$?
+
+	ka_stop
+	ip link del "kav1-$$" 2>/dev/null || true
+	ip netns del "$KA_NS2" 2>/dev/null || true
+	return "$rc"
+}
+
+# bc NAME COMMAND...: bcom to bridge NAME; output in $SF_TMP/bcom.out; status in BC_RC.
+bc() {
+	local name=$1
+
+	shift
+	BC_RC=0
+	timeout -k 2 20 "$BCOM" --control "$SF_TMP/$name.sock" "$@" >"$SF_TMP/bcom.out" \
+		2>"$SF_TMP/bcom.err" || BC_RC=$?
+}
+
+# role_of NAME PARTITION: the role bridge NAME shows for PARTITION (empty: no answer).
+role_of() {
+	bc "$1" ha
+	[ "$BC_RC" = 0 ] || return 0
+	awk -v p="$2" '$1 == p { print $2 }' "$SF_TMP/bcom.out"
+}
+
+# wait_role NAME PARTITION ROLE: wait (30 s at most) until bridge NAME has PARTITION in
+# ROLE.
+wait_role() {
+	for _ in $(seq 300); do
+		[ "$(role_of "$1" "$2")" != "$3" ] || return 0
+		sleep 0.1
+	done
+	br_fail "bridge $1: partition $2 did not become $3: $(cat "$SF_TMP/bcom.out")" \
+		"$1" ka1 ka2
+}
+
+# wait_healthy NAME: wait (30 s at most) until `bcom health` of bridge NAME exits 0.
+wait_healthy() {
+	for _ in $(seq 300); do
+		bc "$1" health
+		[ "$BC_RC" != 0 ] || return 0
+		sleep 0.1
+	done
+	br_fail "bridge $1 did not become healthy: $(cat "$SF_TMP/bcom.out")" "$1"
+}
+
+# ka_start N BRIDGE PART:VRID:PRIO...: keepalived N (1: the test's namespace, 2: namespace 2)
+# for bridge BRIDGE, one VRRP instance per partition. Its log in $SF_TMP/kaN.out.
+ka_start() {
+	local n=$1 b=$2 ns ifc src peer sock p part vrid prio
+	local conf=$SF_TMP/ka$n.conf
+
+	shift 2
+	sock=$SF_TMP/$b.sock
+	if [ "$n" = 1 ]; then
+		ns="" ifc=kav1-$$ src=169.254.77.1 peer=169.254.77.2
+	else
+		ns=$KA_NS2 ifc=kav2-$$ src=169.254.77.2 peer=169.254.77.1
+	fi
+	# The settings of ha/keepalived.conf.example; the bridge's process is told apart
+	# from the other bridge's by its command line (both run the same program here).
+	cat >"$conf" <<EOC
+global_defs {
+	router_id ka$n
+	script_user root
+	enable_script_security
+	vrrp_version 3
+	vrrp_rt_priority 50
+	vrrp_rlimit_rttime 500000
+	vrrp_no_swap
+	vrrp_garp_master_repeat 1
+	vrrp_garp_master_delay 0
+	vrrp_notify_fifo $SF_TMP/ka$n.fifo
+	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --health-file $SF_TMP/ka$n.health --fifo $sock"
+}
+EOC
+	[ -n "$ns" ] || cat >>"$conf" <<EOC
+vrrp_track_process ib2roce_process {
+	process "$IB2ROCE" --debug --control "$sock"
+	param_match partial
+	quorum 1
+	weight 0
+}
+EOC
+	cat >>"$conf" <<EOC
+track_file ib2roce_health_file {
+	file "$SF_TMP/ka$n.health"
+	weight 0
+}
+vrrp_script ib2roce_health {
+	script "$BCOM --control $sock health"
+	interval 1
+	timeout 2
+	fall 1
+	rise 2
+}
+EOC
+	for p in "$@"; do
+		IFS=: read -r part vrid prio <<<"$p"
+		cat >>"$conf" <<EOC
+vrrp_instance ib2roce_$part {
+	state BACKUP
+	interface $ifc
+	virtual_router_id $vrid
+	priority $prio
+	advert_int 0.01
+	unicast_src_ip $src
+	unicast_peer {
+		$peer
+	}
+EOC
+		[ -n "$ns" ] || printf '\ttrack_process {\n\t\tib2roce_process\n\t}\n' >>"$conf"
+		cat >>"$conf" <<EOC
+	track_script {
+		ib2roce_health
+	}
+	track_file {
+		ib2roce_health_file
+	}
+	virtual_ipaddress {
+		192.0.2.$vrid/32
+	}
+EOC
+		echo "}" >>"$conf"
+	done
+	${ns:+ip netns exec "$ns"} "$KA" --dont-fork --log-console --log-detail --vrrp \
+		-f "$conf" -p "$SF_TMP/ka$n-main.pid" -r "$SF_TMP/ka$n-vrrp.pid" \
+		-c "$SF_TMP/ka$n-chk.pid" >"$SF_TMP/ka$n.out" 2>&1 &
+	echo $! >"$SF_TMP/ka$n.pid"
+}
+
+# ka_check_conf N: keepalived N complained about no line of its configuration (every
+# setting above is one that keepalived 2.2.7 takes; an ignored one prints "Line N").
+ka_check_conf() {
+	! grep -q 'conf: Line [0-9]*)' "$SF_TMP/ka$1.out" ||
+		sf_fail "keepalived $1 ignored configuration lines" "$SF_TMP/ka$1.out" "$SF_TMP/ka$1.conf"
+}
+
+# ka_stream NAME GROUP COUNT: listener NAME on RoCE for GROUP counting each packet once
+# across the bridges (--any-source), a sender of COUNT packets at KA_RATE on IB
+# (NAME_send) started in the background.
+ka_stream() {
+	br_listen "$1" "$ROCE_NET.2" -g "$2" --verify --imm --any-source --rq 16384 --timeout 120
+	br_send_start "$1_send" "$IB_NET.2" -g "$2" -n "$3" --imm --rate "$KA_RATE"
+}
+
+# ka_stream_end NAME COUNT WHAT: wait for the sender, stop the listener; sets KA_LOST
+# and KA_DUP, prints the gap of WHAT (packets and ms at KA_RATE); fails on corrupt
+# packets, on nothing received.
+ka_stream_end() {
+	local name=$1 m=$2 what=$3 rx
+
+	br_send_end "$name"_send
+	sleep 1
+	kill -TERM "$(sf_child "$(br_pid "$name")")" 2>/dev/null || true
+	br_listen_end "$name"
+	case " ${BR_SUMMARY#mcpkt: } " in
+	*" bad=0 "*" imm_bad=0 "*) ;;
+	*) br_fail "listener $name: corrupt packets: $BR_SUMMARY" "$name" ;;
+	esac
+	rx=$(printf '%s\n' "$BR_SUMMARY" | sed -n 's/.* received=\([0-9]*\) .*/\1/p')
+	KA_DUP=$(printf '%s\n' "$BR_SUMMARY" | sed -n 's/.* dup=\([0-9]*\) .*/\1/p')
+	KA_LOST=$((m - (rx - KA_DUP)))
+	sf_log "$what: sent $m at $KA_RATE/s, lost $KA_LOST ($((KA_LOST * 1000 / KA_RATE)) ms), duplicates $KA_DUP"
+	[ "$rx" -gt 0 ] || br_fail "$what: nothing arrived" "$name"
+}
