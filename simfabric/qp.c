@@ -26,7 +26,7 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 	struct sf_fabric *fab = c->fab;
 	struct sf_qp_priv *q;
 	struct sf_qp *r;
-	uint32_t i, rq_size, stride;
+	uint32_t i, n, rq_size, stride;
 
 	if (a->qp_type != IBV_QPT_UD) {
 		errno = EOPNOTSUPP;
@@ -48,26 +48,31 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 		errno = ENOMEM;
 		return NULL;
 	}
-	rq_size = (uint32_t)sf_roundup_pow2(a->cap.max_recv_wr ? a->cap.max_recv_wr : 1);
+	/* max_recv_wr 0: no receive queue (as mlx5: ibv_post_recv fails with ENOMEM, and a
+	 * datagram for the QP is dropped as when no receive is posted). A send-only QP then
+	 * costs no shared object and no mapping: 100 000 of them fit one process. */
+	rq_size = a->cap.max_recv_wr ? (uint32_t)sf_roundup_pow2(a->cap.max_recv_wr) : 0;
 	stride = sf_rwqe_stride(a->cap.max_recv_sge);
 
 	sf_lock(fab);
-	for (i = 0; i < SF_MAX_QPS; i++)
-		if (!fab->qps[i].own.pid)
-			break;
-	if (i == SF_MAX_QPS) {
+	/* From the slot after the last one taken: creating N QPs does not cost N^2. */
+	i = fab->qp_hint % SF_MAX_QPS;
+	for (n = 0; n < SF_MAX_QPS && fab->qps[i].own.pid; n++)
+		i = (i + 1) % SF_MAX_QPS;
+	if (n == SF_MAX_QPS) {
 		sf_unlock(fab);
 		free(q);
 		errno = ENOMEM;
 		return NULL;
 	}
+	fab->qp_hint = (i + 1) % SF_MAX_QPS;
 	r = &fab->qps[i];
 	sf_owner_claim(&r->own);
 	r->nattached = 0; /* the last owner's attachments went with it (detach_all) */
 	sf_unlock(fab);
 
-	q->rq = sf_obj_create("rq", r->own.serial, (size_t)rq_size * stride, NULL);
-	if (!q->rq) {
+	q->rq = rq_size ? sf_obj_create("rq", r->own.serial, (size_t)rq_size * stride, NULL) : NULL;
+	if (rq_size && !q->rq) {
 		int e = errno;
 
 		sf_lock(fab);
@@ -163,8 +168,10 @@ SF_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	sf_qp_unlock(r);
 	sf_unlock(fab);
 	g_own_qps[q->index] = NULL;
-	unlink(path);
-	munmap(q->rq, (size_t)r->rq_size * q->rwqe_stride);
+	if (q->rq) {
+		unlink(path);
+		munmap(q->rq, (size_t)r->rq_size * q->rwqe_stride);
+	}
 	free(q);
 	return 0;
 }

@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 7u
+#define SF_VERSION 8u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -54,7 +54,7 @@
 #define SF_MAX_PROCS   512
 #define SF_MAX_CTXS    2048
 #define SF_MAX_CQS     16384
-#define SF_MAX_QPS     16384
+#define SF_MAX_QPS     131072 /* 100 000 senders in one benchmark (bench/) */
 #define SF_MAX_MRS     16384
 #define SF_MAX_GROUPS  32768 /* two segments of SF_SEG_MAX_GROUPS, with room */
 #define SF_MAX_JOINS   65536
@@ -310,7 +310,7 @@ struct sf_fabric {
 	 * change) and after, so that lock-free lookups can tell they raced (groups.c).
 	 */
 	_Atomic uint64_t groups_gen;
-	uint32_t group_hint, join_hint; /* where to look for a free slot first */
+	uint32_t group_hint, join_hint, qp_hint;       /* where to look for a free slot first */
 	_Atomic uint32_t group_by_mgid[SF_GROUP_HASH]; /* chain heads, index + 1 */
 	_Atomic uint32_t group_by_mlid[SF_GROUP_HASH];
 	struct sf_segment segs[SF_MAX_SEGS];

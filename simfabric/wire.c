@@ -283,6 +283,11 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		if (__builtin_expect(cg != 0, 0) && !(tx->cap_seen & (1u << r->dev)))
 			sf_cap_record(fab, tx, r->dev, (uint32_t)cg);
 	}
+	if (!r->rq_size) {
+		/* A QP made without a receive queue (max_recv_wr 0): never a receive posted. */
+		SF_CTR_ADD(fab, r->dev, out_of_buffer, 1);
+		return;
+	}
 	cq = &fab->cqs[r->recv_cq];
 	rq = sf_ring_get(&g_rq_maps[qpi], &own, "rq",
 			 (size_t)r->rq_size * sf_rwqe_stride(r->max_recv_sge));

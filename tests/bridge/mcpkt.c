@@ -527,7 +527,7 @@ static int run_send(const struct opts *o)
 	if (!s.mr)
 		die("ibv_reg_mr: %s", strerror(errno));
 	for (uint32_t i = 0; i < o->nqps; i++)
-		s.q[i].qp = ud_qp_create(&c, s.cq, s.sq_depth, 1);
+		s.q[i].qp = ud_qp_create(&c, s.cq, s.sq_depth, 0); /* send only: no receive queue */
 	print_joined(&c, o);
 	if (o->delay_ms)
 		sleep_ns((uint64_t)o->delay_ms * 1000000ull);
@@ -1091,7 +1091,7 @@ int main(int argc, char **argv)
 			o.ngroups = (uint32_t)parse_num("--groups", optarg, 1, 4096);
 			break;
 		case OPT_QPS:
-			o.nqps = (uint32_t)parse_num("--qps", optarg, 1, 16384);
+			o.nqps = (uint32_t)parse_num("--qps", optarg, 1, 131072);
 			break;
 		case OPT_IMM:
 			o.imm = true;

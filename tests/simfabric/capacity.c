@@ -5,7 +5,7 @@
  * an IB and a RoCE segment each hold that many groups at once, the next one is refused
  * (ENOMEM, as ibv_attach_mcast reports a full table), a freed group's place (and on IB
  * its multicast LID) is used again. rdma_cm joins get
- * distinct MLIDs in the range.
+ * distinct MLIDs in the range. The fabric holds max_qp (131072) QPs, no more.
  *
  * Built against the real rdma-core; run with LD_LIBRARY_PATH=<build>/simfabric and
  * SIMFABRIC naming a fabric of its own (reset at the end). TAP.
@@ -138,6 +138,44 @@ static void joins(void)
 	rdma_destroy_id(id);
 }
 
+/*
+ * QPs: the fabric holds max_qp of them (131072: 100 000 senders for bench/), the next is
+ * refused with ENOMEM, a destroyed one's place is used again. Send-only QPs (max_recv_wr
+ * 0, no receive queue: ibv_post_recv fails with ENOMEM) so that one process holds them
+ * all. `held` QPs exist already (the ports' own).
+ */
+static void qps(struct port *p, int max_qp, int held)
+{
+	struct ibv_qp_init_attr qa = {
+		.qp_type = IBV_QPT_UD,
+		.send_cq = p->cq,
+		.recv_cq = p->cq,
+		.cap = {.max_send_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_qp **q = calloc((size_t)max_qp, sizeof(*q));
+	struct ibv_recv_wr wr = {0}, *bad;
+	struct ibv_qp *extra;
+	int n = 0, first_err = 0;
+
+	if (!q)
+		die("calloc");
+	while (n < max_qp && (q[n] = ibv_create_qp(p->pd, &qa)))
+		n++;
+	first_err = errno;
+	check(n == max_qp - held, "%d QPs beside the ports' %d: max_qp %d in all", n, held, max_qp);
+	check(n < max_qp && !q[n] && first_err == ENOMEM, "the next QP is refused: ENOMEM");
+	check(n > 0 && ibv_post_recv(q[0], &wr, &bad) == ENOMEM,
+	      "a QP without receive queue refuses a receive: ENOMEM");
+	check(n > 0 && ibv_destroy_qp(q[n / 2]) == 0, "destroy one");
+	extra = ibv_create_qp(p->pd, &qa);
+	check(extra != NULL, "its place is used again");
+	if (extra)
+		ibv_destroy_qp(extra);
+	for (int i = 0; i < n; i++)
+		if (i != n / 2)
+			ibv_destroy_qp(q[i]);
+	free(q);
+}
+
 int main(void)
 {
 	struct port ib = {0}, roce = {0};
@@ -154,6 +192,8 @@ int main(void)
 		die("ibv_query_device");
 	check(da.max_mcast_grp == 16383, "max_mcast_grp %d: the groups a subnet holds",
 	      da.max_mcast_grp);
+	check(da.max_qp == 131072, "max_qp %d", da.max_qp);
+	qps(&ib, da.max_qp, 2);
 	joins();
 	/* The joins above hold 64 IB groups until their id is destroyed: gone now. */
 	fill(&ib, "IB", 16383);
