@@ -203,7 +203,8 @@ cg_run() { # N SCENARIO PGM_ARGS -> "Ir forwarded" (N: packets offered)
 	bridge_stop
 	mgroups=()
 	fwd=$(sed -n 's/^IB .* fwd_pkts=\([0-9]*\).*/\1/p' "$f.log")
-	echo "$(awk -v obj=ib2roce -f bench/cg_engine.awk "$f") $fwd"
+	echo "$(awk -v obj=ib2roce -f bench/cg_engine.awk "$f")" \
+		"$(awk -v obj=ib2roce -v sim=/simfabric/ -f bench/cg_engine.awk "$f") $fwd"
 }
 
 if [ "$do_cg" = 1 ]; then
@@ -227,15 +228,15 @@ if [ "$do_cg" = 1 ]; then
 			*) na=$((40 * sc)) ;;
 			esac
 			[ "$na" -ge 40000 ] || na=$((na * ((40000 + na - 1) / na)))
-			read -r ia fa <<<"$(cg_run "$na" "$sc" "$pgm")"
-			read -r ib fb <<<"$(cg_run $((3 * na)) "$sc" "$pgm")"
+			read -r ia ja fa <<<"$(cg_run "$na" "$sc" "$pgm")"
+			read -r ib jb fb <<<"$(cg_run $((3 * na)) "$sc" "$pgm")"
 			case $sc in
 			pgm) what="1 sender of PGM ODATA (sf_bench -P)" ;;
 			g*q*) what="$(echo "${sc#g}" | sed 's/q/ groups x /') senders, interleaved" ;;
 			g*) what="${sc#g} groups from 1 sender, interleaved" ;;
 			*) what="$sc sender(s)" ;;
 			esac
-			log "callgrind, $what, PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet (difference); $((ib / fb)) (average of the second run)"
+			log "callgrind, $what, PGM inspection ${pgm:+off (}${pgm:-on}${pgm:+)}: engine Ir $ia for $fa forwarded, $ib for $fb: $(((ib - ia) / (fb - fa))) instructions per forwarded packet (difference); $((ib / fb)) (average of the second run); with the libc and liburcu calls (issue 11's count): $(((jb - ja) / (fb - fa))) (difference), $((jb / fb)) (average)"
 		done
 	done
 fi

@@ -156,6 +156,8 @@ struct src_addr {
 
 /* Two 64-bit lanes (SSE2 on x86-64, NEON on arm64; plain code elsewhere). */
 typedef uint64_t u64x2 __attribute__((vector_size(16)));
+/* The same at any address, for loads from packets (the build has -fno-strict-aliasing). */
+typedef uint64_t u64x2u __attribute__((vector_size(16), aligned(1)));
 
 /*
  * A flow of a channel (fwd.c, owner thread only): the network addresses of a packet the

@@ -801,9 +801,14 @@ static inline __attribute__((always_inline)) struct chan_flow *flow_slot(struct 
 	return &ch->flows[h >> (64 - CH_FLOWS_BITS)];
 }
 
-/* Note a flow as used by this burst (checked: flow_valid held), to be flushed at its end. */
+/*
+ * Note a flow as used by this burst (checked: flow_valid held), to be flushed at its end.
+ * Its sender's last_ns is the burst's time from here on (the time is one per burst, so
+ * once per flow and burst is enough; rx_fast_run sets it when the sender changes).
+ */
 static inline __attribute__((always_inline)) void flow_use(struct burst *b, struct chan_flow *f)
 {
+	f->s->last_ns = b->now;
 	f->checked = b->fburst;
 	b->used[b->nused++] = f;
 }
@@ -889,21 +894,31 @@ static inline __attribute__((always_inline)) bool flow_valid(const struct burst 
  * for the burst's first flow); else NULL (chan_rx takes the packet).
  */
 static inline __attribute__((always_inline)) struct chan_flow *
-flow_find(struct burst *b, struct channel *ch, const enum side side, const struct chan_flow *f,
-	  u64x2 a, u64x2 d)
+flow_find(struct burst *b, struct channel *ch, const enum side side, const uint8_t *p)
 {
 	struct chan_flow *e;
 
+	/*
+	 * The addresses are read again from the packet (not passed in registers): the
+	 * caller's copies then die at its compare, and the loop keeps them out of the stack.
+	 * No test of e against the current flow: the packet's addresses differ from that
+	 * flow's key, so if e is that flow the key compare fails.
+	 */
 	if (side == SIDE_IB) {
-		u64x2 x;
+		u64x2 a, d, x;
 
+		memcpy(&a, p + 8, 16);
+		memcpy(&d, p + 24, 16);
 		e = flow_slot(ch, a[1], d[1]);
 		x = (a ^ e->kv[0]) | (d ^ e->kv[1]);
-		if (e == f || !e->lim || (x[0] | x[1]) != 0)
+		if (!e->lim || (x[0] | x[1]) != 0)
 			return NULL;
 	} else {
-		e = flow_slot(ch, a[0], 0);
-		if (e == f || !e->lim || e->key[0] != a[0])
+		uint64_t k;
+
+		memcpy(&k, p + BR_IPV4_OFF + 12, 8);
+		e = flow_slot(ch, k, 0);
+		if (!e->lim || e->key[0] != k)
 			return NULL;
 	}
 	if (e->checked != b->fburst) {
@@ -959,17 +974,18 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 			break;
 		p = region_data(&r, buf);
 		if (side == SIDE_IB) {
-			u64x2 a, d, e;
+			u64x2 e;
 
-			/* Source GID and MGID against the flow's, 16 bytes at a time. */
-			memcpy(&a, p + 8, 16);
-			memcpy(&d, p + 24, 16);
-			e = (a ^ f->kv[0]) | (d ^ f->kv[1]);
+			/* Source GID and MGID against the flow's, 16 bytes at a time (unaligned
+			 * vector loads: memcpy into a vector goes through the stack with gcc 12).
+			 */
+			e = (*(const u64x2u *)(p + 8) ^ f->kv[0]) |
+			    (*(const u64x2u *)(p + 24) ^ f->kv[1]);
 			if (p[7] /* hop limit: the loop marker */)
 				break;
 			if (__builtin_expect((e[0] | e[1]) != 0, 0)) {
 				/* Another flow of the channel: from its slot. */
-				nf = flow_find(b, ch, side, f, a, d);
+				nf = flow_find(b, ch, side, p);
 				if (!nf)
 					break;
 				goto other_flow;
@@ -981,7 +997,7 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 			if (p[BR_IPV4_OFF] != 0x45)
 				break;
 			if (__builtin_expect(k != f->key[0], 0)) {
-				nf = flow_find(b, ch, side, f, (u64x2){k, 0}, (u64x2){0, 0});
+				nf = flow_find(b, ch, side, p);
 				if (!nf)
 					break;
 				goto other_flow;
@@ -989,12 +1005,11 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 		}
 		if (0) {
 other_flow:
-			/* Go on with nf, whose sender is refreshed as at the start of a burst
-			 * (f's counts stay in f, flushed at the end of the burst). */
+			/* Go on with nf (f's counts stay in f, flushed at the end of the
+			 * burst); flow_use refreshed nf's sender when the burst first used it. */
 			f->s = s;
 			f = nf;
-			s = f->s;
-			s->last_ns = b->now;
+			s = f->s; /* its last_ns set by flow_use in this burst */
 			lim = f->lim;
 			if (len >= lim)
 				break;
@@ -1349,7 +1364,6 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	chan_caches_check(w, ch);
 	if (f->lim) {
 		if (flow_valid(&b, f, side)) {
-			f->s->last_ns = b.now; /* rx_fast_run sets it when the sender changes */
 			flow_use(&b, f);
 		} else {
 			f->lim = 0;

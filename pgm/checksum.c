@@ -34,11 +34,10 @@ static inline uint16_t csum_fold(uint64_t sum)
 	return (uint16_t)sum;
 }
 
-uint16_t pgm_csum_sum(const void *buf, size_t len)
+/* The ones' complement sum of len bytes in native 64-bit words, not folded. */
+static inline __attribute__((always_inline)) uint64_t csum_acc(const uint8_t *p, size_t len)
 {
-	const uint8_t *p = buf;
 	uint64_t sum = 0, carries = 0, a, b, c, d;
-	uint16_t r;
 
 	/*
 	 * Four words a step, their carries counted apart (an add and an add-with-carry per
@@ -73,7 +72,13 @@ uint16_t pgm_csum_sum(const void *buf, size_t len)
 		memcpy(&a, p, len); /* keeps each byte at its position within the word */
 		sum = csum_add(sum, a);
 	}
-	r = csum_fold(sum);
+	return sum;
+}
+
+uint16_t pgm_csum_sum(const void *buf, size_t len)
+{
+	uint16_t r = csum_fold(csum_acc(buf, len));
+
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 	r = __builtin_bswap16(r);
 #endif
@@ -97,13 +102,26 @@ uint16_t pgm_checksum(const void *buf, size_t len)
 	return c ? c : CSUM_ALL_ONES;
 }
 
+bool pgm_csum_ok(const void *buf, size_t len)
+{
+	uint64_t sum = csum_acc(buf, len);
+
+	/*
+	 * Every fold step keeps the value modulo 0xffff (2^16 = 1 modulo 0xffff) and maps
+	 * only 0 to 0: the folded sum is all ones exactly when the 64-bit one is a non-zero
+	 * multiple of 0xffff, in either byte order. One division by a constant (a multiply)
+	 * instead of the fold and the swap.
+	 */
+	return sum != 0 && sum % CSUM_ALL_ONES == 0;
+}
+
 bool pgm_checksum_verify(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 
 	if (pgm_get16(p + PGM_OFF_CHECKSUM) == 0)
 		return true;
-	return pgm_csum_sum(p, len) == CSUM_ALL_ONES;
+	return pgm_csum_ok(p, len);
 }
 
 void pgm_checksum_fill(void *buf, size_t len)

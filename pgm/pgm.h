@@ -638,6 +638,12 @@ void pgm_checksum_fill(void *buf, size_t len);
  */
 uint16_t pgm_csum_sum(const void *buf, size_t len);
 
+/*
+ * pgm_csum_ok - whether pgm_csum_sum(buf, len) is 0xffff (what a packet with a valid,
+ * present checksum sums to), without folding the sum. Any thread. One pass over the bytes.
+ */
+bool pgm_csum_ok(const void *buf, size_t len);
+
 /* ---- Builders ---- */
 
 /* Transport session identity of a packet a builder writes. */

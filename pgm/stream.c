@@ -678,7 +678,7 @@ bool pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *re
 	    sqn != d->rx_lead + 1)
 		return false;
 	/* pgm_checksum_verify(): a valid packet sums to all ones. */
-	if (pgm_get16(p + PGM_OFF_CHECKSUM) && pgm_csum_sum(p, len) != 0xffffu)
+	if (pgm_get16(p + PGM_OFF_CHECKSUM) && !pgm_csum_ok(p, len))
 		return false; /* counted as a bad checksum by the full path */
 	/* pgm_stream_update() of an ODATA without options, PGM_OK, not a loop. */
 	sd = &s->side[side];

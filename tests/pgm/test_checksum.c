@@ -137,10 +137,51 @@ static void test_carries(void)
 	CHECK_EQ(mismatches, 0);
 }
 
+/*
+ * pgm_csum_ok (the verdict without the fold) says true exactly when pgm_csum_sum is
+ * 0xffff: over filled-in packets (valid, and one bit flipped), random bytes, sums that
+ * fold to 0 and to 0xffff from many carries, and the all-zero buffer.
+ */
+static void test_csum_ok(void)
+{
+	static uint8_t buf[PGM_MAX_TPDU];
+	unsigned mismatches = 0, ok = 0, runs = 0;
+
+	srand(1071);
+	for (size_t len = 16; len <= 600; len++) {
+		for (unsigned k = 0; k < 4; k++, runs++) {
+			for (size_t i = 0; i < len; i++)
+				buf[i] = (uint8_t)rand();
+			if (k & 1)
+				pgm_checksum_fill(buf, len);
+			if (k == 3)
+				buf[len - 1] ^= 0x01;
+			ok += pgm_csum_ok(buf, len);
+			mismatches += pgm_csum_ok(buf, len) != (pgm_csum_sum(buf, len) == 0xffff);
+		}
+	}
+	CHECK_EQ(ok, runs / 4); /* the filled-in ones, and no other */
+	for (unsigned fill = 0; fill <= 0xff; fill++) {
+		memset(buf, (int)fill, sizeof(buf));
+		for (size_t len = 0; len <= 70; len++)
+			mismatches += pgm_csum_ok(buf, len) != (pgm_csum_sum(buf, len) == 0xffff);
+		mismatches += pgm_csum_ok(buf, PGM_MAX_TPDU) !=
+			      (pgm_csum_sum(buf, PGM_MAX_TPDU) == 0xffff);
+	}
+	/* 0xffff, and 0xffff repeated: all ones without and with end-around carries. */
+	memset(buf, 0xff, sizeof(buf));
+	CHECK(pgm_csum_ok(buf, 2));
+	CHECK(pgm_csum_ok(buf, 65534));
+	memset(buf, 0, sizeof(buf));
+	CHECK(!pgm_csum_ok(buf, 64));
+	CHECK_EQ(mismatches, 0);
+}
+
 int main(void)
 {
 	test_vectors();
 	test_random_against_reference();
 	test_carries();
+	test_csum_ok();
 	return tap_done();
 }
