@@ -460,7 +460,8 @@ struct sender {
 	uint64_t completed;
 };
 
-#define WR_QP_SHIFT 48
+/* wr_id: QP index above this bit (24 bits: --qps up to 131072), sends posted below. */
+#define WR_QP_SHIFT 40
 
 /* Retire signaled send completions; returns how many completions were polled. */
 static int send_reap(struct sender *s)
