@@ -94,7 +94,7 @@ bridge_start() {
 	bpid=$!
 	until grep -q 'joined on both sides' "$logf.err"; do
 		n=$((n + 1))
-		[ "$n" -lt 3000 ] || {
+		[ "$n" -lt 9000 ] || { # 15 min: joins under callgrind on a loaded machine
 			echo "bridge did not join" >&2
 			cat "$logf.err" >&2
 			exit 1

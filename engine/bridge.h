@@ -48,6 +48,7 @@ struct cap_ring;
  */
 #define GROUP_STANDBY	       (1u << 2) /* after the side bits 1 << SIDE_IB, 1 << SIDE_ROCE */
 #define CH_GCACHE	       256   /* group cache entries per channel (direct-mapped) */
+/* The channel caches' least sizes; both grow with the `senders` feature (chan_cache_sizes). */
 #define CH_SCACHE	       65536 /* sender cache entries per channel (2-way) */
 #define CH_QCACHE	       16384 /* flow sender cache entries per channel (by QPN) */
 #define CH_FLOWS_BITS	       10    /* log2 of the flows per channel */
@@ -246,7 +247,10 @@ struct channel {
 	} gcache[CH_GCACHE];
 	struct gcache_ent *glast; /* the last packet's entry (packets come in runs) */
 	uint64_t scache_epoch;
-	struct sender **scache;	    /* CH_SCACHE entries, 2-way: sets of two */
+	struct sender **scache;	    /* scache_n entries, 2-way: sets of two */
+	uint32_t scache_n;	    /* a power of two, >= CH_SCACHE */
+	uint32_t scache_shift;	    /* 64 - log2(scache_n / 2): a hash's top bits pick the set */
+	uint32_t qcache_mask;	    /* qcache entries - 1 (a power of two, >= CH_QCACHE) */
 	struct sender *prev_sender; /* the last packet's sender */
 	/*
 	 * The flow's senders by QPN (direct-mapped): an entry is (flow generation << 32 |

@@ -38,7 +38,7 @@ static struct sender no_sender = {.key.qpn = UINT32_MAX};
 /* Drop a channel's sender cache (at start and when the table's epoch moves). */
 static void scache_clear(struct channel *ch)
 {
-	for (uint32_t i = 0; i < CH_SCACHE; i++)
+	for (uint32_t i = 0; i < ch->scache_n; i++)
 		ch->scache[i] = &no_sender;
 	ch->prev_sender = &no_sender;
 }
@@ -621,7 +621,7 @@ static inline struct sender **scache_set(struct channel *ch, uint32_t qpn, uint6
 	/* Multiplicative hash: only its top bits depend on every input bit. */
 	uint64_t x = (mix ^ qpn) * 0x9e3779b97f4a7c15ull;
 
-	return &ch->scache[(x >> (64 - __builtin_ctz(CH_SCACHE / 2))) * 2];
+	return &ch->scache[(x >> ch->scache_shift) * 2];
 }
 
 /*
@@ -855,7 +855,7 @@ flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum 
 	f->mix = src_mix(src);
 	/* A new generation: the qcache entries of earlier flows no longer match. */
 	if (++ch->flow_gen == 0) {
-		memset(ch->qcache, 0, CH_QCACHE * sizeof(*ch->qcache));
+		memset(ch->qcache, 0, ((size_t)ch->qcache_mask + 1) * sizeof(*ch->qcache));
 		ch->flow_gen = 1;
 	}
 	f->gen = (uint64_t)ch->flow_gen << 32;
@@ -1017,7 +1017,7 @@ other_flow:
 		qpn = c->src_qp;
 		if (s->key.qpn != qpn) {
 			/* Another sender of the flow's source: by QPN, else the 2-way cache. */
-			struct qcache_ent *q = &ch->qcache[qpn & (CH_QCACHE - 1)];
+			struct qcache_ent *q = &ch->qcache[qpn & ch->qcache_mask];
 
 			if (q->tag == (f->gen | qpn)) {
 				s = q->s;

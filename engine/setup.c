@@ -226,6 +226,28 @@ static uint32_t pow2_mask(uint32_t n)
 	return r - 1;
 }
 
+#define CH_SCACHE_MAX (1u << 20) /* 8 MiB of pointers per channel */
+#define CH_QCACHE_MAX (1u << 18) /* 4 MiB per channel */
+
+/*
+ * Size a channel's sender caches for `senders` records (the sender table's capacity per
+ * worker, the `senders` feature): the 2-way cache twice that, so that two senders rarely
+ * share a set, and the QPN cache that (a device's QPNs are consecutive: direct-mapped,
+ * they do not collide), each at least its default (CH_SCACHE, CH_QCACHE) and at most
+ * CH_SCACHE_MAX, CH_QCACHE_MAX entries. With the default 16 384 senders: the defaults.
+ */
+static void chan_cache_sizes(struct channel *ch, uint32_t senders)
+{
+	uint32_t n = pow2_mask(senders < CH_SCACHE_MAX ? senders : CH_SCACHE_MAX) + 1;
+	uint32_t sc = 2 * n, qc = n;
+
+	sc = sc < CH_SCACHE ? CH_SCACHE : sc > CH_SCACHE_MAX ? CH_SCACHE_MAX : sc;
+	qc = qc < CH_QCACHE ? CH_QCACHE : qc > CH_QCACHE_MAX ? CH_QCACHE_MAX : qc;
+	ch->scache_n = sc;
+	ch->scache_shift = 64 - (uint32_t)__builtin_ctz(sc / 2);
+	ch->qcache_mask = qc - 1;
+}
+
 /* Move a UD QP to RTS with the rdma_cm UDP Q_Key. */
 static int qp_to_rts(struct ibv_qp *qp, uint8_t port)
 {
@@ -273,8 +295,9 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->tx_buf = node_alloc(((size_t)ch->tx_mask + 1) * sizeof(uint32_t), node);
 	ch->bl_mask = pow2_mask(br->cfg.backlog ? br->cfg.backlog : 1);
 	ch->bl = node_alloc(((size_t)ch->bl_mask + 1) * sizeof(*ch->bl), node);
-	ch->scache = node_alloc(CH_SCACHE * sizeof(*ch->scache), node);
-	ch->qcache = node_alloc(CH_QCACHE * sizeof(*ch->qcache), node);
+	chan_cache_sizes(ch, br->cfg.max_senders);
+	ch->scache = node_alloc((size_t)ch->scache_n * sizeof(*ch->scache), node);
+	ch->qcache = node_alloc(((size_t)ch->qcache_mask + 1) * sizeof(*ch->qcache), node);
 	ch->flows = node_alloc(CH_FLOWS * sizeof(*ch->flows), node);
 	ch->fcur = ch->flows;
 	*out = ch;
@@ -335,8 +358,8 @@ static void channel_destroy(struct channel *ch)
 		ibv_destroy_comp_channel(ch->cc);
 	node_free(ch->tx_buf, ((size_t)ch->tx_mask + 1) * sizeof(uint32_t));
 	node_free(ch->bl, ((size_t)ch->bl_mask + 1) * sizeof(*ch->bl));
-	node_free(ch->scache, CH_SCACHE * sizeof(*ch->scache));
-	node_free(ch->qcache, CH_QCACHE * sizeof(*ch->qcache));
+	node_free(ch->scache, (size_t)ch->scache_n * sizeof(*ch->scache));
+	node_free(ch->qcache, ((size_t)ch->qcache_mask + 1) * sizeof(*ch->qcache));
 	node_free(ch->flows, CH_FLOWS * sizeof(*ch->flows));
 	node_free(ch, sizeof(*ch));
 }
