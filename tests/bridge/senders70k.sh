@@ -1,0 +1,34 @@
+#!/bin/bash
+# 70 000 distinct senders (70 000 send-only UD QPs of one mcpkt process, two packets each)
+# on IB, with `-e senders=140000`: the channel caches sized from it (engine/setup.c,
+# chan_cache_sizes: a QPN cache of 2^18 entries, a 2-way cache of 2^19) are used past their
+# default sizes. Bridged to RoCE: the bridge's sender table holds all of them, nothing is dropped, the
+# listener gets every packet of every sender exactly once.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init bridge-senders70k
+group=239.1.2.3
+nq=70000
+n=2
+
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -e senders=140000 -m "$group"
+br_listen listener "$ROCE_NET.2" -g "$group" -n $((nq * n)) --verify --timeout 60
+br_send send "$IB_NET.2" -g "$group" -n "$n" --qps "$nq" --rate 50000 --timeout 50
+# The payload names its sender QP: 70 000 senders behind one source (the bridge).
+br_expect_listener listener $((nq * n)) "$nq"
+
+br_stop bridge
+senders=$(sed -n 's/^senders=\([0-9]*\)$/\1/p' "$SF_TMP/bridge.out")
+if [ -z "$senders" ] || [ "$senders" -lt "$nq" ]; then
+	br_fail "bridge: senders=${senders:-none}, expected at least $nq" bridge
+fi
+br_expect bridge IB rx_pkts $((nq * n))
+br_expect bridge IB fwd_pkts $((nq * n))
+br_expect bridge IB drops 0
+br_expect bridge RoCE tx_pkts $((nq * n))
+br_expect bridge RoCE drops 0
+br_conservation bridge sim_ib0 sim_roce0
+sf_expect_counter sim_ib0 out_of_buffer 0
+sf_log "PASS"
