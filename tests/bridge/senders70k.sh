@@ -1,9 +1,9 @@
 #!/bin/bash
 # 70 000 distinct senders (70 000 send-only UD QPs of one mcpkt process, two packets each)
 # on IB, with `-e senders=140000`: the channel caches sized from it (engine/setup.c,
-# chan_cache_sizes: a QPN cache of 2^18 entries, a 2-way cache of 2^19) are used past their
-# default sizes. Bridged to RoCE: the bridge's sender table holds all of them, nothing is dropped, the
-# listener gets every packet of every sender exactly once.
+# chan_cache_sizes: a QPN cache of 2^18 entries, a 2-way cache of 2^19) are used past
+# their default sizes. Bridged to RoCE: the bridge's sender table holds all of them,
+# nothing is dropped, the listener gets every packet of every sender exactly once.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
