@@ -44,8 +44,8 @@ import time
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # name: description, groups, streams per group, sender QPs, sizes, options.
-# "senders": distinct sender QPs through mcpkt processes (mcsender has at most 1024 QPs,
-# mcpkt 16384, simfabric 16384 QPs per process: 100 000 senders take 7 processes).
+# "senders": distinct sender QPs through mcpkt processes (mcsender has at most 1024 QPs;
+# mcpkt and simfabric 131072: 100 000 senders are one mcpkt process).
 SCENARIOS = {
     "single": dict(desc="1 group, 1 sender, 64 B", groups=1, streams=1, qps=1, size="64"),
     "mix": dict(desc="market-data mix: 16 groups x 8 senders interleaved, 64-1024 B",
@@ -220,7 +220,7 @@ def sender_cmds(args, fab, sc, groups, count, rate, stream_id):
     if sc.get("mcpkt_senders"):
         mcpkt = os.path.join(tools, "tests", "bridge", "mcpkt")
         total = sc["mcpkt_senders"]
-        nproc = (total + 16383) // 16384
+        nproc = (total + 131071) // 131072
         per = [total // nproc + (1 if i < total % nproc else 0) for i in range(nproc)]
         # count packets per sender, at least 1; the processes run in turn.
         n = max(1, count // total)
@@ -246,8 +246,8 @@ def sender_cmds(args, fab, sc, groups, count, rate, stream_id):
 
 
 def run_senders(fab, cmds, name):
-    """Runs the senders one after the other (simfabric has 16384 QPs in all: mcpkt
-    processes in turn, each with new QPNs, make 100 000 distinct senders)."""
+    """Runs the senders one after the other (mcpkt processes in turn, each with new
+    QPNs, when one process cannot hold the senders: simfabric has 131072 QPs in all)."""
     t0 = time.monotonic()
     ps = []
     for i, c in enumerate(cmds):
