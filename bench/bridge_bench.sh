@@ -92,11 +92,13 @@ bridge_start() {
 	"$@" --debug --control "$logf.sock" -d sim_ib0 -r sim_roce0 -e statint=0 "${mgroups[@]}" \
 		>"$logf" 2>"$logf.err" &
 	bpid=$!
-	until grep -q 'joined on both sides' "$logf.err"; do
+	until grep -q 'joined on both sides' "$logf.err" 2>/dev/null; do
 		n=$((n + 1))
 		[ "$n" -lt 9000 ] || { # 15 min: joins under callgrind on a loaded machine
 			echo "bridge did not join" >&2
 			cat "$logf.err" >&2
+			# Called in a command substitution (cg_run), whose exit runs no trap.
+			kill -KILL "$bpid" 2>/dev/null
 			exit 1
 		}
 		sleep 0.1
