@@ -188,10 +188,15 @@ cg_run() { # N SCENARIO PGM_ARGS -> "Ir forwarded" (N: packets offered)
 	for ((i = 0; i < ng; i++)); do
 		mgroups+=(-m "239.255.$((1 + (i + 1) / 256)).$(((i + 1) % 256))") # from $group on
 	done
+	# --fair-sched=yes: valgrind runs one thread at a time, and without a fair lock the
+	# spinning worker starves the control thread (joins of 256 groups: 11 s instead of
+	# minutes). join_timeout: the joins of thousands of groups take longer than the
+	# default 30 s under callgrind, and a bridge that became ready at the timeout logs
+	# "joined on both sides" only since 2026-11-25 (a build before that never would).
 	# shellcheck disable=SC2086 # $3: the PGM option, or nothing
-	bridge_start "$f.log" valgrind --tool=callgrind --callgrind-out-file="$f" \
+	bridge_start "$f.log" valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$f" \
 		--collect-atstart=no --toggle-collect=chan_burst \
-		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=$rq \
+		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=$rq -e join_timeout=3600 \
 		-e senders=$((nq > 16384 ? 2 * nq : 16384)) $3
 	if [ "$sc" = 1 ] || [ "$sc" = pgm ]; then
 		# shellcheck disable=SC2046 # -P (PGM ODATA payloads) or nothing

@@ -761,28 +761,65 @@ static void on_signal(struct ctl *c)
 	}
 }
 
-/* READY=1 once every group is joined on both sides, or when the join timeout passed. */
-static void check_ready(struct ctl *c, uint64_t now)
+static bool group_joined_both(const struct group *g)
+{
+	return g->js[SIDE_IB].state == JOIN_DONE && g->js[SIDE_ROCE].state == JOIN_DONE;
+}
+
+/*
+ * The groups not joined on both sides: their number, the first few named in NAMES, and
+ * the index of the first (ngroups when none).
+ */
+static uint32_t groups_missing(const struct ctl *c, char *names, size_t len, uint32_t *first)
 {
 	uint32_t missing = 0;
-	char names[256] = "";
 	size_t off = 0;
 
-	if (c->ready)
-		return;
+	*first = c->br->ngroups;
+	names[0] = '\0';
 	for (uint32_t i = 0; i < c->br->ngroups; i++) {
 		struct group *g = c->br->groups[i];
 
-		if (g->js[SIDE_IB].state == JOIN_DONE && g->js[SIDE_ROCE].state == JOIN_DONE)
+		if (group_joined_both(g))
 			continue;
-		if (missing++ < 8 && off < sizeof(names))
-			off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%s",
-						off ? ", " : "", g->spec);
+		if (!missing)
+			*first = i;
+		if (missing++ < 8 && off < len)
+			off += (size_t)snprintf(names + off, len - off, "%s%s", off ? ", " : "",
+						g->spec);
 	}
+	return missing;
+}
+
+/*
+ * READY=1 once every group is joined on both sides, or when the join timeout passed;
+ * in the second case "all N groups joined on both sides" is logged when the last one
+ * joins later. Called on every join event: it resumes its scan at the first group not
+ * seen joined (join_scan), so that N joins cost O(N) and not O(N^2); a full scan
+ * confirms the end (a group before the cursor may have left again, or been removed).
+ */
+static void check_ready(struct ctl *c, uint64_t now)
+{
+	uint32_t n = c->br->ngroups, missing, first;
+	char names[256];
+	bool late;
+
+	if (c->all_joined)
+		return;
+	if (c->join_scan > n)
+		c->join_scan = n;
+	while (c->join_scan < n && group_joined_both(c->br->groups[c->join_scan]))
+		c->join_scan++;
+	if (c->join_scan < n && (c->ready || now - c->start_ms < c->join_timeout_ms))
+		return;
+	missing = groups_missing(c, names, sizeof(names), &first);
+	c->join_scan = first;
 	if (missing && now - c->start_ms < c->join_timeout_ms)
 		return;
-	c->ready = true;
 	if (missing) {
+		if (c->ready)
+			return;
+		c->ready = true;
 		log_warn("%u group%s not joined after %" PRIu64 " s: %s%s; ready anyway", missing,
 			 missing == 1 ? "" : "s", c->join_timeout_ms / 1000, names,
 			 missing > 8 ? ", ..." : "");
@@ -791,13 +828,16 @@ static void check_ready(struct ctl *c, uint64_t now)
 				   missing == 1 ? "" : "s", names, missing > 8 ? ", ..." : "");
 		return;
 	}
-	log_notice("all %u group%s joined on both sides: forwarding", c->br->ngroups,
-		   c->br->ngroups == 1 ? "" : "s");
+	late = c->ready;
+	c->all_joined = true;
+	c->ready = true; /* before show_summary, which says "waiting for joins" until then */
+	log_notice("all %u group%s joined on both sides%s: forwarding", n, n == 1 ? "" : "s",
+		   late ? " (after the join timeout)" : "");
 	if (c->sd) {
 		char sum[256];
 
 		show_summary(c, sum, sizeof(sum));
-		sd_notifyf(0, "READY=1\nSTATUS=%s", sum);
+		sd_notifyf(0, "%sSTATUS=%s", late ? "" : "READY=1\n", sum);
 	}
 }
 

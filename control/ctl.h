@@ -44,6 +44,8 @@ struct ctl {
 	uint64_t start_ms;	 /* CLOCK_MONOTONIC ms at ctl_init */
 	int64_t start_wall;	 /* time(NULL) at ctl_init */
 	bool ready;		 /* every group joined on both sides (or the join timeout passed) */
+	bool all_joined;	 /* every group was joined on both sides once (check_ready) */
+	uint32_t join_scan;	 /* check_ready: groups before it were seen joined */
 	struct console *con;	 /* the console (control/console.c), NULL without one */
 	struct capture *cap;	 /* packet capture (control/capture.c), NULL without */
 	struct metrics_http *mh; /* GET /metrics (--metrics-port), NULL: off */
@@ -66,7 +68,7 @@ struct ctl {
 	 * has the counter.
 	 */
 	bool nic_drops_rising;
-	uint64_t nic_drops_seen; /* both sides' totals at the last sample */
+	uint64_t nic_drops_seen;  /* both sides' totals at the last sample */
 	uint64_t join_timeout_ms; /* READY=1 at the latest this long after start */
 	const char *metrics_path; /* --metrics-file, NULL: none */
 	bool metrics_final;	  /* the last metrics file, at a clean exit: ib2roce_up 0 */
