@@ -23,6 +23,7 @@
 #include "bridge.h"
 #include "capring.h"
 #include "capture.h"
+#include "concmd.h"
 #include "ctl.h"
 #include "log.h"
 #include "options.h"
@@ -402,25 +403,12 @@ static int64_t clock_off_ns(void)
 	return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
 }
 
-static char *next_word(char **s)
-{
-	char *w = *s + strspn(*s, " \t"), *e;
-
-	if (!*w)
-		return NULL;
-	e = w + strcspn(w, " \t");
-	if (*e)
-		*e++ = 0;
-	*s = e;
-	return w;
-}
-
 int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 {
 	struct bridge *br = cap->c->br;
 	uint32_t sides = 3, group = 0, snap = CAPTURE_SNAP_DEFAULT;
 	uint64_t count = 0, v;
-	char *file = next_word(&args), *w;
+	char *file = concmd_word(&args), *w;
 	int fd, r;
 
 	if (!file)
@@ -428,8 +416,8 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 	if (name_refused(file))
 		return opt_errf(err, errlen, -EINVAL, "capture: '%s': %s", file,
 				name_refused(file));
-	while ((w = next_word(&args))) {
-		char *a = next_word(&args);
+	while ((w = concmd_word(&args))) {
+		char *a = concmd_word(&args);
 
 		if (!a)
 			return opt_errf(err, errlen, -EINVAL, "capture start: '%s' needs a value",

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Helpers for the HA tests with real keepalived (tests/ha/keepalived*.sh); sourced by
-# each test (bash, set -eu) after ../bridge/lib.sh.
+# each test (bash, set -eu) after ../console/lib.sh (bc, bc_ok; the bridge helpers).
 #
 # Two keepalived processes elect per partition which bridge is active, with the settings
 # of ha/keepalived.conf.example (VRRPv3, advert_int 0.01, a real-time VRRP process,
@@ -82,16 +82,6 @@ ka_cleanup() {
 	ip link del "kav1-$$" 2>/dev/null || true
 	ip netns del "$KA_NS2" 2>/dev/null || true
 	return "$rc"
-}
-
-# bc NAME COMMAND...: bcom to bridge NAME; output in $SF_TMP/bcom.out; status in BC_RC.
-bc() {
-	local name=$1
-
-	shift
-	BC_RC=0
-	timeout -k 2 20 "$BCOM" --control "$SF_TMP/$name.sock" "$@" >"$SF_TMP/bcom.out" \
-		2>"$SF_TMP/bcom.err" || BC_RC=$?
 }
 
 # role_of NAME PARTITION: the role bridge NAME shows for PARTITION (empty: no answer).

@@ -17,8 +17,8 @@
 # fabric in port_down, not as sent: br_conservation's comparison with the port does not
 # hold for a).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
-. "$(dirname "$0")/../bridge/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
+. "$(dirname "$0")/../console/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ka-lib.sh
 . "$(dirname "$0")/ka-lib.sh"
 

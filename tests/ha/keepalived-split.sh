@@ -9,8 +9,8 @@
 #   no duplicates; orders, on b throughout, loses nothing;
 # no loop (b forwarded nothing RoCE -> IB), b's counters add up.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
-. "$(dirname "$0")/../bridge/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
+. "$(dirname "$0")/../console/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ka-lib.sh
 . "$(dirname "$0")/ka-lib.sh"
 

@@ -13,8 +13,8 @@
 #   duplicates, no loop (b's RoCE -> IB direction forwards nothing: hop-limit marker
 #   and --peer), b's counters add up.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
-. "$(dirname "$0")/../bridge/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
+. "$(dirname "$0")/../console/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=ka-lib.sh
 . "$(dirname "$0")/ka-lib.sh"
 

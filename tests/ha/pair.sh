@@ -21,8 +21,8 @@
 # with slack (dup_bound): never one burst in general (docs/operations.md).
 # Bad console commands and options change nothing (exit 1 / exit 2).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
-. "$(dirname "$0")/../bridge/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 sf_init ha-pair
@@ -30,26 +30,9 @@ g1=239.1.2.3
 g2=239.1.2.4
 n=200
 
-# bc NAME COMMAND...: bcom to bridge NAME; output in $SF_TMP/bcom.out; must succeed.
-bc() {
-	local name=$1
-
-	shift
-	timeout -k 2 20 "$BCOM" --control "$SF_TMP/$name.sock" "$@" >"$SF_TMP/bcom.out" \
-		2>"$SF_TMP/bcom.err" ||
-		br_fail "bcom $name $*: failed: $(cat "$SF_TMP/bcom.out" "$SF_TMP/bcom.err")" "$name"
-}
-
-# role_is NAME PARTITION ROLE: `ha` of bridge NAME shows PARTITION in ROLE.
-role_is() {
-	bc "$1" ha
-	awk -v p="$2" -v r="$3" '$1 == p && $2 == r { ok = 1 } END { exit !ok }' "$SF_TMP/bcom.out" ||
-		br_fail "bridge $1: partition $2 is not $3: $(cat "$SF_TMP/bcom.out")" "$1"
-}
-
 # standby_pkts NAME SIDE: the standby counter of a running bridge.
 standby_pkts() {
-	bc "$1" ha
+	bc_must "$1" ha
 	sed -n "s/^$2 standby_pkts=\([0-9]*\)$/\1/p" "$SF_TMP/bcom.out"
 }
 
@@ -115,18 +98,18 @@ v=$(standby_pkts b IB)
 [ "$v" = "$n" ] || br_fail "bridge b: IB standby_pkts=$v, expected $n" b
 
 # 2. Two partitions split over the bridges: b takes p2.
-bc b role p2 active
-bc a role p2 standby
+bc_must b role p2 active
+bc_must a role p2 standby
 role_is b p2 active
 role_is a p2 standby
 # A reload keeps the roles (--role is the role at start) and the partitions.
-bc b reload
+bc_must b reload
 role_is b p2 active
 role_is b default standby
 br_listen p2 "$ROCE_NET.2" -g "$g1" --groups 2 -n $((2 * n)) --verify --imm --any-source --timeout 30
 br_send p2_send "$IB_NET.2" -g "$g1" --groups 2 -n "$n" --imm --rate 10000
 br_expect_listener p2 $((2 * n)) 1 2
-bc a stats --json
+bc_must a stats --json
 grep -q '"partitions":\[{"name":"default","role":"active"' "$SF_TMP/bcom.out" ||
 	br_fail "bridge a: stats --json has no active default partition: $(head -c 600 "$SF_TMP/bcom.out")" a
 
@@ -134,7 +117,7 @@ grep -q '"partitions":\[{"name":"default","role":"active"' "$SF_TMP/bcom.out" ||
 m=4000
 stream p3 "$m"
 sleep 1
-timed bc a handover default
+timed bc_must a handover default
 role_is a default standby
 role_is b default active
 stream_end p3 "$m"
@@ -145,12 +128,12 @@ sf_log "handover a -> b: sent $m, lost $LOST, duplicates $DUP"
 # 4. Role switch by hand, make before break (a active first, then b standby).
 stream p4 "$m"
 sleep 1
-timed eval 'bc a role default active; bc b role default standby'
+timed eval 'bc_must a role default active; bc_must b role default standby'
 stream_end p4 "$m"
 dup_bound p4 "role switch b -> a"
 sf_log "role switch b -> a: sent $m, lost $LOST, duplicates $DUP"
 [ "$LOST" = 0 ] || br_fail "role switch lost $LOST packets (duplicates $DUP)" p4
-bc a ha
+bc_must a ha
 grep -q '^default  *active .* 2  *console role command$' "$SF_TMP/bcom.out" ||
 	br_fail "bridge a: ha does not show 2 transitions, the last by the console: $(cat "$SF_TMP/bcom.out")" a
 
@@ -160,7 +143,7 @@ grep -q '^default  *active .* 2  *console role command$' "$SF_TMP/bcom.out" ||
 br_listen p5 "$IB_NET.3" -g "$g1" --verify --imm --any-source --rq 16384 --timeout 60
 br_send_start p5_send "$ROCE_NET.2" -g "$g1" -n "$m" --imm --rate 2000
 sleep 1
-timed bc a handover
+timed bc_must a handover
 stream_end p5 "$m"
 dup_bound p5 "handover a -> b (RoCE -> IB)"
 sf_log "handover a -> b (RoCE -> IB): sent $m, lost $LOST, duplicates $DUP"
@@ -187,12 +170,12 @@ role_is a default active
 # 7. The console's shutdown on the active bridge hands over first too, as SIGTERM.
 br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role standby -m "$g1" -m "$g2"
-bc a handover default
+bc_must a handover default
 role_is b default active
 role_is a p2 active
 stream p7s "$m"
 sleep 1
-timed bc b shutdown
+timed bc_must b shutdown
 grep -q '^partition default: active -> standby$' "$SF_TMP/bcom.out" ||
 	br_fail "bcom b shutdown did not hand over: $(cat "$SF_TMP/bcom.out")" b
 sf_wait_exit "$(br_pid b)"
@@ -209,13 +192,13 @@ role_is a default active
 br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role standby -m "$g1" -m "$g2"
 role_is b default standby
-bc b role default active
-bc a role default standby
+bc_must b role default active
+bc_must a role default standby
 stream p8 "$m"
 sleep 1
 kill -KILL "$(sf_child "$(br_pid b)")"
 sleep 0.5
-bc a role default active
+bc_must a role default active
 stream_end p8 "$m"
 sf_log "kill -9 of the active bridge, manual failover: sent $m, lost $LOST (the gap), duplicates $DUP"
 [ "$LOST" -lt "$m" ] || br_fail "nothing arrived after the failover" p8
@@ -230,7 +213,7 @@ for cmd in "role bogus" "role nosuch active" "role default active extra" "handov
 done
 grep -q "no partition 'nosuch'" "$SF_TMP/bcom.out" || br_fail "handover nosuch: $(cat "$SF_TMP/bcom.out")" a
 role_is a default active
-bc a ha
+bc_must a ha
 grep -q '^default  *active .*  console role command$' "$SF_TMP/bcom.out" ||
 	br_fail "bridge a: bad commands changed the roles: $(cat "$SF_TMP/bcom.out")" a
 br_stop a

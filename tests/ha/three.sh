@@ -25,8 +25,8 @@
 #   RoCE copies by --peer (peer_bridge);
 # - each bridge's counters add up (br_conservation).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
-. "$(dirname "$0")/../bridge/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 sf_init ha-three
@@ -49,23 +49,6 @@ g1=239.1.2.3 # IB -> RoCE
 g2=239.1.2.4 # RoCE -> IB
 rate=1000    # per sender
 runs=1000    # packets per sender run
-
-# bc NAME COMMAND...: bcom to bridge NAME; output in $SF_TMP/bcom.out; must succeed.
-bc() {
-	local name=$1
-
-	shift
-	timeout -k 2 20 "$BCOM" --control "$SF_TMP/$name.sock" "$@" >"$SF_TMP/bcom.out" \
-		2>"$SF_TMP/bcom.err" ||
-		br_fail "bcom $name $*: failed: $(cat "$SF_TMP/bcom.out" "$SF_TMP/bcom.err")" "$name"
-}
-
-# role_is NAME ROLE: `ha` of bridge NAME shows partition default in ROLE.
-role_is() {
-	bc "$1" ha
-	awk -v r="$2" '$1 == "default" && $2 == r { ok = 1 } END { exit !ok }' "$SF_TMP/bcom.out" ||
-		br_fail "bridge $1 is not $2: $(cat "$SF_TMP/bcom.out")" "$1"
-}
 
 br_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --peer "$ROCE_NET.5" \
 	-m "$g1" -m "$g2"
@@ -105,18 +88,18 @@ active=a
 for next in ab b bc abc c ac a abc b ab c bc ac abc a; do
 	for x in a b c; do # make: the new ones active first
 		[[ $next == *$x* && $active != *$x* ]] || continue
-		bc "$x" role active
+		bc_must "$x" role active
 	done
 	for x in a b c; do # break: then the leaving ones standby
 		[[ $active == *$x* && $next != *$x* ]] || continue
-		bc "$x" role standby
+		bc_must "$x" role standby
 	done
 	active=$next
 	sleep 0.3
 done
 for x in a b c; do
-	if [[ $active == *$x* ]]; then role_is "$x" active; else role_is "$x" standby; fi
-	bc "$x" ha
+	if [[ $active == *$x* ]]; then role_is "$x" default active; else role_is "$x" default standby; fi
+	bc_must "$x" ha
 	t=$(awk '$1 == "default" { print $5 }' "$SF_TMP/bcom.out")
 	[ "$t" -ge 4 ] || br_fail "bridge $x: $t role changes, the schedule makes at least 4" "$x"
 done

@@ -18,8 +18,8 @@
 # docs/operations.md "What each failure costs"), the roles at each step, and every
 # bridge run's counters add up (br_conservation, stopped runs included).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
-. "$(dirname "$0")/../bridge/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 sf_init ha-upgrade
@@ -29,23 +29,6 @@ p2="239.1.2.4,239.1.2.6" # g2 and g4: partition p2; g1 and g3: default
 rate=2000                # per sender (both groups together)
 burst=32                 # the worker's poll burst (engine/fwd.c)
 
-# bc NAME COMMAND...: bcom to bridge NAME; output in $SF_TMP/bcom.out; must succeed.
-bc() {
-	local name=$1
-
-	shift
-	timeout -k 2 20 "$BCOM" --control "$SF_TMP/$name.sock" "$@" >"$SF_TMP/bcom.out" \
-		2>"$SF_TMP/bcom.err" ||
-		br_fail "bcom $name $*: failed: $(cat "$SF_TMP/bcom.out" "$SF_TMP/bcom.err")" "$name"
-}
-
-# role_is NAME PARTITION ROLE: `ha` of bridge NAME shows PARTITION in ROLE.
-role_is() {
-	bc "$1" ha
-	awk -v p="$2" -v r="$3" '$1 == p && $2 == r { ok = 1 } END { exit !ok }' "$SF_TMP/bcom.out" ||
-		br_fail "bridge $1: partition $2 is not $3: $(cat "$SF_TMP/bcom.out")" "$1"
-}
-
 # handover NAME [PARTITION]: `bcom handover` on NAME; adds its bound on the duplicates
 # (dup_bound, ../ha/pair.sh) to SLACK.
 SLACK=0
@@ -54,7 +37,7 @@ handover() {
 
 	t0=$(date +%s%N)
 	# shellcheck disable=SC2086 # the partition, when given
-	bc "$1" handover ${2:-}
+	bc_must "$1" handover ${2:-}
 	t1=$(date +%s%N)
 	grep -q 'active -> standby$' "$SF_TMP/bcom.out" ||
 		br_fail "bcom $1 handover moved nothing: $(cat "$SF_TMP/bcom.out")" "$1"
@@ -132,9 +115,9 @@ done
 sleep 1
 
 # 1. b is healthy, its partitions joined.
-bc b health
-bc b ha
-bc b multicast
+bc_must b health
+bc_must b ha
+bc_must b multicast
 # 2. a hands everything over to b; 3. a is standby for every partition.
 handover a
 role_is a default standby
@@ -146,7 +129,7 @@ stop a
 ! grep -q '(SIGTERM: peer active)' "$SF_TMP/a-old.err" ||
 	br_fail "bridge a handed over on SIGTERM: it had nothing active" a
 bridge a "$new" "${a_args[@]}" --role standby
-bc a health
+bc_must a health
 role_is a default standby
 # 5. b hands everything over to the new a, then is upgraded the same way.
 handover b
@@ -156,7 +139,7 @@ role_is b default standby
 role_is b p2 standby
 stop b
 bridge b "$new" "${b_args[@]}" --role standby
-bc b health
+bc_must b health
 # 6. Each bridge gets its partition back: b takes p2 from a.
 handover a p2
 role_is a default active
