@@ -13,15 +13,27 @@
  * IB the kernel's multicast module also fails every join on that port with -ENETRESET
  * (drivers/infiniband/core/multicast.c, mcast_event_handler), the application must leave
  * and join again. RoCE produces no multicast error. Port up: ACTIVE + IBV_EVENT_PORT_ACTIVE.
+ * Setting the state the port is already in changes nothing and raises no event.
  */
 int sf_port_set(struct sf_fabric *fab, uint32_t dev, bool up)
 {
 	struct sf_dev *d;
+	uint32_t was;
 
 	if (dev >= fab->ndevs || fab->devs[dev].removed)
 		return -ENODEV;
 	d = &fab->devs[dev];
 	sf_lock(fab);
+	was = atomic_load(&d->port_state);
+	/*
+	 * Events come with a change of state only, as from a driver: a port set to the
+	 * state it is in raises nothing (a second PORT_ACTIVE would make applications join
+	 * again for no reason; the soak's clean-up did that, mid-epoch).
+	 */
+	if (was == (up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN)) {
+		sf_unlock(fab);
+		return 0;
+	}
 	if (up) {
 		atomic_store(&d->port_state, IBV_PORT_ACTIVE);
 		sf_unlock(fab);

@@ -89,8 +89,20 @@ round ib_up
 [ "$(json bridge '.sides[0].port_events')" -ge 3 ] || br_fail "IB port_events" bridge
 [ "$(json bridge '.sides[1].rejoins')" -ge 1 ] || br_fail "RoCE rejoins" bridge
 
+# A port set to the state it is in raises no event (as a driver: events come with a
+# change of state): the bridge does not join again.
+ev_ib=$(json bridge '.sides[0].port_events') ev_roce=$(json bridge '.sides[1].port_events')
+"$SIMFAB" port sim_ib0 up >/dev/null
+"$SIMFAB" port sim_roce0 up >/dev/null
+br_send noop_tx "$IB_NET.2" -g "$g" -n 10 --rate 20000
+wait_json bridge '.sides[0].fwd_pkts' $((4 * n + 10))
+[ "$(json bridge '.sides[0].port_events')" = "$ev_ib" ] ||
+	br_fail "IB port_events $(json bridge '.sides[0].port_events') after a port up on an up port, was $ev_ib" bridge
+[ "$(json bridge '.sides[1].port_events')" = "$ev_roce" ] ||
+	br_fail "RoCE port_events $(json bridge '.sides[1].port_events') after a port up on an up port, was $ev_roce" bridge
+
 br_stop bridge
-br_expect bridge IB fwd_pkts $((4 * n))
+br_expect bridge IB fwd_pkts $((4 * n + 10))
 br_expect bridge IB drop_side_down "$n"
 br_expect bridge RoCE drop_side_down 50
 br_conservation bridge sim_ib0 sim_roce0
