@@ -17,7 +17,9 @@
 #   -p, -P   callgrind with PGM inspection on only, off only (default: on, and off for the non-PGM
 #            scenarios)
 # Writes bench/results/bridge-<date>.txt (not in git); docs/benchmarks.md has the numbers
-# of record. Needs the machine otherwise idle.
+# of record. Needs the machine otherwise idle. BB_KEEP=1 keeps the callgrind outputs (the
+# log says where); BB_CG_OPTS adds valgrind options (e.g. --dump-instr=yes for
+# callgrind_annotate per instruction).
 #
 # Paths measured (64-byte payload, sf_bench -J: rdma_cm joins, sender sim_ib1 on CPU 0,
 # listener on CPU 1, the bridge's worker on CPU 0):
@@ -42,7 +44,7 @@ while getopts "n:B:cCs:pPh" opt; do
 	p) pgm_modes=("") ;;
 	P) pgm_modes=("-y pgm") ;;
 	h)
-		sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*) exit 2 ;;
@@ -195,7 +197,7 @@ cg_run() { # N SCENARIO PGM_ARGS -> "Ir forwarded" (N: packets offered)
 	# "joined on both sides" only since 2026-11-25 (a build before that never would).
 	# shellcheck disable=SC2086 # $3: the PGM option, or nothing
 	bridge_start "$f.log" valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$f" \
-		--collect-atstart=no --toggle-collect=chan_burst \
+		--collect-atstart=no --toggle-collect=chan_burst ${BB_CG_OPTS:-} \
 		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=$rq -e join_timeout=3600 \
 		-e senders=$((nq > 16384 ? 2 * nq : 16384)) $3
 	if [ "$sc" = 1 ] || [ "$sc" = pgm ]; then
@@ -247,4 +249,5 @@ if [ "$do_cg" = 1 ]; then
 		done
 	done
 fi
+[ -z "${BB_KEEP:-}" ] || log "kept: $tmp"
 log "results: $out"
