@@ -37,22 +37,22 @@ struct cap_ring;
 #define BR_GRH_LEN	       40
 #define BR_IPV4_OFF	       20
 #define BR_MCAST_QPN	       0xffffffu
-#define BR_UDP_QKEY	       0x01234567u    /* RDMA_UDP_QKEY of rdma_cm's UDP port space */
-#define BR_BURST	       32	      /* completions polled / WRs chained at a time */
+#define BR_UDP_QKEY	       0x01234567u /* RDMA_UDP_QKEY of rdma_cm's UDP port space */
+#define BR_BURST	       32 /* completions polled / WRs chained at a time (<= 32: tx_dirty) */
 #define BR_REFILL_MIN	       (BR_BURST / 2) /* refill receives when this many are missing */
-#define BR_IB_MARKER_HOP_LIMIT 1     /* hop limit the bridge sets on IB: "already bridged" */
+#define BR_IB_MARKER_HOP_LIMIT 1 /* hop limit the bridge sets on IB: "already bridged" */
 /*
  * A bit of group->ready beside the two side bits: the group's HA partition is standby on
  * this bridge (control/ha.c). Packets of the group are received and counted as standby
  * on their side, not forwarded (not a drop: another bridge forwards them).
  */
-#define GROUP_STANDBY	       (1u << 2) /* after the side bits 1 << SIDE_IB, 1 << SIDE_ROCE */
-#define CH_GCACHE	       256   /* group cache entries per channel (direct-mapped) */
+#define GROUP_STANDBY (1u << 2) /* after the side bits 1 << SIDE_IB, 1 << SIDE_ROCE */
+#define CH_GCACHE     256	/* group cache entries per channel (direct-mapped) */
 /* The channel caches' least sizes; both grow with the `senders` feature (chan_cache_sizes). */
-#define CH_SCACHE	       65536 /* sender cache entries per channel (2-way) */
-#define CH_QCACHE	       16384 /* flow sender cache entries per channel (by QPN) */
-#define CH_FLOWS_BITS	       10    /* log2 of the flows per channel */
-#define CH_FLOWS	       (1u << CH_FLOWS_BITS) /* direct-mapped by a hash of the addresses */
+#define CH_SCACHE     65536		    /* sender cache entries per channel (2-way) */
+#define CH_QCACHE     16384		    /* flow sender cache entries per channel (by QPN) */
+#define CH_FLOWS_BITS 10		    /* log2 of the flows per channel */
+#define CH_FLOWS      (1u << CH_FLOWS_BITS) /* direct-mapped by a hash of the addresses */
 
 enum side {
 	SIDE_IB = 0,
@@ -226,6 +226,12 @@ struct channel {
 		struct ibv_sge sge;    /* wr.sg_list */
 	} tx[BR_BURST];
 	uint32_t nwr;
+	/*
+	 * Slots of tx[] whose opcode or send_flags differ from the template's (IBV_WR_SEND,
+	 * unsignaled): a send with immediate data or a signaled one, bit i for tx[i]. The
+	 * post resets them (chan_flush), so that the fast path writes neither field.
+	 */
+	uint32_t tx_dirty;
 	bool prepared; /* chan_prepare ran */
 	struct ibv_recv_wr rwr[BR_BURST];
 	struct ibv_sge rsge[BR_BURST];
@@ -260,7 +266,7 @@ struct channel {
 	struct qcache_ent {
 		uint64_t tag;
 		struct sender *s;
-	} *qcache;
+	} * qcache;
 	uint32_t flow_gen;
 	struct chan_flow *flows; /* CH_FLOWS flows: the data path's fast path (fwd.c) */
 	struct chan_flow *fcur;	 /* the flow of the channel's last fast-path packet */
@@ -321,9 +327,9 @@ struct worker {
 	uint64_t idle_sleeps;
 	/* Control thread only: latency histogram at the last "zap"; heartbeat bookkeeping. */
 	struct hist lat_zap;
-	uint64_t hb_prev;	     /* heartbeat at the last check */
-	uint64_t hb_changed_ms;	     /* CLOCK_MONOTONIC ms when it last advanced */
-	uint64_t loop_rate;	     /* passes per second over the last second */
+	uint64_t hb_prev;	/* heartbeat at the last check */
+	uint64_t hb_changed_ms; /* CLOCK_MONOTONIC ms when it last advanced */
+	uint64_t loop_rate;	/* passes per second over the last second */
 	uint64_t rate_passes_prev;
 } __attribute__((aligned(BR_WORKER_ALIGN)));
 
@@ -337,9 +343,9 @@ enum side_state {
 /* One side of the bridge: a device port. */
 struct side_ctx {
 	enum side side;
-	enum side_state state;	/* control thread */
-	uint64_t port_events;	/* async port events seen (control thread) */
-	uint64_t rejoins;	/* groups re-joined after port events (control thread) */
+	enum side_state state; /* control thread */
+	uint64_t port_events;  /* async port events seen (control thread) */
+	uint64_t rejoins;      /* groups re-joined after port events (control thread) */
 	char dev[64];
 	uint8_t port;
 	struct ibv_context *ctx;

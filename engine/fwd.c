@@ -106,7 +106,8 @@ static inline uint32_t sq_used(const struct channel *ch)
  * Prepare a channel's data-path state, once, before its first receive is posted. Write
  * the fields of its work requests that never change: the chaining (wr[i] -> wr[i + 1]; a
  * post cuts the chain after its last WR and mends it afterwards), the scatter entries
- * with the channel's lkey, the multicast QPN, the receive length; the data path then
+ * with the channel's lkey, the multicast QPN, the opcode (IBV_WR_SEND; see tx_dirty), the
+ * receive length; the data path then
  * writes only what differs per packet. Providers do not modify a posted WR list
  * (ibv_post_send/ibv_post_recv copy it into the queue). Point the caches' "last entry"
  * pointers at entries that match no packet.
@@ -124,6 +125,7 @@ static void chan_prepare(struct channel *ch)
 		t->wr.next = last ? NULL : &ch->tx[i + 1].wr;
 		t->wr.sg_list = &t->sge;
 		t->wr.num_sge = 1;
+		t->wr.opcode = IBV_WR_SEND; /* send_flags 0: unsignaled (tx_dirty) */
 		t->wr.wr.ud.remote_qpn = BR_MCAST_QPN;
 		t->sge.lkey = ch->lkey;
 		memset(&ch->rwr[i], 0, sizeof(ch->rwr[i]));
@@ -133,10 +135,29 @@ static void chan_prepare(struct channel *ch)
 		ch->rsge[i].length = bsz;
 		ch->rsge[i].lkey = ch->lkey;
 	}
+	ch->tx_dirty = 0;
 	ch->glast = &ch->gcache[0];
 	scache_clear(ch);
 	flows_drop(ch);
 	ch->prepared = true;
+}
+
+/*
+ * Give the slots of tx_dirty their template's opcode and flags back (what chan_prepare
+ * wrote: IBV_WR_SEND, unsignaled), after the post copied them: the fast path
+ * (rx_fast_run) writes neither field.
+ */
+static __attribute__((noinline)) void chan_tx_clean(struct channel *ch)
+{
+	uint32_t d = ch->tx_dirty;
+
+	ch->tx_dirty = 0;
+	for (; d; d &= d - 1) {
+		struct ibv_send_wr *wr = &ch->tx[__builtin_ctz(d)].wr;
+
+		wr->opcode = IBV_WR_SEND;
+		wr->send_flags = 0;
+	}
 }
 
 /* Post the chained sends of a channel. */
@@ -153,6 +174,8 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 	r = ibv_post_send(ch->qp, &ch->tx[0].wr, &bad);
 	if (n < BR_BURST)
 		ch->tx[n - 1].wr.next = &ch->tx[n].wr;
+	if (ch->tx_dirty)
+		chan_tx_clean(ch);
 	if (r) {
 		/* WRs from `bad` on were not posted: their buffers are ours again. */
 		uint32_t first = bad ? (uint32_t)((struct tx_slot *)bad - ch->tx) : 0;
@@ -174,22 +197,30 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 }
 
 /*
- * Fill the per-packet fields of a send WR whose constant fields (chain, QPN, lkey) the
- * channel's template already holds, and account the buffer as sent at slot `head` of the
- * channel's ring of posted buffers (ring, mask: its tx_buf and tx_mask; meta: the pool's
- * metadata array), all passed in so that callers can hold them in registers.
+ * Fill the per-packet fields of send WR tx[slot] of channel out, whose constant fields
+ * (chain, QPN, lkey) and template opcode and flags (IBV_WR_SEND, unsignaled) the slot
+ * already holds, and account the buffer as sent at slot `head` of the channel's ring of
+ * posted buffers (ring, mask: its tx_buf and tx_mask; meta: the pool's metadata array),
+ * all passed in so that callers can hold them in registers. A send with immediate data
+ * or a signaled one changes the template: the slot is marked in tx_dirty (chan_flush
+ * restores it after the post).
  */
 static inline __attribute__((always_inline)) void
-send_wr_fill(struct tx_slot *t, uint32_t *ring, uint32_t mask, struct pool_meta *meta,
-	     uint64_t head, uint32_t buf, uintptr_t addr, uint32_t len, bool has_imm, uint32_t imm,
-	     unsigned int flags, struct ibv_ah *ah, uint32_t qkey)
+send_wr_fill(struct channel *out, uint32_t slot, uint32_t *ring, uint32_t mask,
+	     struct pool_meta *meta, uint64_t head, uint32_t buf, uintptr_t addr, uint32_t len,
+	     bool has_imm, uint32_t imm, unsigned int flags, struct ibv_ah *ah, uint32_t qkey)
 {
+	struct tx_slot *t = &out->tx[slot];
+
 	t->sge.addr = addr;
 	t->sge.length = len;
 	t->wr.wr_id = TX_TAG | head;
-	t->wr.opcode = (enum ibv_wr_opcode)(IBV_WR_SEND + has_imm); /* or SEND_WITH_IMM */
-	t->wr.imm_data = imm;
-	t->wr.send_flags = flags;
+	if (has_imm | flags) {
+		t->wr.opcode = (enum ibv_wr_opcode)(IBV_WR_SEND + has_imm); /* or SEND_WITH_IMM */
+		t->wr.imm_data = imm;
+		t->wr.send_flags = flags;
+		out->tx_dirty |= 1u << slot;
+	}
 	t->wr.wr.ud.ah = ah;
 	t->wr.wr.ud.remote_qkey = qkey;
 	ring[head & mask] = buf;
@@ -224,8 +255,8 @@ chan_post(struct worker *w, struct pool *pool, struct channel *out, struct freel
 	out->nwr = nwr + 1;
 	out->unsignaled = unsignaled;
 	out->tx_head = head + 1;
-	send_wr_fill(&out->tx[nwr], out->tx_buf, out->tx_mask, pool_meta_array(pool), head, buf,
-		     addr, len, has_imm, imm, flags, ah, qkey);
+	send_wr_fill(out, nwr, out->tx_buf, out->tx_mask, pool_meta_array(pool), head, buf, addr,
+		     len, has_imm, imm, flags, ah, qkey);
 	out->st.tx_pkts++;
 	out->st.tx_bytes += len;
 }
@@ -323,12 +354,12 @@ struct burst {
 	int64_t drop_every;
 	bool bridging;
 	bool pgm_on;
-	bool inspect;	/* pgm_on or drop_every: the per-packet extras */
+	bool inspect; /* pgm_on or drop_every: the per-packet extras */
 	/* Flows may forward (flow_set, flow_valid): no drop=N, and a PGM policy that forwards
 	 * what is not PGM (rx_fast_run forwards it without asking). */
 	bool flows_ok;
 	bool flows_live; /* bridging, peer_fast and flows_ok: flows may forward in this burst */
-	uint32_t pgm_malformed;	 /* rx_fast_run's counts, added to the channel's at the end */
+	uint32_t pgm_malformed; /* rx_fast_run's counts, added to the channel's at the end */
 	uint32_t pgm_not_pgm;
 	/* The flows this burst checked (flow_valid) and may have counted packets to: flushed at
 	 * the end (flow_flush). At most one per packet, and the one the burst started with. */
@@ -354,10 +385,10 @@ struct burst {
 	struct channel *peer;
 	bool peer_fast;
 	struct tx_slot *peer_slot; /* the next WR to chain: &peer->tx[peer->nwr] */
-	uint32_t peer_to_signal; /* posts until the next signaled one: sig_every - unsignaled */
-	uint32_t peer_mask;	 /* peer->tx_mask */
-	uint32_t *peer_ring;	 /* peer->tx_buf */
-	struct pool_meta *meta;	 /* the pool's metadata array */
+	uint32_t peer_to_signal;   /* posts until the next signaled one: sig_every - unsignaled */
+	uint32_t peer_mask;	   /* peer->tx_mask */
+	uint32_t *peer_ring;	   /* peer->tx_buf */
+	struct pool_meta *meta;	   /* the pool's metadata array */
 	uint64_t peer_head;
 };
 
@@ -397,7 +428,7 @@ static inline __attribute__((always_inline)) void burst_peer_post(struct burst *
 								  struct ibv_ah *ah, uint32_t qkey)
 {
 	struct channel *out = b->peer;
-	struct tx_slot *t = b->peer_slot++;
+	uint32_t slot = (uint32_t)(b->peer_slot++ - out->tx);
 	uint64_t head = b->peer_head++;
 	unsigned int flags = 0;
 
@@ -405,12 +436,11 @@ static inline __attribute__((always_inline)) void burst_peer_post(struct burst *
 		flags = IBV_SEND_SIGNALED;
 		b->peer_to_signal = out->sig_every;
 	}
-	send_wr_fill(t, b->peer_ring, b->peer_mask, b->meta, head, buf, addr, len, has_imm, imm,
-		     flags, ah, qkey);
+	send_wr_fill(out, slot, b->peer_ring, b->peer_mask, b->meta, head, buf, addr, len, has_imm,
+		     imm, flags, ah, qkey);
 	out->st.tx_pkts++;
 	out->st.tx_bytes += len;
 }
-
 
 static inline bool ipv4_multicast(const uint8_t *a)
 {
@@ -681,7 +711,8 @@ rx_sender_find(struct burst *b, struct channel *ch, uint32_t qpn, const struct s
 
 /* Count a packet of `len` bytes to its sender; the sender, NULL when not recorded. */
 static inline __attribute__((always_inline)) struct sender *
-rx_sender(struct burst *b, struct channel *ch, uint32_t qpn, const struct src_addr *src, uint32_t len)
+rx_sender(struct burst *b, struct channel *ch, uint32_t qpn, const struct src_addr *src,
+	  uint32_t len)
 {
 	struct sender *s = rx_sender_find(b, ch, qpn, src);
 
@@ -721,9 +752,8 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
  * checks that first).
  */
 static __attribute__((noinline)) bool rx_pgm_inspect(struct bridge *br, struct channel *ch,
-						     const struct group *g,
-						     const uint8_t *payload, uint32_t len,
-						     uint64_t now)
+						     const struct group *g, const uint8_t *payload,
+						     uint32_t len, uint64_t now)
 {
 	unsigned policy = (unsigned)atomic_load_explicit(&br->pgm_policy, memory_order_relaxed);
 	struct pgm_stream_key key;
@@ -875,9 +905,8 @@ flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum 
  * address handle, the features), and the peer's fast path. The tables' epochs were
  * checked before (chan_caches_check drops the flow with the caches).
  */
-static inline __attribute__((always_inline)) bool flow_valid(const struct burst *b,
-							     const struct chan_flow *f,
-							     const enum side side)
+static inline __attribute__((always_inline)) bool
+flow_valid(const struct burst *b, const struct chan_flow *f, const enum side side)
 {
 	/* One load and compare as before HA: forwarding from this side on, not standby. */
 	return b->flows_live &&
@@ -939,27 +968,29 @@ flow_find(struct burst *b, struct channel *ch, const enum side side, const uint8
  * fl). Stops, having changed nothing for it, at the first completion that is anything
  * else (a send completion, an error, another flow, a sender not in the caches, one too
  * big): the caller hands that one to chan_tx_done or chan_rx. Returns its index (n: all
- * done).
+ * done). pgm_on: the burst's PGM inspection, a constant (the caller has a copy of the
+ * loop for each value). The sends are chained without their signal flag; the run's
+ * signaled ones are flagged after the loop.
  */
 static inline __attribute__((always_inline)) int
 rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum side side,
-	    const struct ibv_wc *wc, int i, int n, struct freelist *fl)
+	    const bool pgm_on, const struct ibv_wc *wc, int i, int n, struct freelist *fl)
 {
 	const struct region r = b->region;
+	const struct ibv_wc *c = &wc[i], *const end = &wc[n];
 	struct chan_flow *f = *fp, *nf;
-	struct tx_slot *t = b->peer_slot;
-	uint64_t head = b->peer_head;
-	uint32_t to_signal = b->peer_to_signal, sig_every = b->peer->sig_every;
-	uint32_t *ring = b->peer_ring, mask = b->peer_mask, lim = f->lim, malformed = 0,
-		 not_pgm = 0;
-	uint32_t pgm_next = 0;
+	struct tx_slot *t = b->peer_slot, *const t0 = t;
+	/* The WR id of the next send: the tag and the ring position (mask < TX_TAG). */
+	uint64_t wid = TX_TAG | b->peer_head;
+	uint32_t *ring = b->peer_ring, mask = b->peer_mask, pgm_next = 0;
+	/* Counts by enum pgm_shape (what pgm_precheck refused), one add per packet. */
+	uint32_t shapes[3] = {0, 0, 0};
+	uint32_t imm_mask = 0; /* sends with immediate data, bit k for t0[k] */
 	struct pool_meta *meta = b->meta;
 	struct sender *s = f->s;
 
-	for (; i < n; i++) {
-		const struct ibv_wc *c = &wc[i];
+	for (; c < end; c++) {
 		uint32_t buf = (uint32_t)c->wr_id, len, qpn;
-		unsigned int flags = 0;
 		const uint8_t *p;
 
 		/* A send completion, an error, or no GRH: one test for the last two. */
@@ -970,7 +1001,7 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 		/* Too big for the other side, or no flow (lim 0); a byte_len under the 40-byte
 		 * header area wraps around and fails too. */
 		len = c->byte_len - BR_GRH_LEN;
-		if (len >= lim)
+		if (len >= f->lim)
 			break;
 		p = region_data(&r, buf);
 		if (side == SIDE_IB) {
@@ -1010,8 +1041,7 @@ other_flow:
 			f->s = s;
 			f = nf;
 			s = f->s; /* its last_ns set by flow_use in this burst */
-			lim = f->lim;
-			if (len >= lim)
+			if (len >= f->lim)
 				break;
 		}
 		qpn = c->src_qp;
@@ -1042,11 +1072,11 @@ other_flow:
 		s->bytes += len;
 		/*
 		 * PGM inspection on: what pgm_precheck refuses is counted (not PGM, or
-		 * malformed) and forwarded, as rx_pgm would (flows_ok: the policy forwards it); what may be
-		 * PGM gets rx_pgm_inspect (it updates the packet's stream), and is dropped here
-		 * when its verdict says so.
+		 * malformed) and forwarded, as rx_pgm would (flows_ok: the policy forwards it);
+		 * what may be PGM gets rx_pgm_inspect (it updates the packet's stream), and is
+		 * dropped here when its verdict says so.
 		 */
-		if (b->pgm_on) {
+		if (pgm_on) {
 			enum pgm_shape shape;
 
 			if (pgm_stream_odata_plain(p + BR_GRH_LEN, len) &&
@@ -1054,8 +1084,7 @@ other_flow:
 						  ntohl(f->g->addr), side, b->now)) {
 				pgm_next++; /* the next ODATA of its stream, PGM_OK, passed */
 			} else if ((shape = pgm_precheck(p + BR_GRH_LEN, len)) != PGM_SHAPE_MAYBE) {
-				not_pgm += shape == PGM_SHAPE_NOT_PGM;
-				malformed += shape == PGM_SHAPE_MALFORMED;
+				shapes[shape]++;
 			} else if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, b->now)) {
 				b->rx_bytes += len;
 				ch->st.drops[DROP_PGM]++;
@@ -1065,22 +1094,59 @@ other_flow:
 		}
 		f->pkts++; /* flushed at the end of the burst (flow_flush) */
 		f->bytes += len;
-		if (--to_signal == 0) {
-			flags = IBV_SEND_SIGNALED;
-			to_signal = sig_every;
+		/*
+		 * send_wr_fill's fast half: opcode (IBV_WR_SEND) and flags stay the template's,
+		 * but for immediate data (the slot goes into tx_dirty at the end).
+		 */
+		if (__builtin_expect(c->wc_flags & IBV_WC_WITH_IMM, 0)) {
+			t->wr.opcode = IBV_WR_SEND_WITH_IMM;
+			t->wr.imm_data = c->imm_data;
+			imm_mask |= 1u << (t - t0);
 		}
-		send_wr_fill(t++, ring, mask, meta, head++, buf, (uintptr_t)p + BR_GRH_LEN, len,
-			     c->wc_flags & IBV_WC_WITH_IMM, c->imm_data, flags, f->ah, f->qkey);
+		t->sge.addr = (uintptr_t)p + BR_GRH_LEN;
+		t->sge.length = len;
+		t->wr.wr_id = wid;
+		t->wr.wr.ud.ah = f->ah;
+		t->wr.wr.ud.remote_qkey = f->qkey;
+		t++;
+		ring[wid & mask] = buf;
+		wid++;
+		pool_meta_state(meta, buf, POOL_TX);
+	}
+	/*
+	 * Signal one send in sig_every, counting on from where the peer's count stood: the
+	 * run's sends to_signal - 1, + sig_every, ... get the flag (and tx_dirty).
+	 */
+	{
+		struct channel *out = b->peer;
+		uint32_t cnt = (uint32_t)(t - t0), to_signal = b->peer_to_signal;
+
+		if (__builtin_expect(imm_mask != 0, 0))
+			out->tx_dirty |= imm_mask << (t0 - out->tx);
+
+		if (cnt >= to_signal) {
+			uint32_t every = out->sig_every, k;
+
+			for (k = to_signal - 1; k < cnt; k += every) {
+				uint32_t slot = (uint32_t)(t0 + k - out->tx);
+
+				t0[k].wr.send_flags = IBV_SEND_SIGNALED;
+				out->tx_dirty |= 1u << slot;
+			}
+			to_signal = every - (cnt - to_signal) % every;
+		} else {
+			to_signal -= cnt;
+		}
+		b->peer_to_signal = to_signal;
 	}
 	b->peer_slot = t;
-	b->peer_head = head;
-	b->peer_to_signal = to_signal;
-	b->pgm_malformed += malformed;
-	b->pgm_not_pgm += not_pgm;
+	b->peer_head = wid & ~TX_TAG;
+	b->pgm_malformed += shapes[PGM_SHAPE_MALFORMED];
+	b->pgm_not_pgm += shapes[PGM_SHAPE_NOT_PGM];
 	ch->st.pgm_pkts += pgm_next;
 	f->s = s;
 	*fp = f;
-	return i;
+	return (int)(c - wc);
 }
 
 /*
@@ -1215,8 +1281,8 @@ chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct 
 		goto drop;
 	}
 	if (__builtin_expect(out->w != w, 0)) {
-		if (!fwd_handoff(w, out, buf, len, wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data,
-				 ah, g->qkey_out[!side])) {
+		if (!fwd_handoff(w, out, buf, len, wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah,
+				 g->qkey_out[!side])) {
 			why = DROP_TX_FULL; /* the other worker's hand-off ring is full */
 			goto drop;
 		}
@@ -1231,7 +1297,8 @@ chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct 
 	b->fwd_pkts++;
 	if (__builtin_expect(out == b->peer && b->peer_fast, 1)) {
 		burst_peer_post(b, buf, (uintptr_t)p + BR_GRH_LEN, len,
-				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side]);
+				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah,
+				g->qkey_out[!side]);
 		flow_set(b, fp, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
 		goto forwarded;
 	}
@@ -1345,9 +1412,9 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	b.drop_every = atomic_load_explicit(&b.br->drop_every, memory_order_relaxed);
 	b.inspect = b.pgm_on || b.drop_every > 0;
 	b.flows_ok = b.drop_every <= 0 &&
-		     (!b.pgm_on || !((unsigned)atomic_load_explicit(&b.br->pgm_policy,
-								    memory_order_relaxed) &
-				     PGM_DROP_MALFORMED));
+		     (!b.pgm_on ||
+		      !((unsigned)atomic_load_explicit(&b.br->pgm_policy, memory_order_relaxed) &
+			PGM_DROP_MALFORMED));
 	b.cap = NULL;
 	cap_gen = atomic_load_explicit(&b.br->cap_gen, memory_order_acquire);
 	if (__builtin_expect(cap_gen != 0, 0))
@@ -1370,7 +1437,11 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 		}
 	}
 	for (int i = 0; i < n; i++) {
-		i = rx_fast_run(&b, &f, ch, side, wc, i, n, &fl);
+		/* Two copies of the loop: PGM inspection is a constant in each. */
+		if (b.pgm_on)
+			i = rx_fast_run(&b, &f, ch, side, true, wc, i, n, &fl);
+		else
+			i = rx_fast_run(&b, &f, ch, side, false, wc, i, n, &fl);
 		if (i == n)
 			break;
 		if (wc[i].wr_id & TX_TAG) {
