@@ -49,10 +49,11 @@ struct cap_ring;
 #define GROUP_STANDBY (1u << 2) /* after the side bits 1 << SIDE_IB, 1 << SIDE_ROCE */
 #define CH_GCACHE     256	/* group cache entries per channel (direct-mapped) */
 /* The channel caches' least sizes; both grow with the `senders` feature (chan_cache_sizes). */
-#define CH_SCACHE     65536		    /* sender cache entries per channel (2-way) */
-#define CH_QCACHE     16384		    /* flow sender cache entries per channel (by QPN) */
-#define CH_FLOWS_BITS 10		    /* log2 of the flows per channel */
-#define CH_FLOWS      (1u << CH_FLOWS_BITS) /* direct-mapped by a hash of the addresses */
+#define CH_SCACHE     65536 /* sender cache entries per channel (2-way) */
+#define CH_QCACHE     16384 /* flow sender cache entries per channel (by QPN) */
+#define CH_FLOWS_BITS 10    /* log2 of the flow sets per channel */
+#define CH_FLOW_WAYS  2	    /* flows per set: the set is chosen by a hash of the addresses */
+#define CH_FLOWS      ((1u << CH_FLOWS_BITS) * CH_FLOW_WAYS) /* flows per channel */
 
 enum side {
 	SIDE_IB = 0,
@@ -165,9 +166,10 @@ typedef uint64_t u64x2u __attribute__((vector_size(16), aligned(1)));
  * data path forwarded to the peer channel's fast path, with everything its
  * classification found (group, sender, address handle, the other side's MTU). A packet
  * whose addresses match a flow needs none of the table lookups and rule checks again
- * (rx_fast_run). A channel has CH_FLOWS of them, direct-mapped by a hash of the address
- * bytes (source and group), so that traffic interleaving groups and sources packet by
- * packet stays on the fast path. A flow is checked again (flow_valid) the first time a
+ * (rx_fast_run). A channel has CH_FLOWS of them in sets of CH_FLOW_WAYS, the set chosen
+ * by a hash of the address bytes (source and group), so that traffic interleaving groups
+ * and sources packet by packet stays on the fast path (two flows whose hashes collide
+ * both keep their place). A flow is checked again (flow_valid) the first time a
  * burst uses it, and all are dropped with the channel's caches when a table's epoch
  * moves.
  */

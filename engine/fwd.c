@@ -821,14 +821,36 @@ static inline __attribute__((always_inline)) void flow_flush(struct burst *b, st
 	f->bytes = 0;
 }
 
-/* The flow slot of a packet's addresses: IB the low halves of source GID and MGID (the
- * port GUID and the group bits), RoCE the source and destination IPv4 addresses. */
+/* The flow set (CH_FLOW_WAYS flows) of a packet's addresses: IB the low halves of source
+ * GID and MGID (the port GUID and the group bits), RoCE the source and destination IPv4
+ * addresses. */
 static inline __attribute__((always_inline)) struct chan_flow *flow_slot(struct channel *ch,
 									 uint64_t x, uint64_t y)
 {
 	uint64_t h = ((x * 0x9e3779b97f4a7c15ull) ^ y) * 0x9e3779b97f4a7c15ull;
 
-	return &ch->flows[h >> (64 - CH_FLOWS_BITS)];
+	return &ch->flows[(h >> (64 - CH_FLOWS_BITS)) * CH_FLOW_WAYS];
+}
+
+_Static_assert(CH_FLOW_WAYS == 2, "flow_find and flow_pick look at two ways");
+
+/*
+ * The flow of set `set` that flow_set fills for the addresses key (IB: 4 words, RoCE:
+ * key[0]): the one holding them already (chan_rx also sees packets of a known flow: a
+ * sender not in the caches), else an empty one, else the one a burst used least recently.
+ */
+static struct chan_flow *flow_pick(struct chan_flow *set, const uint64_t *key, const enum side side)
+{
+	size_t klen = side == SIDE_IB ? 32 : 8;
+
+	for (unsigned k = 0; k < CH_FLOW_WAYS; k++)
+		if (set[k].lim && !memcmp(set[k].key, key, klen))
+			return &set[k];
+	if (!set[0].lim)
+		return &set[0];
+	if (!set[1].lim)
+		return &set[1];
+	return set[0].checked < set[1].checked ? &set[0] : &set[1];
 }
 
 /*
@@ -865,7 +887,7 @@ flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum 
 		if (b->check_own && !memcmp(p + 8, ch->sd->gid.raw, 16))
 			return;
 		memcpy(key, p + 8, 32);
-		f = flow_slot(ch, key[1], key[3]);
+		f = flow_pick(flow_slot(ch, key[1], key[3]), key, side);
 	} else {
 		uint32_t saddr;
 
@@ -873,7 +895,7 @@ flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum 
 		if (b->check_own && saddr == ch->sd->ipv4)
 			return;
 		memcpy(&key[0], p + BR_IPV4_OFF + 12, 8);
-		f = flow_slot(ch, key[0], 0);
+		f = flow_pick(flow_slot(ch, key[0], 0), key, side);
 	}
 	if (f->pkts)
 		flow_flush(b, f, side); /* used earlier in this burst with other addresses */
@@ -916,6 +938,29 @@ flow_valid(const struct burst *b, const struct chan_flow *f, const enum side sid
 }
 
 /*
+ * Whether the IB packet at p has flow f's source GID and MGID, 16 bytes at a time
+ * (unaligned vector loads: memcpy into a vector goes through the stack with gcc 12). With
+ * SSE2 (every x86-64) a byte compare and one movemask; elsewhere the lanes' differences
+ * ORed.
+ */
+static inline __attribute__((always_inline)) bool ib_flow_match(const uint8_t *p,
+								const struct chan_flow *f)
+{
+#ifdef __SSE2__
+	typedef char i8x16 __attribute__((vector_size(16)));
+	typedef char i8x16u __attribute__((vector_size(16), aligned(1)));
+	i8x16 m = (i8x16)((*(const i8x16u *)(p + 8) == (i8x16)f->kv[0]) &
+			  (*(const i8x16u *)(p + 24) == (i8x16)f->kv[1]));
+
+	return __builtin_ia32_pmovmskb128(m) == 0xffff;
+#else
+	u64x2 e = (*(const u64x2u *)(p + 8) ^ f->kv[0]) | (*(const u64x2u *)(p + 24) ^ f->kv[1]);
+
+	return (e[0] | e[1]) == 0;
+#endif
+}
+
+/*
  * The flow of a packet whose addresses are not those of the current flow f: the flow in
  * their slot when it holds these addresses (IB: source GID a and MGID d; RoCE: a[0], the
  * source and destination IPv4 addresses) and
@@ -931,24 +976,30 @@ flow_find(struct burst *b, struct channel *ch, const enum side side, const uint8
 	 * The addresses are read again from the packet (not passed in registers): the
 	 * caller's copies then die at its compare, and the loop keeps them out of the stack.
 	 * No test of e against the current flow: the packet's addresses differ from that
-	 * flow's key, so if e is that flow the key compare fails.
+	 * flow's key, so if e is that flow the key compare fails. Way 0 first, then way 1
+	 * (flow_pick keeps one valid flow per address pair).
 	 */
 	if (side == SIDE_IB) {
-		u64x2 a, d, x;
+		uint64_t gx, dx;
 
-		memcpy(&a, p + 8, 16);
-		memcpy(&d, p + 24, 16);
-		e = flow_slot(ch, a[1], d[1]);
-		x = (a ^ e->kv[0]) | (d ^ e->kv[1]);
-		if (!e->lim || (x[0] | x[1]) != 0)
-			return NULL;
+		memcpy(&gx, p + 16, 8);
+		memcpy(&dx, p + 32, 8);
+		e = flow_slot(ch, gx, dx);
+		if (!ib_flow_match(p, e) || !e->lim) {
+			e++;
+			if (!ib_flow_match(p, e) || !e->lim)
+				return NULL;
+		}
 	} else {
 		uint64_t k;
 
 		memcpy(&k, p + BR_IPV4_OFF + 12, 8);
 		e = flow_slot(ch, k, 0);
-		if (!e->lim || e->key[0] != k)
-			return NULL;
+		if (e->key[0] != k || !e->lim) {
+			e++;
+			if (e->key[0] != k || !e->lim)
+				return NULL;
+		}
 	}
 	if (e->checked != b->fburst) {
 		if (!flow_valid(b, e, side)) {
@@ -961,6 +1012,39 @@ flow_find(struct burst *b, struct channel *ch, const enum side side, const uint8
 }
 
 /*
+ * rx_fast_run's send of buffer buf (payload at p + BR_GRH_LEN, len bytes) of flow f into
+ * WR t, the run's k-th (for imm_mask): send_wr_fill's fast half. Opcode (IBV_WR_SEND) and
+ * flags stay the template's, but for immediate data (the slot goes into tx_dirty at the
+ * end of the run).
+ */
+static inline __attribute__((always_inline)) void
+fast_send(struct tx_slot *t, uint32_t k, uint32_t *imm_mask, const struct ibv_wc *c,
+	  const uint8_t *p, uint32_t len, const struct chan_flow *f, uint64_t wid, uint32_t *ring,
+	  uint32_t mask, struct pool_meta *meta, uint32_t buf)
+{
+	if (__builtin_expect(c->wc_flags & IBV_WC_WITH_IMM, 0)) {
+		t->wr.opcode = IBV_WR_SEND_WITH_IMM;
+		t->wr.imm_data = c->imm_data;
+		*imm_mask |= 1u << k;
+	}
+	t->sge.addr = (uintptr_t)p + BR_GRH_LEN;
+	t->sge.length = len;
+	t->wr.wr_id = wid;
+	t->wr.wr.ud.ah = f->ah;
+	t->wr.wr.ud.remote_qkey = f->qkey;
+	ring[wid & mask] = buf;
+	pool_meta_state(meta, buf, POOL_TX);
+}
+
+/* Why rx_fast_run's inner loop stopped at a completion. */
+enum run_stop {
+	RUN_END,   /* every completion done */
+	RUN_OTHER, /* not the fast path's: the caller's (chan_tx_done, chan_rx) */
+	RUN_ODATA, /* counted to its sender; may be the next ODATA of a stream */
+	RUN_PGM,   /* counted to its sender; may be PGM: rx_pgm_inspect */
+};
+
+/*
  * Forward the receives wc[i], wc[i + 1], ... of the channel's flow to the peer, without
  * the table lookups and rule checks (the flow passed them), in a loop of its own that
  * holds the peer's chain position in registers. A packet that may be PGM gets the PGM
@@ -970,7 +1054,10 @@ flow_find(struct burst *b, struct channel *ch, const enum side side, const uint8
  * big): the caller hands that one to chan_tx_done or chan_rx. Returns its index (n: all
  * done). pgm_on: the burst's PGM inspection, a constant (the caller has a copy of the
  * loop for each value). The sends are chained without their signal flag; the run's
- * signaled ones are flagged after the loop.
+ * signaled ones are flagged after the loop. The inner loop calls no function: a packet
+ * that needs one (the PGM stream shortcut, the full inspection, a drop into fl) leaves it
+ * and is finished in the outer loop, so that the inner one can keep its values in the
+ * registers a call would clobber.
  */
 static inline __attribute__((always_inline)) int
 rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum side side,
@@ -989,129 +1076,153 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 	struct pool_meta *meta = b->meta;
 	struct sender *s = f->s;
 
-	for (; c < end; c++) {
-		uint32_t buf = (uint32_t)c->wr_id, len, qpn;
-		const uint8_t *p;
+	for (;;) {
+		enum run_stop why = RUN_END;
+		uint32_t buf = 0, len = 0, qpn;
+		const uint8_t *p = NULL;
+		enum pgm_shape shape;
 
-		/* A send completion, an error, or no GRH: one test for the last two. */
-		if (__builtin_expect((c->wr_id & TX_TAG) ||
-					     (c->status | (~c->wc_flags & IBV_WC_GRH)) != 0,
-				     0))
-			break;
-		/* Too big for the other side, or no flow (lim 0); a byte_len under the 40-byte
-		 * header area wraps around and fails too. */
-		len = c->byte_len - BR_GRH_LEN;
-		if (len >= f->lim)
-			break;
-		p = region_data(&r, buf);
-		if (side == SIDE_IB) {
-			u64x2 e;
-
-			/* Source GID and MGID against the flow's, 16 bytes at a time (unaligned
-			 * vector loads: memcpy into a vector goes through the stack with gcc 12).
-			 */
-			e = (*(const u64x2u *)(p + 8) ^ f->kv[0]) |
-			    (*(const u64x2u *)(p + 24) ^ f->kv[1]);
-			if (p[7] /* hop limit: the loop marker */)
+		for (; c < end; c++) {
+			buf = (uint32_t)c->wr_id;
+			why = RUN_OTHER;
+			/* A send completion, an error, or no GRH: one test for the last two. */
+			if (__builtin_expect((c->wr_id & TX_TAG) ||
+						     (c->status | (~c->wc_flags & IBV_WC_GRH)) != 0,
+					     0))
 				break;
-			if (__builtin_expect((e[0] | e[1]) != 0, 0)) {
-				/* Another flow of the channel: from its slot. */
-				nf = flow_find(b, ch, side, p);
-				if (!nf)
-					break;
-				goto other_flow;
-			}
-		} else {
-			uint64_t k;
-
-			memcpy(&k, p + BR_IPV4_OFF + 12, 8);
-			if (p[BR_IPV4_OFF] != 0x45)
-				break;
-			if (__builtin_expect(k != f->key[0], 0)) {
-				nf = flow_find(b, ch, side, p);
-				if (!nf)
-					break;
-				goto other_flow;
-			}
-		}
-		if (0) {
-other_flow:
-			/* Go on with nf (f's counts stay in f, flushed at the end of the
-			 * burst); flow_use refreshed nf's sender when the burst first used it. */
-			f->s = s;
-			f = nf;
-			s = f->s; /* its last_ns set by flow_use in this burst */
+			/* Too big for the other side, or no flow (lim 0); a byte_len under the
+			 * 40-byte header area wraps around and fails too. */
+			len = c->byte_len - BR_GRH_LEN;
 			if (len >= f->lim)
 				break;
-		}
-		qpn = c->src_qp;
-		if (s->key.qpn != qpn) {
-			/* Another sender of the flow's source: by QPN, else the 2-way cache. */
-			struct qcache_ent *q = &ch->qcache[qpn & ch->qcache_mask];
+			p = region_data(&r, buf);
+			if (side == SIDE_IB) {
+				bool same = ib_flow_match(p, f);
 
-			if (q->tag == (f->gen | qpn)) {
-				s = q->s;
-			} else {
-				struct sender **set = scache_set(ch, qpn, f->mix), *x = set[0];
-
-				if (!sender_is(x, qpn, &f->src)) {
-					x = set[1];
-					if (!sender_is(x, qpn, &f->src))
-						break; /* chan_rx looks it up */
-					set[1] = set[0];
-					set[0] = x;
+				if (p[7] /* hop limit: the loop marker */)
+					break;
+				if (__builtin_expect(!same, 0)) {
+					/* Another flow of the channel: from its slot. */
+					nf = flow_find(b, ch, side, p);
+					if (!nf)
+						break;
+					goto other_flow;
 				}
-				q->tag = f->gen | qpn;
-				q->s = x;
-				s = x;
-			}
-			s->last_ns = b->now;
-		}
-		/* No way back to chan_rx from here: the packet is counted to its sender. */
-		s->pkts++;
-		s->bytes += len;
-		/*
-		 * PGM inspection on: what pgm_precheck refuses is counted (not PGM, or
-		 * malformed) and forwarded, as rx_pgm would (flows_ok: the policy forwards it);
-		 * what may be PGM gets rx_pgm_inspect (it updates the packet's stream), and is
-		 * dropped here when its verdict says so.
-		 */
-		if (pgm_on) {
-			enum pgm_shape shape;
+			} else {
+				uint64_t k;
 
-			if (pgm_stream_odata_plain(p + BR_GRH_LEN, len) &&
-			    pgm_stream_odata_next(b->br->pgm, &f->pgm, p + BR_GRH_LEN, len,
-						  ntohl(f->g->addr), side, b->now)) {
-				pgm_next++; /* the next ODATA of its stream, PGM_OK, passed */
-			} else if ((shape = pgm_precheck(p + BR_GRH_LEN, len)) != PGM_SHAPE_MAYBE) {
+				memcpy(&k, p + BR_IPV4_OFF + 12, 8);
+				if (p[BR_IPV4_OFF] != 0x45)
+					break;
+				if (__builtin_expect(k != f->key[0], 0)) {
+					nf = flow_find(b, ch, side, p);
+					if (!nf)
+						break;
+					goto other_flow;
+				}
+			}
+			if (0) {
+other_flow:
+				/* Go on with nf (f's counts stay in f, flushed at the end of the
+				 * burst); flow_use refreshed nf's sender when the burst first used
+				 * it. */
+				f->s = s;
+				f = nf;
+				s = f->s; /* its last_ns set by flow_use in this burst */
+				if (len >= f->lim)
+					break;
+			}
+			qpn = c->src_qp;
+			if (s->key.qpn != qpn) {
+				/* Another sender of the flow's source: by QPN, else the 2-way
+				 * cache. */
+				struct qcache_ent *q = &ch->qcache[qpn & ch->qcache_mask];
+
+				if (q->tag == (f->gen | qpn)) {
+					s = q->s;
+				} else {
+					struct sender **set = scache_set(ch, qpn, f->mix),
+						      *x = set[0];
+
+					if (!sender_is(x, qpn, &f->src)) {
+						x = set[1];
+						if (!sender_is(x, qpn, &f->src))
+							break; /* chan_rx looks it up */
+						set[1] = set[0];
+						set[0] = x;
+					}
+					q->tag = f->gen | qpn;
+					q->s = x;
+					s = x;
+				}
+				s->last_ns = b->now;
+			}
+			/* No way back to chan_rx from here: the packet is counted to its sender. */
+			s->pkts++;
+			s->bytes += len;
+			/*
+			 * PGM inspection on: what pgm_precheck refuses is counted (not PGM, or
+			 * malformed) and forwarded, as rx_pgm would (flows_ok: the policy
+			 * forwards it); the rest goes to the outer loop. The type and options
+			 * are tested first, whatever len says (the buffer holds POOL_BUF_MIN
+			 * bytes): the usual payload is turned away in one test.
+			 */
+			if (pgm_on) {
+				if (pgm_get16(p + BR_GRH_LEN + PGM_OFF_TYPE) == PGM_TYPE_ODATA
+											<< 8 &&
+				    pgm_stream_odata_plain(p + BR_GRH_LEN, len)) {
+					why = RUN_ODATA;
+					break;
+				}
+				shape = pgm_precheck(p + BR_GRH_LEN, len);
+				if (shape == PGM_SHAPE_MAYBE) {
+					why = RUN_PGM;
+					break;
+				}
 				shapes[shape]++;
-			} else if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, b->now)) {
-				b->rx_bytes += len;
-				ch->st.drops[DROP_PGM]++;
-				fl_put(b->w, fl, buf);
-				continue;
+			}
+			f->pkts++; /* flushed at the end of the burst (flow_flush) */
+			f->bytes += len;
+			fast_send(t, (uint32_t)(t - t0), &imm_mask, c, p, len, f, wid, ring, mask,
+				  meta, buf);
+			t++;
+			wid++;
+			why = RUN_END;
+		}
+		if (why <= RUN_OTHER)
+			break;
+		/*
+		 * Packet c, counted to its sender s, needs a call: the next ODATA of its stream
+		 * (the shortcut updates the stream), else what pgm_precheck says, else the
+		 * full inspection (it updates the packet's stream), which may drop it.
+		 */
+		if (why == RUN_ODATA) {
+			if (pgm_stream_odata_next(b->br->pgm, &f->pgm, p + BR_GRH_LEN, len,
+						  ntohl(f->g->addr), side, b->now)) {
+				pgm_next++; /* PGM_OK, passed */
+				goto send;
+			}
+			shape = pgm_precheck(p + BR_GRH_LEN, len);
+			if (shape != PGM_SHAPE_MAYBE) {
+				shapes[shape]++;
+				goto send;
 			}
 		}
-		f->pkts++; /* flushed at the end of the burst (flow_flush) */
-		f->bytes += len;
-		/*
-		 * send_wr_fill's fast half: opcode (IBV_WR_SEND) and flags stay the template's,
-		 * but for immediate data (the slot goes into tx_dirty at the end).
-		 */
-		if (__builtin_expect(c->wc_flags & IBV_WC_WITH_IMM, 0)) {
-			t->wr.opcode = IBV_WR_SEND_WITH_IMM;
-			t->wr.imm_data = c->imm_data;
-			imm_mask |= 1u << (t - t0);
+		if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, b->now)) {
+			b->rx_bytes += len;
+			ch->st.drops[DROP_PGM]++;
+			fl_put(b->w, fl, buf);
+			c++;
+			continue;
 		}
-		t->sge.addr = (uintptr_t)p + BR_GRH_LEN;
-		t->sge.length = len;
-		t->wr.wr_id = wid;
-		t->wr.wr.ud.ah = f->ah;
-		t->wr.wr.ud.remote_qkey = f->qkey;
+send:
+		f->pkts++;
+		f->bytes += len;
+		fast_send(t, (uint32_t)(t - t0), &imm_mask, c, p, len, f, wid, ring, mask, meta,
+			  buf);
 		t++;
-		ring[wid & mask] = buf;
 		wid++;
-		pool_meta_state(meta, buf, POOL_TX);
+		c++;
 	}
 	/*
 	 * Signal one send in sig_every, counting on from where the peer's count stood: the

@@ -94,7 +94,7 @@ _Static_assert(PGM_POLL_FIXED_LEN + NLA6 + PGM_POLL_TAIL_LEN < 64 &&
 		       PGM_NAK_FIXED_LEN + 2 * NLA6 < 64 && PGM_SPM_FIXED_LEN + NLA6 < 64,
 	       "pgm_type_sizes: the type fields fit a 64-bit mask");
 
-const uint64_t pgm_type_sizes[16] = {
+const uint64_t pgm_type_sizes[256] = {
 	[PGM_TYPE_SPM] = BIT(PGM_SPM_FIXED_LEN + NLA4) | BIT(PGM_SPM_FIXED_LEN + NLA6),
 	[PGM_TYPE_POLL] = BIT(PGM_POLL_FIXED_LEN + NLA4 + PGM_POLL_TAIL_LEN) |
 			  BIT(PGM_POLL_FIXED_LEN + NLA6 + PGM_POLL_TAIL_LEN),

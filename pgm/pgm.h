@@ -281,11 +281,12 @@ struct pgm_type_shape {
 extern const struct pgm_type_shape pgm_type_shapes[16];
 
 /*
- * For each type, bit k set when a packet without options may have k bytes between the
- * common header and the TSDU (the type's fields: every combination of IPv4/IPv6 NLAs);
- * 0 for a type not defined. parse.c fills it.
+ * For each type byte, bit k set when a packet without options may have k bytes between
+ * the common header and the TSDU (the type's fields: every combination of IPv4/IPv6
+ * NLAs); 0 for a type not defined and for every byte with a version nibble (0x10 and
+ * up), so that one lookup also does the version test. parse.c fills it.
  */
-extern const uint64_t pgm_type_sizes[16];
+extern const uint64_t pgm_type_sizes[256];
 
 /*
  * What pgm_precheck() makes of a payload: MAYBE (ask pgm_parse()), NOT_PGM (the common
@@ -306,22 +307,20 @@ enum pgm_shape {
  * means pgm_parse() returns a malformed result.
  */
 static inline __attribute__((always_inline)) enum pgm_shape pgm_precheck(const void *buf,
-									  size_t len)
+									 size_t len)
 {
 	const uint8_t *p = buf;
 	const struct pgm_type_shape *shape;
 	size_t end, total, tsdu;
 	unsigned alen;
 
-	if (len < PGM_HDR_LEN || len > PGM_MAX_TPDU)
-		return PGM_SHAPE_NOT_PGM;
-	/* A version nibble other than 0, or a type pgm_parse() does not define. */
-	if (p[PGM_OFF_TYPE] & PGM_TYPE_VERSION_MASK)
+	if (len - PGM_HDR_LEN > PGM_MAX_TPDU - PGM_HDR_LEN) /* len < PGM_HDR_LEN wraps */
 		return PGM_SHAPE_NOT_PGM;
 	/*
 	 * Without options, what lies between the header and the TSDU must be the type's
 	 * fields exactly (pgm_parse() wants tsdu_len == the bytes left after them): one
-	 * table lookup turns most payloads that are not PGM away.
+	 * table lookup turns most payloads that are not PGM away, a version nibble other
+	 * than 0 or a type pgm_parse() does not define included (their entries are 0).
 	 */
 	if (!(p[PGM_OFF_OPTIONS] & PGM_HDR_OPT_PRESENT)) {
 		size_t fields = len - PGM_HDR_LEN - pgm_get16(p + PGM_OFF_TSDU_LEN);
@@ -329,8 +328,12 @@ static inline __attribute__((always_inline)) enum pgm_shape pgm_precheck(const v
 		/* A TSDU longer than the packet wraps around to a large value: rejected. */
 		if (fields >= 64 || !((pgm_type_sizes[p[PGM_OFF_TYPE]] >> fields) & 1))
 			return PGM_SHAPE_NOT_PGM;
+	} else if (p[PGM_OFF_TYPE] & PGM_TYPE_VERSION_MASK) {
+		return PGM_SHAPE_NOT_PGM; /* a version nibble other than 0 */
 	}
-	shape = &pgm_type_shapes[p[PGM_OFF_TYPE]];
+	/* The version nibble is 0 here (the table or the test above): the mask is for the
+	 * compiler. */
+	shape = &pgm_type_shapes[p[PGM_OFF_TYPE] & 0x0f];
 	end = shape->end;
 	if (!end)
 		return PGM_SHAPE_NOT_PGM;
@@ -369,8 +372,7 @@ static inline __attribute__((always_inline)) enum pgm_shape pgm_precheck(const v
 		       : PGM_SHAPE_MAYBE;
 }
 
-static inline __attribute__((always_inline)) bool pgm_surely_malformed(const void *buf,
-									 size_t len)
+static inline __attribute__((always_inline)) bool pgm_surely_malformed(const void *buf, size_t len)
 {
 	return pgm_precheck(buf, len) != PGM_SHAPE_MAYBE;
 }
