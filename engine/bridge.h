@@ -216,6 +216,9 @@ struct channel {
 	uint32_t *tx_buf;
 	uint32_t tx_mask;
 	uint64_t tx_head, tx_tail;
+	/* [tx_recl, tx_tail): buffers of completed sends held for the peer's refill. */
+	uint64_t tx_recl;
+	uint32_t tx_hold; /* at most this many (fwd.c, chan_tx_done) */
 	uint32_t sig_every;
 	uint32_t unsignaled;
 	/*

@@ -310,14 +310,35 @@ static void chan_backlog_drain(struct worker *w, struct channel *ch, struct free
 	chan_flush(w, ch, fl);
 }
 
+/* Give the held buffers of ch (chan_tx_done) up to ring position upto back to the pool,
+ * in at most two runs (the ring wraps). */
+static void chan_tx_release(struct worker *w, struct channel *ch, uint64_t upto)
+{
+	uint64_t recl = ch->tx_recl;
+	uint32_t ring = ch->tx_mask + 1;
+
+	while (recl < upto) {
+		uint32_t at = (uint32_t)recl & ch->tx_mask;
+		uint32_t n = upto - recl < ring - at ? (uint32_t)(upto - recl) : ring - at;
+
+		pool_put_burst(w->pc, &ch->tx_buf[at], n);
+		recl += n;
+	}
+	ch->tx_recl = recl;
+}
+
 /*
- * A signaled send completed: everything posted up to it is done. The buffers go back to
- * the pool straight from the ring of posted buffers, in at most two runs (the ring wraps).
+ * A signaled send completed: everything posted up to it is done, the send queue has room
+ * again. The buffers stay in the ring of posted buffers, held for the next refill of the
+ * peer channel (chan_refill takes them before the pool's: no copy into the worker's cache
+ * and out again), at most tx_hold of them; older ones go back to the pool. Nothing is
+ * held for a peer of another worker or a broken one (it would never take them).
  */
 static void chan_tx_done(struct worker *w, struct channel *ch, const struct ibv_wc *wc)
 {
-	uint64_t end = (wc->wr_id & ~TX_TAG) + 1, tail = ch->tx_tail;
-	uint32_t ring = ch->tx_mask + 1;
+	uint64_t end = (wc->wr_id & ~TX_TAG) + 1;
+	const struct channel *peer = ch->peer;
+	uint32_t hold = peer->w == w && !peer->broken ? ch->tx_hold : 0;
 
 	if (wc->status != IBV_WC_SUCCESS) {
 		/* Errors complete even unsignaled WRs: this one packet is lost. */
@@ -327,14 +348,10 @@ static void chan_tx_done(struct worker *w, struct channel *ch, const struct ibv_
 	}
 	if (end > ch->tx_head)
 		end = ch->tx_head;
-	while (tail < end) {
-		uint32_t at = (uint32_t)tail & ch->tx_mask;
-		uint32_t n = end - tail < ring - at ? (uint32_t)(end - tail) : ring - at;
-
-		pool_put_burst(w->pc, &ch->tx_buf[at], n);
-		tail += n;
-	}
-	ch->tx_tail = tail;
+	if (end > ch->tx_tail)
+		ch->tx_tail = end;
+	if (ch->tx_tail - ch->tx_recl > hold)
+		chan_tx_release(w, ch, ch->tx_tail - hold);
 	ch->st.tx_completions++;
 }
 
@@ -1450,28 +1467,45 @@ static inline void chan_rwr_fill(struct channel *ch, struct pool *pool, const ui
 }
 
 /*
- * Post receives until the receive queue is full again, in chains. The first call on a
- * channel also writes its WR templates (chan_prepare): bridge setup refills every channel
- * before any packet flows.
+ * Post receives until the receive queue is full again, in chains: first the buffers the
+ * peer channel holds (its sends' buffers, chan_tx_done), then the pool's. The first call
+ * on a channel also writes its WR templates (chan_prepare): bridge setup refills every
+ * channel before any packet flows.
  */
 void chan_refill(struct worker *w, struct channel *ch)
 {
 	struct ibv_recv_wr *bad;
 	uint32_t tmp[BR_BURST];
 	struct pool *pool = w->br->pool;
+	struct channel *src = ch->peer;
 
 	if (__builtin_expect(!ch->prepared, 0))
 		chan_prepare(ch);
 	while (ch->rq_posted < ch->rq_depth && !ch->broken) {
 		uint32_t want = ch->rq_depth - ch->rq_posted, got;
+		uint64_t held = src->tx_tail - src->tx_recl;
 		const uint32_t *idx;
+		bool pooled = false;
 
 		if (want > BR_BURST)
 			want = BR_BURST;
-		got = pool_take_burst(w->pc, tmp, want, &idx);
-		if (!got) {
-			ch->st.rx_starved++;
-			return;
+		if (held && src->w == w) {
+			/* From the peer's ring, up to its end (the next pass takes the rest). */
+			uint32_t at = (uint32_t)src->tx_recl & src->tx_mask,
+				 run = src->tx_mask + 1 - at;
+
+			got = held < want ? (uint32_t)held : want;
+			if (got > run)
+				got = run;
+			idx = &src->tx_buf[at];
+			src->tx_recl += got;
+		} else {
+			got = pool_take_burst(w->pc, tmp, want, &idx);
+			pooled = true;
+			if (!got) {
+				ch->st.rx_starved++;
+				return;
+			}
 		}
 		chan_rwr_fill(ch, pool, idx, got);
 		ch->rwr[got - 1].next = NULL;
@@ -1492,7 +1526,7 @@ void chan_refill(struct worker *w, struct channel *ch)
 		if (got < BR_BURST)
 			ch->rwr[got - 1].next = &ch->rwr[got];
 		ch->rq_posted += got;
-		if (got < want) {
+		if (pooled && got < want) {
 			ch->st.rx_starved++;
 			return;
 		}

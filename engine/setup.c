@@ -226,6 +226,13 @@ static uint32_t pow2_mask(uint32_t n)
 	return r - 1;
 }
 
+/* The buffers a channel holds for its peer's refill (fwd.c, chan_tx_done): what one
+ * signaled completion retires, and one burst. */
+static uint32_t chan_hold(const struct bridge_cfg *c)
+{
+	return c->sig_every + BR_BURST;
+}
+
 #define CH_SCACHE_MAX (1u << 20) /* 8 MiB of pointers per channel */
 #define CH_QCACHE_MAX (1u << 18) /* 4 MiB per channel */
 
@@ -291,7 +298,9 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->rq_depth = br->cfg.rq_depth;
 	ch->sq_depth = br->cfg.sq_depth;
 	ch->sig_every = br->cfg.sig_every;
-	ch->tx_mask = pow2_mask(ch->sq_depth);
+	ch->tx_hold = chan_hold(&br->cfg);
+	/* Posted sends and held buffers: at most sq_depth + tx_hold entries. */
+	ch->tx_mask = pow2_mask(ch->sq_depth + ch->tx_hold);
 	ch->tx_buf = node_alloc(((size_t)ch->tx_mask + 1) * sizeof(uint32_t), node);
 	ch->bl_mask = pow2_mask(br->cfg.backlog ? br->cfg.backlog : 1);
 	ch->bl = node_alloc(((size_t)ch->bl_mask + 1) * sizeof(*ch->bl), node);
@@ -376,12 +385,12 @@ static int worker_cpu(const struct bridge_cfg *c, uint32_t i)
 /*
  * Fit the receive queues to the pool (docs/pool.md, "The receive budget"). A posted
  * receive holds its buffer until a packet arrives: an idle channel keeps its whole
- * queue, so the pool must hold every channel's receive queue at once plus, per worker,
- * what the busy path has in hand: a full cache (cache_size: it spills beyond that, and
- * keeps more only while the depot is momentarily blocked), one full send queue and two
- * bursts. The depth is lowered from cfg.rq_depth (down to BR_RQ_FIT_MIN, or the
- * configured depth if smaller) when the channels' queues do not fit. -ENOBUFS with the
- * minimum in err when even that does not fit.
+ * queue, so the pool must hold every channel's receive queue at once and the buffers it
+ * holds for its peer's refill (chan_hold), plus, per worker, what the busy path has in
+ * hand: a full cache (cache_size: it spills beyond that, and keeps more only while the
+ * depot is momentarily blocked), one full send queue and two bursts. The depth is lowered from
+ * cfg.rq_depth (down to BR_RQ_FIT_MIN, or the configured depth if smaller) when the channels'
+ * queues do not fit. -ENOBUFS with the minimum in err when even that does not fit.
  */
 static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, char *err,
 			 size_t errlen)
@@ -389,7 +398,7 @@ static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, ch
 	struct bridge_cfg *c = &br->cfg;
 	uint64_t nch = 2ull * br->npairs;
 	uint64_t per_worker = (uint64_t)cache_size + c->sq_depth + 2ull * BR_BURST;
-	uint64_t reserve = nw * per_worker, floor_rq, fit;
+	uint64_t reserve = nw * per_worker + nch * chan_hold(c), floor_rq, fit;
 
 	floor_rq = c->rq_depth < BR_RQ_FIT_MIN ? c->rq_depth : BR_RQ_FIT_MIN;
 	br->rq_asked = c->rq_depth;
@@ -397,9 +406,10 @@ static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, ch
 	if (fit < floor_rq)
 		return seterr(err, errlen, -ENOBUFS,
 			      "buffers=%u is too small: this configuration needs at least %" PRIu64
-			      " (%" PRIu64 " channels x RQ depth %" PRIu64 " + %u worker%s x "
+			      " (%" PRIu64 " channels x (RQ depth %" PRIu64
+			      " + %u held) + %u worker%s x "
 			      "(cache %u + SQ depth %u + %u in flight))",
-			      c->nbufs, nch * floor_rq + reserve, nch, floor_rq, nw,
+			      c->nbufs, nch * floor_rq + reserve, nch, floor_rq, chan_hold(c), nw,
 			      nw == 1 ? "" : "s", cache_size, c->sq_depth, 2 * BR_BURST);
 	if (fit < c->rq_depth) {
 		/* A whole number of receive bursts, never below the floor. */
