@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
 
 #include <urcu/system.h>
 
@@ -171,12 +172,16 @@ int pgm_stream_update(struct pgm_stream_table *t, const struct pgm_stream_key *k
 static inline bool pgm_stream_odata_plain(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
+	uint16_t tsdu;
 
-	/* Type and options first: one compare turns other payloads away. */
+	/*
+	 * Type and options first: one compare turns other payloads away. The TSDU length
+	 * against the expected one in the wire's byte order (len fits 16 bits by then).
+	 */
+	memcpy(&tsdu, p + PGM_OFF_TSDU_LEN, sizeof(tsdu));
 	return len >= PGM_HDR_LEN + PGM_DATA_LEN &&
 	       pgm_get16(p + PGM_OFF_TYPE) == (unsigned)PGM_TYPE_ODATA << 8 &&
-	       len <= PGM_MAX_TPDU &&
-	       pgm_get16(p + PGM_OFF_TSDU_LEN) == len - PGM_HDR_LEN - PGM_DATA_LEN;
+	       len <= PGM_MAX_TPDU && tsdu == htons((uint16_t)(len - PGM_HDR_LEN - PGM_DATA_LEN));
 }
 
 /*
@@ -305,8 +310,11 @@ pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *ref, co
 	sqn = pgm_get32(p + PGM_HDR_LEN + PGM_DATA_OFF_SQN);
 	if (sqn != d->rx_lead + 1)
 		return false;
-	/* pgm_checksum_verify(): a valid packet sums to all ones. */
-	if (pgm_get16(p + PGM_OFF_CHECKSUM) && !pgm_csum_ok(p, len))
+	/*
+	 * pgm_checksum_verify(): a valid packet sums to all ones, pgm_csum_ok() without its
+	 * test for a zero sum (the sum of bytes that are not all zero, here the type's).
+	 */
+	if (pgm_get16(p + PGM_OFF_CHECKSUM) && pgm_csum_acc(p, len) % PGM_CSUM_ALL_ONES != 0)
 		return false; /* counted as a bad checksum by the full path */
 	/* pgm_stream_update() of an ODATA without options, PGM_OK, not a loop. */
 	sd = ref->sd;

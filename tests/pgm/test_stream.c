@@ -3,7 +3,8 @@
  * test_stream.c - stream table accounting: in-order data, gaps, late arrivals, repairs,
  * duplicates, serial wraparound across 2^32, SPM windows, SYN/FIN/RST transitions,
  * re-sync, loops between fabric sides, upstream packets, malformed input, labels,
- * parity, OPX discard, aging, the per-thread stream cache and the table's own counters.
+ * parity, OPX discard, aging, the per-thread stream cache and the table's own counters,
+ * and the in-order ODATA shortcut (the same accounting, and when its ref may be used).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -844,6 +845,93 @@ static void test_odata_next(void)
 	pgm_stream_table_free(fast);
 }
 
+/* pgm_stream_odata_next on an ODATA of tsi's stream on GROUP_A (side 0 unless said). */
+static bool next_odata(struct pgm_stream_table *t, struct pgm_stream_ref *ref, unsigned side,
+		       uint32_t sqn)
+{
+	uint8_t b[64];
+	ssize_t n = pgm_build_odata(b, sizeof(b), &tsi, 7500, sqn, sqn - 10, 0, "d", 1);
+
+	CHECK(n > 0 && pgm_stream_odata_plain(b, (size_t)n));
+	return pgm_stream_odata_next(t, ref, b, (size_t)n, GROUP_A, side, clock_ns++);
+}
+
+/*
+ * A pgm_stream_ref is used only while it holds the stream of the packet, on the side it
+ * was filled for, and while the table has removed no stream since: a removal (of any
+ * stream), the stream itself aged out and freed and back as a new record, and its table
+ * freed and another one allocated (maybe at the same address) all make the shortcut say
+ * false once, and the packet then counts into the live record. A stale ref would count
+ * into the wrong record, or, under ASan, write freed memory.
+ */
+static void test_odata_ref(void)
+{
+	struct pgm_stream_table *t = table();
+	struct pgm_stream_stats st, before;
+	struct pgm_stream_ref ref;
+	struct pgm_tsi other = tsi;
+	uint8_t b[64];
+	ssize_t n;
+
+	memset(&ref, 0, sizeof(ref));
+	/* New stream: no data yet, the full path creates it. */
+	CHECK(!next_odata(t, &ref, 0, 1));
+	CHECK_EQ(odata(t, 1), PGM_VERDICT_PASS);
+	/* Filled from the thread's cache, then from the ref. */
+	CHECK(next_odata(t, &ref, 0, 2));
+	CHECK(next_odata(t, &ref, 0, 3));
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.side[0].types[PGM_COUNT_ODATA], 3);
+	CHECK_EQ(st.rx_lead, 3);
+	CHECK_EQ(st.odata_last, 3);
+
+	/* The other side (a loop), a gap, a duplicate: false, nothing changed. */
+	before = snap(t, GROUP_A);
+	CHECK(!next_odata(t, &ref, 1, 4));
+	CHECK(!next_odata(t, &ref, 0, 5));
+	CHECK(!next_odata(t, &ref, 0, 3));
+	st = snap(t, GROUP_A);
+	CHECK(memcmp(&before, &st, sizeof(st)) == 0);
+
+	/* Another stream removed: the ref and the cache miss once. */
+	other.sport = (uint16_t)(tsi.sport + 1);
+	n = pgm_build_odata(b, sizeof(b), &other, 7500, 1, 1, 0, NULL, 0);
+	clock_ns -= 100; /* older than tsi's stream */
+	feed_raw(t, 0, GROUP_A, b, (size_t)n);
+	clock_ns += 100;
+	CHECK_EQ(odata(t, 4), PGM_VERDICT_PASS); /* back in the cache */
+	CHECK_EQ(pgm_stream_table_age(t, clock_ns, 100), 1);
+	CHECK(!next_odata(t, &ref, 0, 5));
+	CHECK_EQ(odata(t, 5), PGM_VERDICT_PASS);
+	CHECK(next_odata(t, &ref, 0, 6));
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.side[0].types[PGM_COUNT_ODATA], 6);
+	CHECK_EQ(st.rx_lead, 6);
+
+	/* The stream itself aged out and freed; the same key comes back as a new record. */
+	CHECK_EQ(pgm_stream_table_age(t, clock_ns + 1000000, 1), 1);
+	urcu_qsbr_thread_offline();
+	urcu_qsbr_barrier();
+	urcu_qsbr_thread_online();
+	CHECK(!next_odata(t, &ref, 0, 7));
+	CHECK_EQ(odata(t, 7), PGM_VERDICT_PASS);
+	CHECK(next_odata(t, &ref, 0, 8));
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.side[0].types[PGM_COUNT_ODATA], 2);
+	CHECK_EQ(st.rx_lead, 8);
+
+	/* Another table, maybe at the same address: the ref misses, the packet counts there. */
+	pgm_stream_table_free(t);
+	t = table();
+	CHECK_EQ(odata(t, 9), PGM_VERDICT_PASS);
+	CHECK(next_odata(t, &ref, 0, 10));
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.side[0].types[PGM_COUNT_ODATA], 2);
+	CHECK_EQ(st.rx_lead, 10);
+	pgm_stream_table_free(t);
+	clock_ns = 1000;
+}
+
 static void test_params_and_policy(void)
 {
 	struct pgm_stream_params bad_size = {.label_opt = 0x22, .init_size = 3};
@@ -877,6 +965,7 @@ int main(void)
 	test_stream_cache();
 	test_params_and_policy();
 	test_odata_next();
+	test_odata_ref();
 	urcu_qsbr_unregister_thread();
 	return tap_done();
 }
