@@ -759,12 +759,12 @@ static inline __attribute__((always_inline)) uint64_t pgm_csum_adc2(uint64_t sum
 
 static inline __attribute__((always_inline)) uint64_t pgm_csum_acc(const void *buf, size_t len)
 {
-	const uint8_t *p = buf, *end = p + (len & ~(size_t)(8 * PGM_CSUM_WORD - 1));
+	const uint8_t *p = buf;
 	uint64_t sum = 0;
 
-	for (; p != end; p += 8 * PGM_CSUM_WORD)
+	for (size_t n = len / (8 * PGM_CSUM_WORD); n; n--, p += 8 * PGM_CSUM_WORD)
 		sum = pgm_csum_adc8(sum, p);
-	len &= 8 * PGM_CSUM_WORD - 1;
+	len %= 8 * PGM_CSUM_WORD;
 	if (!len)
 		return sum;
 	if (len & 4 * PGM_CSUM_WORD) {

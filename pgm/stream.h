@@ -172,16 +172,17 @@ int pgm_stream_update(struct pgm_stream_table *t, const struct pgm_stream_key *k
 static inline bool pgm_stream_odata_plain(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
+	size_t n = len - PGM_HDR_LEN - PGM_DATA_LEN; /* the TSDU length; wraps when shorter */
 	uint16_t tsdu;
 
 	/*
-	 * Type and options first: one compare turns other payloads away. The TSDU length
-	 * against the expected one in the wire's byte order (len fits 16 bits by then).
+	 * The length in range (one compare), then type and options (one compare turns other
+	 * payloads away), then the TSDU length against n in the wire's byte order.
 	 */
 	memcpy(&tsdu, p + PGM_OFF_TSDU_LEN, sizeof(tsdu));
-	return len >= PGM_HDR_LEN + PGM_DATA_LEN &&
+	return n <= PGM_MAX_TPDU - PGM_HDR_LEN - PGM_DATA_LEN &&
 	       pgm_get16(p + PGM_OFF_TYPE) == (unsigned)PGM_TYPE_ODATA << 8 &&
-	       len <= PGM_MAX_TPDU && tsdu == htons((uint16_t)(len - PGM_HDR_LEN - PGM_DATA_LEN));
+	       tsdu == htons((uint16_t)n);
 }
 
 /*
