@@ -414,10 +414,19 @@ static void win_advance(struct pgm_stream_data *d, uint32_t sqn, uint32_t n)
 	if (n >= PGM_STREAM_WINDOW) {
 		memset(d->win, 0, sizeof(d->win));
 	} else {
-		for (uint32_t i = 1; i <= n; i++) {
-			uint32_t b = (d->rx_lead + i) & WIN_MASK;
+		/* The n bits after rx_lead's, around the ring, up to a word at a time. */
+		uint32_t b = (d->rx_lead + 1) & WIN_MASK;
 
-			d->win[b / WORD_BITS] &= ~(1ull << (b % WORD_BITS));
+		while (n) {
+			uint32_t off = b % WORD_BITS, k = WORD_BITS - off;
+			uint64_t bits;
+
+			if (k > n)
+				k = n;
+			bits = (k == WORD_BITS ? ~0ull : (1ull << k) - 1) << off;
+			d->win[b / WORD_BITS] &= ~bits;
+			n -= k;
+			b = (b + k) & WIN_MASK;
 		}
 	}
 	win_set(d, sqn);

@@ -932,6 +932,90 @@ static void test_odata_ref(void)
 	clock_ns = 1000;
 }
 
+#define MODEL_ROUNDS 300u
+#define MODEL_START  0xfff00000u /* across 2^32 */
+
+/* SQNs fed to the model, by offset from MODEL_START (the rounds span about 400 000). */
+static uint8_t model_fed[1u << 20];
+
+/* Feed sqn to t and the model; returns whether the verdict was the model's. */
+static bool model_feed(struct pgm_stream_table *t, uint32_t *lead, uint32_t sqn, uint64_t *dups,
+		       uint64_t *late)
+{
+	bool dup = false;
+
+	if (!pgm_sqn_gt(sqn, *lead)) {
+		if (*lead - sqn >= PGM_STREAM_WINDOW)
+			sqn = *lead; /* out of the window by now: a duplicate of the lead */
+		dup = model_fed[sqn - MODEL_START];
+		*dups += dup;
+		*late += !dup;
+	}
+	if (pgm_sqn_gt(sqn, *lead))
+		*lead = sqn;
+	model_fed[sqn - MODEL_START] = 1;
+	return odata(t, sqn) == (dup ? PGM_VERDICT_DUPLICATE : PGM_VERDICT_PASS);
+}
+
+/*
+ * The SQN window against a model that remembers every SQN fed. Rounds of in-order data
+ * (0 to 1100: the SQNs a window behind are mostly seen), a jump ahead by 2 to 1500 (the
+ * skipped SQNs start anywhere in a word, cross word boundaries, wrap around the ring or
+ * pass the whole window), then data behind the lead: the first and the last SQN the jump
+ * skipped, the first multiple of 64 it skipped, three other skipped ones and three
+ * anywhere in the window. Each is a duplicate exactly when that SQN came before (a bit
+ * the jump failed to clear would call a skipped one a duplicate). Every verdict and the
+ * gap, missed, late and duplicate counts match the model's.
+ */
+static void test_window_model(void)
+{
+	struct pgm_stream_table *t = table();
+	uint64_t gaps = 0, missed = 0, dups = 0, late = 0;
+	uint32_t lead = MODEL_START;
+	struct pgm_stream_stats st;
+	unsigned wrong = 0;
+
+	memset(model_fed, 0, sizeof(model_fed));
+	next_rng = 0x2545f4914f6cdd1dull;
+	CHECK_EQ(odata(t, lead), PGM_VERDICT_PASS);
+	model_fed[0] = 1;
+	for (unsigned r = 0; r < MODEL_ROUNDS; r++) {
+		uint32_t run = next_rand(1101), lo, hi, n;
+
+		for (uint32_t i = 0; i < run; i++)
+			wrong += !model_feed(t, &lead, lead + 1, &dups, &late);
+		lo = lead + 1;
+		hi = lead + 1 + next_rand(1499); /* skipped: lo .. hi */
+		n = hi - lo + 1;
+		gaps++;
+		missed += n;
+		wrong += !model_feed(t, &lead, hi + 1, &dups, &late);
+		wrong += !model_feed(t, &lead, lo, &dups, &late);
+		wrong += !model_feed(t, &lead, hi, &dups, &late);
+		if ((0u - lo) % 64 < n)
+			wrong += !model_feed(t, &lead, lo + (0u - lo) % 64, &dups, &late);
+		for (unsigned i = 0; i < 3; i++) {
+			wrong += !model_feed(t, &lead, lo + next_rand(n), &dups, &late);
+			wrong += !model_feed(t, &lead, lead - next_rand(PGM_STREAM_WINDOW), &dups,
+					     &late);
+		}
+	}
+	CHECK(lead - MODEL_START < sizeof(model_fed));
+	CHECK(late > 0 && dups > 0);
+	CHECK_EQ(wrong, 0);
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.rx_lead, lead);
+	CHECK_EQ(st.gaps, gaps);
+	CHECK_EQ(st.missed, missed);
+	CHECK_EQ(st.dups, dups);
+	CHECK_EQ(st.late, late);
+	CHECK_EQ(st.stale, 0);
+	printf("# window model: %u rounds, %" PRIu64 " late, %" PRIu64 " duplicates\n",
+	       MODEL_ROUNDS, late, dups);
+	pgm_stream_table_free(t);
+	clock_ns = 1000;
+}
+
 static void test_params_and_policy(void)
 {
 	struct pgm_stream_params bad_size = {.label_opt = 0x22, .init_size = 3};
@@ -966,6 +1050,7 @@ int main(void)
 	test_params_and_policy();
 	test_odata_next();
 	test_odata_ref();
+	test_window_model();
 	urcu_qsbr_unregister_thread();
 	return tap_done();
 }
