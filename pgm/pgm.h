@@ -236,6 +236,15 @@ static inline uint16_t pgm_get16(const uint8_t *p)
 	return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
 }
 
+/* The 16-bit field at p as the wire has it (big-endian), to compare with htons(value). */
+static inline uint16_t pgm_get16_wire(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
 /* Big-endian 32-bit field at p. */
 static inline uint32_t pgm_get32(const uint8_t *p)
 {

@@ -173,16 +173,14 @@ static inline bool pgm_stream_odata_plain(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	size_t n = len - PGM_HDR_LEN - PGM_DATA_LEN; /* the TSDU length; wraps when shorter */
-	uint16_t tsdu;
 
 	/*
 	 * The length in range (one compare), then type and options (one compare turns other
 	 * payloads away), then the TSDU length against n in the wire's byte order.
 	 */
-	memcpy(&tsdu, p + PGM_OFF_TSDU_LEN, sizeof(tsdu));
 	return n <= PGM_MAX_TPDU - PGM_HDR_LEN - PGM_DATA_LEN &&
 	       pgm_get16(p + PGM_OFF_TYPE) == (unsigned)PGM_TYPE_ODATA << 8 &&
-	       tsdu == htons((uint16_t)n);
+	       pgm_get16_wire(p + PGM_OFF_TSDU_LEN) == htons((uint16_t)n);
 }
 
 /*
@@ -295,7 +293,7 @@ pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *ref, co
 	uint64_t tsi = pgm_stream_tsi_word(p);
 	struct pgm_stream_side *sd;
 	struct pgm_stream_data *d;
-	uint32_t sqn, trail;
+	uint32_t sqn, trail, bit;
 
 	/*
 	 * The ref's stream: no stream removed since it was filled (the generation is read
@@ -329,8 +327,8 @@ pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *ref, co
 	if (pgm_sqn_gt(sqn, d->lead))
 		_CMM_STORE_SHARED(d->lead, sqn);
 	/* win_advance() by one: the one bit to forget is sqn's own, set again. */
-	d->win[(sqn % PGM_STREAM_WINDOW) / PGM_STREAM_WIN_BITS] |= 1ull
-								   << (sqn % PGM_STREAM_WIN_BITS);
+	bit = sqn % PGM_STREAM_WINDOW;
+	d->win[bit / PGM_STREAM_WIN_BITS] |= 1ull << (bit % PGM_STREAM_WIN_BITS);
 	_CMM_STORE_SHARED(d->rx_lead, sqn);
 	d->stale_run = 0;
 	_CMM_STORE_SHARED(d->odata_last, sqn);
