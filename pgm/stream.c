@@ -22,7 +22,6 @@
 
 #define CACHE_LINE	  PGM_STREAM_CACHE_LINE
 #define WORD_BITS	  PGM_STREAM_WIN_BITS
-#define WIN_WORDS	  (PGM_STREAM_WINDOW / WORD_BITS)
 #define WIN_MASK	  (PGM_STREAM_WINDOW - 1u)
 #define DEFAULT_INIT_SIZE 64ul
 #define LABEL_OPT_MAX	  0x7f /* option types are 7 bits */
