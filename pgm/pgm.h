@@ -710,7 +710,7 @@ static inline __attribute__((always_inline)) uint64_t pgm_csum_partial(const uin
  * not folded (pgm_csum_sum() folds it and swaps its bytes on a little-endian host). Any
  * thread. About one instruction per 8 bytes on x86-64, two elsewhere, and a few more.
  */
-#if defined(__x86_64__) && !defined(PGM_CSUM_PORTABLE)
+#if defined(__x86_64__) && !defined(PGM_CSUM_PORTABLE) && !defined(__SANITIZE_ADDRESS__)
 /*
  * x86-64: one add-with-carry chain per block of words, the chain's last carry added back
  * with one more ADC. That add cannot carry again: a chain started without carry never
@@ -719,7 +719,7 @@ static inline __attribute__((always_inline)) uint64_t pgm_csum_partial(const uin
  * 2^64 - 2 when a carry comes out. About one instruction per 8 bytes. In assembly:
  * gcc 12 keeps _addcarry_u64's results in memory once inlined into the data path's
  * loop. PGM_CSUM_PORTABLE selects the portable code (tests/pgm/test_checksum.c also runs
- * it here).
+ * it here), and so does AddressSanitizer, which does not see the assembly's loads.
  */
 
 /* sum + the 8 words at p. */
