@@ -29,8 +29,6 @@
 #define PGM_POLL_RAND_LEN   4u
 #define PGM_POLR_OFF_SQN    0u
 #define PGM_POLR_OFF_ROUND  4u
-#define PGM_DATA_OFF_SQN    0u
-#define PGM_DATA_OFF_TRAIL  4u
 #define PGM_NAK_OFF_SQN	    0u
 #define PGM_ACK_OFF_RX_MAX  0u
 #define PGM_ACK_OFF_BITMAP  4u
@@ -69,12 +67,7 @@
 #define PGM_OPT_PGMCC_FIXED	12u /* header, TSTAMP, AFI, reserved/loss rate */
 #define PGM_NAK_LIST_ENTRY	4u
 
-/* Big-endian field access (pgm_get16() and pgm_afi_len() are in pgm.h). */
-static inline uint32_t pgm_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
+/* Big-endian field access (pgm_get16(), pgm_get32() and pgm_afi_len() are in pgm.h). */
 static inline void pgm_put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)(v >> 8);

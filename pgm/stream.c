@@ -20,9 +20,8 @@
 #include "pgm_pvt.h"
 #include "stream.h"
 
-#define CACHE_LINE	  64u
-#define WORD_BITS	  64u
-#define WIN_WORDS	  (PGM_STREAM_WINDOW / WORD_BITS)
+#define CACHE_LINE	  PGM_STREAM_CACHE_LINE
+#define WORD_BITS	  PGM_STREAM_WIN_BITS
 #define WIN_MASK	  (PGM_STREAM_WINDOW - 1u)
 #define DEFAULT_INIT_SIZE 64ul
 #define LABEL_OPT_MAX	  0x7f /* option types are 7 bits */
@@ -48,27 +47,6 @@ _Static_assert(PGM_STREAM_LABEL_MAX <= UINT8_MAX, "label length fits pgm_stream_
 #define D_HAVE_DATA   0x2u
 #define D_HAVE_WINDOW 0x4u
 
-/* Counters of one side; written by that side's worker only. */
-struct stream_side {
-	uint64_t types[PGM_COUNT_TYPES];
-	uint64_t malformed, bad_checksum, loops, opx_discard;
-	uint64_t first_ns, last_ns;
-} __attribute__((aligned(CACHE_LINE)));
-
-/* Downstream state; written by the origin side's worker only. */
-struct stream_data {
-	uint32_t state;
-	uint32_t flags;
-	uint32_t spm_sqn, trail, lead, odata_last, rx_lead;
-	uint32_t stale_run;
-	uint64_t gaps, missed, late, repairs, dups, rdata_dups, stale, resyncs, parity;
-	uint64_t syn, fin, rst, label_changes;
-	uint32_t label_len; /* published after label[] with a write barrier */
-	uint8_t label[PGM_STREAM_LABEL_MAX];
-	uint64_t win[WIN_WORDS]; /* bit (sqn % WINDOW) set: sqn in (rx_lead - WINDOW, rx_lead] seen
-				  */
-} __attribute__((aligned(CACHE_LINE)));
-
 struct pgm_stream {
 	struct cds_lfht_node node;
 	struct rcu_head rcu;
@@ -76,8 +54,8 @@ struct pgm_stream {
 	struct pgm_stream_key key;
 	uint16_t dport;
 	uint32_t origin; /* PGM_SIDE_NONE until claimed by uatomic_cmpxchg */
-	struct stream_data d;
-	struct stream_side side[PGM_STREAM_SIDES];
+	struct pgm_stream_data d;
+	struct pgm_stream_side side[PGM_STREAM_SIDES];
 };
 
 static inline struct pgm_stream *stream_of(struct cds_lfht_node *node)
@@ -94,42 +72,49 @@ static inline struct pgm_stream *stream_of(struct cds_lfht_node *node)
 	     cds_lfht_next(ht, iter))
 
 struct pgm_stream_table {
+	/*
+	 * First (pgm_stream_odata_next() reads it through the table pointer): the
+	 * generation, which validates every thread's stream_cache and every pgm_stream_ref.
+	 */
+	struct pgm_stream_table_head head;
 	struct cds_lfht *ht;
 	uint64_t seed[2];
-	uint64_t id; /* unique over the process's lifetime, never 0 (stream_cache) */
 	int label_opt;
-	/*
-	 * Updated with uatomic on insert/remove/free only. removed also validates every
-	 * thread's stream_cache: it is incremented before a record is handed to call_rcu.
-	 */
+	/* Updated with uatomic on insert/remove/free only. */
 	uint64_t streams, inserted, removed, freed, enomem;
 };
+
+_Static_assert(offsetof(struct pgm_stream_table, head) == 0, "a table starts with its head");
 
 /*
  * The last stream this thread found or inserted with pgm_stream_update(): a steady stream
  * (the same TSI and group packet after packet) then costs a key compare instead of a hash
- * and a table lookup. Owned by its thread, never read by another.
+ * and a table lookup. Owned by its thread, never read by another. A pgm_stream_ref
+ * (stream.h) is filled from it and valid by the same rule.
  *
  * Why a hit is safe under QSBR, where a record pointer normally dies at the thread's next
- * quiescent state: a record is only freed by stream_remove(), which increments
- * table->removed before call_rcu(). If this thread still reads the value of removed it
- * cached, then (RCU's guarantee, the increment precedes the grace period) the grace period
- * that frees the record has not ended before this thread's current read-side critical
- * section, so the record stays valid until this thread's next quiescent state; a record
- * removed meanwhile is one the caller raced with aging, which stream.h already allows.
- * table_id tells tables apart (a freed table's address may be reused).
+ * quiescent state: a record is only freed by stream_remove(), which gives the table a new
+ * generation (t->head.gen) before call_rcu(). Generations are drawn from one process-wide
+ * counter (stream_gens), so the table never has the same one twice and no two tables
+ * share one (a freed table's address may be reused). If this thread still reads the
+ * generation it cached, then (RCU's guarantee, the store precedes the grace period) the
+ * grace period that frees the record has not ended before this thread's current
+ * read-side critical section, so the record stays valid until this thread's next
+ * quiescent state; a record removed meanwhile is one the caller raced with aging, which
+ * stream.h already allows. On a miss the generation is read before the lookup, with a
+ * read barrier between: a lookup that still finds a record being removed then read the
+ * generation from before its removal.
  */
 struct stream_cache {
-	uint64_t table_id; /* 0: empty */
-	uint64_t removed;  /* table->removed when s was found */
+	uint64_t gen; /* t->head.gen when s was found; 0: empty */
 	struct pgm_stream_key key;
 	struct pgm_stream *s;
 };
 
 static __thread struct stream_cache stream_cache __attribute__((tls_model("initial-exec")));
 
-/* Source of pgm_stream_table.id. */
-static uint64_t table_ids;
+/* Source of the tables' generations (uatomic_add_return: never 0). */
+static uint64_t stream_gens;
 
 static const char *const state_names[PGM_STREAM_STATE_COUNT] = {
 	[PGM_STREAM_NEW] = "new",
@@ -258,7 +243,7 @@ struct pgm_stream_table *pgm_stream_table_new(const struct pgm_stream_params *pa
 	if (!t)
 		return NULL;
 	t->label_opt = p.label_opt;
-	t->id = uatomic_add_return(&table_ids, 1);
+	t->head.gen = uatomic_add_return(&stream_gens, 1);
 	seed_init(t->seed);
 	t->ht = cds_lfht_new_flavor(p.init_size, p.init_size, 0,
 				    CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING, &urcu_qsbr_flavor,
@@ -285,7 +270,10 @@ static bool stream_remove(struct pgm_stream_table *t, struct pgm_stream *s)
 	if (cds_lfht_del(t->ht, &s->node) != 0)
 		return false; /* someone else removed it */
 	uatomic_dec(&t->streams);
-	uatomic_inc(&t->removed); /* before call_rcu: invalidates every stream_cache */
+	uatomic_inc(&t->removed);
+	/* A generation no table had, before call_rcu: every stream_cache and pgm_stream_ref
+	 * of this table misses from now on (struct stream_cache). */
+	uatomic_set(&t->head.gen, uatomic_add_return(&stream_gens, 1));
 	urcu_qsbr_call_rcu(&s->rcu, stream_free_rcu);
 	return true;
 }
@@ -373,15 +361,15 @@ static inline struct pgm_stream *stream_get(struct pgm_stream_table *t,
 					    const struct pgm_packet *pkt)
 {
 	struct stream_cache *c = &stream_cache;
-	uint64_t removed = LOAD(t->removed); /* before the lookup: see struct stream_cache */
+	uint64_t gen = LOAD(t->head.gen); /* before the lookup: see struct stream_cache */
 	struct pgm_stream *s;
 
-	if (c->table_id == t->id && c->removed == removed && key_equal(&c->key, key))
+	if (c->gen == gen && key_equal(&c->key, key))
 		return c->s;
+	cmm_smp_rmb(); /* the generation before the lookup's loads */
 	s = stream_find_or_add(t, key, pkt);
 	if (s) {
-		c->table_id = t->id;
-		c->removed = removed;
+		c->gen = gen;
 		c->key = *key;
 		c->s = s;
 	}
@@ -390,14 +378,14 @@ static inline struct pgm_stream *stream_get(struct pgm_stream_table *t,
 
 /* ---- SQN window (origin writer only) ---- */
 
-static inline bool win_test(const struct stream_data *d, uint32_t sqn)
+static inline bool win_test(const struct pgm_stream_data *d, uint32_t sqn)
 {
 	uint32_t b = sqn & WIN_MASK;
 
 	return (d->win[b / WORD_BITS] >> (b % WORD_BITS)) & 1u;
 }
 
-static inline void win_set(struct stream_data *d, uint32_t sqn)
+static inline void win_set(struct pgm_stream_data *d, uint32_t sqn)
 {
 	uint32_t b = sqn & WIN_MASK;
 
@@ -405,7 +393,7 @@ static inline void win_set(struct stream_data *d, uint32_t sqn)
 }
 
 /* Restart the window at sqn (first data, OPT_SYN, re-sync). */
-static void win_reset(struct stream_data *d, uint32_t sqn)
+static void win_reset(struct pgm_stream_data *d, uint32_t sqn)
 {
 	memset(d->win, 0, sizeof(d->win));
 	win_set(d, sqn);
@@ -414,7 +402,7 @@ static void win_reset(struct stream_data *d, uint32_t sqn)
 }
 
 /* Move the window's lead to sqn, ahead by n > 0, forgetting the SQNs it passes over. */
-static void win_advance(struct stream_data *d, uint32_t sqn, uint32_t n)
+static void win_advance(struct pgm_stream_data *d, uint32_t sqn, uint32_t n)
 {
 	if (n == 1) {
 		/* In order, the common case: the one bit to forget is sqn's own, set again. */
@@ -425,10 +413,19 @@ static void win_advance(struct stream_data *d, uint32_t sqn, uint32_t n)
 	if (n >= PGM_STREAM_WINDOW) {
 		memset(d->win, 0, sizeof(d->win));
 	} else {
-		for (uint32_t i = 1; i <= n; i++) {
-			uint32_t b = (d->rx_lead + i) & WIN_MASK;
+		/* The n bits after rx_lead's, around the ring, up to a word at a time. */
+		uint32_t b = (d->rx_lead + 1) & WIN_MASK;
 
-			d->win[b / WORD_BITS] &= ~(1ull << (b % WORD_BITS));
+		while (n) {
+			uint32_t off = b % WORD_BITS, k = WORD_BITS - off;
+			uint64_t bits;
+
+			if (k > n)
+				k = n;
+			bits = (k == WORD_BITS ? ~0ull : (1ull << k) - 1) << off;
+			d->win[b / WORD_BITS] &= ~bits;
+			n -= k;
+			b = (b + k) & WIN_MASK;
 		}
 	}
 	win_set(d, sqn);
@@ -436,7 +433,7 @@ static void win_advance(struct stream_data *d, uint32_t sqn, uint32_t n)
 }
 
 /* Advertised window: trail and lead move forward in serial order only. */
-static void window_note(struct stream_data *d, uint32_t trail, uint32_t lead)
+static void window_note(struct pgm_stream_data *d, uint32_t trail, uint32_t lead)
 {
 	if (!(d->flags & D_HAVE_WINDOW)) {
 		STORE(d->trail, trail);
@@ -451,7 +448,7 @@ static void window_note(struct stream_data *d, uint32_t trail, uint32_t lead)
 }
 
 /* Account one ODATA/RDATA (not parity); returns the verdict. */
-static enum pgm_verdict data_note(struct stream_data *d, const struct pgm_packet *pkt)
+static enum pgm_verdict data_note(struct pgm_stream_data *d, const struct pgm_packet *pkt)
 {
 	bool odata = pkt->type == PGM_TYPE_ODATA;
 	uint32_t sqn = pkt->u.data.sqn;
@@ -513,7 +510,7 @@ static enum pgm_verdict data_note(struct stream_data *d, const struct pgm_packet
 	return v;
 }
 
-static void spm_note(struct stream_data *d, const struct pgm_packet *pkt)
+static void spm_note(struct pgm_stream_data *d, const struct pgm_packet *pkt)
 {
 	if ((d->flags & D_HAVE_SPM) && !pgm_sqn_gt(pkt->u.spm.sqn, d->spm_sqn))
 		return; /* old or repeated SPM: its window is stale */
@@ -523,7 +520,7 @@ static void spm_note(struct stream_data *d, const struct pgm_packet *pkt)
 }
 
 /* Keep the label the first time it is seen; count later different values. */
-static void label_note(struct pgm_stream_table *t, struct stream_data *d,
+static void label_note(struct pgm_stream_table *t, struct pgm_stream_data *d,
 		       const struct pgm_packet *pkt)
 {
 	const struct pgm_opt_rec *rec;
@@ -548,7 +545,7 @@ static void label_note(struct pgm_stream_table *t, struct stream_data *d,
 }
 
 /* Stream state transitions on OPT_SYN / OPT_FIN / OPT_RST and on data. */
-static void state_note(struct stream_data *d, const struct pgm_packet *pkt)
+static void state_note(struct pgm_stream_data *d, const struct pgm_packet *pkt)
 {
 	uint32_t seen = pkt->opt_seen;
 	bool data = pkt->type == PGM_TYPE_ODATA || pkt->type == PGM_TYPE_RDATA;
@@ -583,8 +580,8 @@ int pgm_stream_update(struct pgm_stream_table *t, const struct pgm_stream_key *k
 		      const struct pgm_packet *pkt, uint64_t now_ns, enum pgm_verdict *verdict)
 {
 	enum pgm_stream_count idx;
-	struct stream_side *sd;
-	struct stream_data *d;
+	struct pgm_stream_side *sd;
+	struct pgm_stream_data *d;
 	struct pgm_stream *s;
 
 	*verdict = PGM_VERDICT_PASS;
@@ -645,53 +642,34 @@ int pgm_stream_update(struct pgm_stream_table *t, const struct pgm_stream_key *k
 	return 0;
 }
 
-bool pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *ref, const void *buf,
-			   size_t len, uint64_t group, unsigned side, uint64_t now_ns)
+bool pgm_stream_ref_fill(struct pgm_stream_table *t, struct pgm_stream_ref *ref, const uint8_t *p,
+			 uint64_t tsi, uint64_t group, unsigned side)
 {
-	const uint8_t *p = buf;
-	uint64_t removed = LOAD(t->removed); /* before using a cached record */
+	const struct stream_cache *c = &stream_cache;
 	struct pgm_stream_key key;
-	struct stream_side *sd;
-	struct stream_data *d;
 	struct pgm_stream *s;
-	uint32_t sqn, trail;
 
 	memcpy(key.gsi, p + PGM_OFF_GSI, PGM_GSI_LEN);
 	key.sport = pgm_get16(p + PGM_OFF_SPORT); /* downstream: the TSI port */
 	key.group = group;
-	if (ref->table_id != t->id || ref->removed != removed || !key_equal(&ref->key, &key)) {
-		const struct stream_cache *c = &stream_cache;
-
-		if (c->table_id != t->id || c->removed != removed || !key_equal(&c->key, &key))
-			return false;
-		ref->table_id = c->table_id;
-		ref->removed = c->removed;
-		ref->key = c->key;
-		ref->s = c->s;
-	}
-	s = ref->s;
-	d = &s->d;
-	sqn = pgm_get32(p + PGM_HDR_LEN + PGM_DATA_OFF_SQN);
-	/* The origin side (no loop), data and a window seen, in order: data_note's ahead 1. */
-	if (LOAD(s->origin) != side ||
-	    (d->flags & (D_HAVE_DATA | D_HAVE_WINDOW)) != (D_HAVE_DATA | D_HAVE_WINDOW) ||
-	    sqn != d->rx_lead + 1)
+	/* The generation first: see struct stream_cache. */
+	if (c->gen != LOAD(t->head.gen) || !key_equal(&c->key, &key))
 		return false;
-	/* pgm_checksum_verify(): a valid packet sums to all ones. */
-	if (pgm_get16(p + PGM_OFF_CHECKSUM) && !pgm_csum_ok(p, len))
-		return false; /* counted as a bad checksum by the full path */
-	/* pgm_stream_update() of an ODATA without options, PGM_OK, not a loop. */
-	sd = &s->side[side];
-	if (!sd->first_ns)
-		STORE(sd->first_ns, now_ns);
-	STORE(sd->last_ns, now_ns);
-	INC(sd->types[PGM_COUNT_ODATA]);
-	trail = pgm_get32(p + PGM_HDR_LEN + PGM_DATA_OFF_TRAIL);
-	window_note(d, trail, sqn);
-	win_advance(d, sqn, 1);
-	d->stale_run = 0;
-	STORE(d->odata_last, sqn);
-	STORE(d->state, PGM_STREAM_ACTIVE);
+	s = c->s;
+	/*
+	 * What stays true once true (the ref's user does not test it again): the origin is
+	 * claimed once; the flags and first_ns are only ever set.
+	 */
+	if (side >= PGM_STREAM_SIDES || LOAD(s->origin) != side ||
+	    (s->d.flags & (D_HAVE_DATA | D_HAVE_WINDOW)) != (D_HAVE_DATA | D_HAVE_WINDOW) ||
+	    !s->side[side].first_ns)
+		return false;
+	ref->gen = c->gen;
+	ref->tsi = tsi;
+	ref->group = group;
+	ref->d = &s->d;
+	ref->sd = &s->side[side];
+	ref->side = side;
 	return true;
 }
 
@@ -703,7 +681,7 @@ const struct pgm_stream *pgm_stream_lookup(struct pgm_stream_table *t,
 
 void pgm_stream_snapshot(const struct pgm_stream *s, struct pgm_stream_stats *out)
 {
-	const struct stream_data *d = &s->d;
+	const struct pgm_stream_data *d = &s->d;
 	uint32_t flags = LOAD(d->flags);
 	uint32_t n;
 
@@ -739,7 +717,7 @@ void pgm_stream_snapshot(const struct pgm_stream *s, struct pgm_stream_stats *ou
 	memcpy(out->label, d->label, n);
 
 	for (unsigned i = 0; i < PGM_STREAM_SIDES; i++) {
-		const struct stream_side *sd = &s->side[i];
+		const struct pgm_stream_side *sd = &s->side[i];
 		struct pgm_stream_side_stats *o = &out->side[i];
 
 		for (unsigned c = 0; c < PGM_COUNT_TYPES; c++)

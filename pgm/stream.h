@@ -25,6 +25,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <urcu/system.h>
 
 #include "pgm.h"
 
@@ -160,18 +164,6 @@ int pgm_stream_update(struct pgm_stream_table *t, const struct pgm_stream_key *k
 		      const struct pgm_packet *pkt, uint64_t now_ns, enum pgm_verdict *verdict);
 
 /*
- * A caller's memory of one stream for pgm_stream_odata_next() (a flow of the data path):
- * valid while the table has removed no stream since it was filled (see stream.c,
- * struct stream_cache). Zero it to empty it. Owned by one worker thread.
- */
-struct pgm_stream_ref {
-	uint64_t table_id; /* 0: empty */
-	uint64_t removed;
-	struct pgm_stream_key key;
-	struct pgm_stream *s;
-};
-
-/*
  * pgm_stream_odata_plain - whether the len bytes at buf are laid out as an ODATA packet
  * without options (options byte 0) whose TSDU length fills the packet: the only packets
  * pgm_stream_odata_next() takes. Such a packet is well formed (pgm_surely_malformed()
@@ -180,13 +172,102 @@ struct pgm_stream_ref {
 static inline bool pgm_stream_odata_plain(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
+	size_t n = len - PGM_HDR_LEN - PGM_DATA_LEN; /* the TSDU length; wraps when shorter */
 
-	/* Type and options first: one compare turns other payloads away. */
-	return len >= PGM_HDR_LEN + PGM_DATA_LEN &&
+	/*
+	 * The length in range (one compare), then type and options (one compare turns other
+	 * payloads away), then the TSDU length against n in the wire's byte order.
+	 */
+	return n <= PGM_MAX_TPDU - PGM_HDR_LEN - PGM_DATA_LEN &&
 	       pgm_get16(p + PGM_OFF_TYPE) == (unsigned)PGM_TYPE_ODATA << 8 &&
-	       len <= PGM_MAX_TPDU &&
-	       pgm_get16(p + PGM_OFF_TSDU_LEN) == len - PGM_HDR_LEN - PGM_DATA_LEN;
+	       pgm_get16_wire(p + PGM_OFF_TSDU_LEN) == htons((uint16_t)n);
 }
+
+/*
+ * ---- What the inline pgm_stream_odata_next() touches ----
+ * Declared here only so that the shortcut can be inline in the data path (as liburcu's
+ * urcu/static/ headers declare what its inline fast paths touch). stream.c owns these
+ * structures and the ownership rules at the top of this file apply: no other code reads
+ * or writes them.
+ */
+#define PGM_STREAM_CACHE_LINE 64u
+#define PGM_STREAM_WIN_BITS   64u /* SQNs per word of pgm_stream_data.win */
+
+/* Counters of one side of a stream; written by that side's worker only. */
+struct pgm_stream_side {
+	uint64_t types[PGM_COUNT_TYPES];
+	uint64_t malformed, bad_checksum, loops, opx_discard;
+	uint64_t first_ns, last_ns;
+} __attribute__((aligned(PGM_STREAM_CACHE_LINE)));
+
+/* Downstream state of a stream; written by the origin side's worker only. */
+struct pgm_stream_data {
+	uint32_t state;
+	uint32_t flags;
+	uint32_t spm_sqn, trail, lead, odata_last, rx_lead;
+	uint32_t stale_run;
+	uint64_t gaps, missed, late, repairs, dups, rdata_dups, stale, resyncs, parity;
+	uint64_t syn, fin, rst, label_changes;
+	uint32_t label_len; /* published after label[] with a write barrier */
+	uint8_t label[PGM_STREAM_LABEL_MAX];
+	/* bit (sqn % WINDOW) set: sqn in (rx_lead - WINDOW, rx_lead] seen */
+	uint64_t win[PGM_STREAM_WINDOW / PGM_STREAM_WIN_BITS];
+} __attribute__((aligned(PGM_STREAM_CACHE_LINE)));
+
+/*
+ * The first member of every table: its generation, a value no table of the process ever
+ * had before (never 0), replaced before a stream of the table is handed to call_rcu for
+ * freeing (see stream.c, struct stream_cache).
+ */
+struct pgm_stream_table_head {
+	uint64_t gen;
+};
+
+/*
+ * A caller's memory of one stream for pgm_stream_odata_next() (a flow of the data path):
+ * its TSI, group and origin side, and where its state is. Valid while the table's
+ * generation is the one it was filled under (no stream was removed since). Zero it to
+ * empty it. Owned by one worker thread.
+ */
+struct pgm_stream_ref {
+	uint64_t gen;		    /* the table's generation when filled; 0: empty */
+	uint64_t tsi;		    /* pgm_stream_tsi_word() of the stream's packets */
+	uint64_t group;		    /* the stream's group key */
+	struct pgm_stream_data *d;  /* the stream's downstream state */
+	struct pgm_stream_side *sd; /* the stream's counters of side `side` */
+	unsigned side;		    /* the stream's origin side */
+};
+
+/*
+ * pgm_stream_tsi_word - the TSI of the downstream packet at p (at least PGM_HDR_LEN bytes)
+ * as one word, for equality tests only: the GSI's bytes (8-13) and the source port's
+ * (0-1) in packet order, whatever the host's byte order. Any thread, a few instructions.
+ */
+static inline uint64_t pgm_stream_tsi_word(const uint8_t *p)
+{
+	uint64_t w;
+	uint16_t port;
+
+	memcpy(&w, p + PGM_OFF_GSI, sizeof(w)); /* the GSI, then the TSDU length */
+	memcpy(&port, p + PGM_OFF_SPORT, sizeof(port));
+	/* The port's bytes in place of the TSDU length's (bytes 6-7 of w in memory). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (w & ((1ull << (PGM_GSI_LEN * 8)) - 1)) | (uint64_t)port << (PGM_GSI_LEN * 8);
+#else
+	return (w & ~0xffffull) | port;
+#endif
+}
+
+/*
+ * pgm_stream_ref_fill - the rare part of pgm_stream_odata_next(): fill ref with the stream
+ * of the downstream packet at p (tsi: pgm_stream_tsi_word(p)) on group when that stream
+ * is in this thread's cache (the last stream pgm_stream_update() found), its origin is
+ * side, and it has data, a window and a packet on that side. Returns whether it did;
+ * ref is unchanged otherwise.
+ * Caller: the worker owning (group, side), a registered QSBR thread, online.
+ */
+bool pgm_stream_ref_fill(struct pgm_stream_table *t, struct pgm_stream_ref *ref, const uint8_t *p,
+			 uint64_t tsi, uint64_t group, unsigned side);
 
 /*
  * pgm_stream_odata_next - the in-order shortcut of pgm_parse() + pgm_stream_update() for
@@ -194,15 +275,66 @@ static inline bool pgm_stream_odata_plain(const void *buf, size_t len)
  * ODATA of a known stream (the stream of key (TSI, group) is in ref, or else in this thread's
  * cache, which then fills ref), the stream's origin is `side`, the stream has data and a window,
  * the SQN is the last one seen + 1, and its checksum is absent or right, the stream is updated
- * exactly as pgm_stream_update() would (ODATA counted on the side, first/last time,
- * window lead and trail, SQN window, state active) and true is returned: pgm_parse()
- * would have said PGM_OK and pgm_stream_update() PGM_VERDICT_PASS. Otherwise nothing is
- * changed (but ref) and false is returned: the caller takes the full path.
+ * exactly as pgm_stream_update() would (ODATA counted on the side, last time, window
+ * lead and trail, SQN window, state active) and true is returned: pgm_parse() would have
+ * said PGM_OK and pgm_stream_update() PGM_VERDICT_PASS. Otherwise nothing is changed (but
+ * ref) and false is returned: the caller takes the full path.
  * Caller: the worker owning (group, side), a registered QSBR thread, online.
- * Cost: about 40 instructions plus the checksum.
+ * Cost: about 55 instructions inline plus pgm_csum_acc() (30 for 64 bytes) when the ref holds
+ * the stream.
  */
-bool pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *ref, const void *buf,
-			   size_t len, uint64_t group, unsigned side, uint64_t now_ns);
+static inline __attribute__((always_inline)) bool
+pgm_stream_odata_next(struct pgm_stream_table *t, struct pgm_stream_ref *ref, const void *buf,
+		      size_t len, uint64_t group, unsigned side, uint64_t now_ns)
+{
+	/* A table starts with its head (a struct's address is its first member's). */
+	const struct pgm_stream_table_head *h = (const void *)t;
+	const uint8_t *p = buf;
+	uint64_t tsi = pgm_stream_tsi_word(p);
+	struct pgm_stream_side *sd;
+	struct pgm_stream_data *d;
+	uint32_t sqn, trail, bit;
+
+	/*
+	 * The ref's stream: no stream removed since it was filled (the generation is read
+	 * before the record is used), the same TSI, group and side. What the fill checked
+	 * holds for good: the origin is claimed once, the flags and first_ns only get set.
+	 */
+	if (__builtin_expect(ref->gen != CMM_LOAD_SHARED(h->gen) || ref->tsi != tsi ||
+				     ref->group != group || ref->side != side,
+			     0) &&
+	    !pgm_stream_ref_fill(t, ref, p, tsi, group, side))
+		return false;
+	d = ref->d;
+	/* In order: data_note's ahead 1. This thread is the only writer of d. */
+	sqn = pgm_get32(p + PGM_HDR_LEN + PGM_DATA_OFF_SQN);
+	if (sqn != d->rx_lead + 1)
+		return false;
+	/*
+	 * pgm_checksum_verify(): a valid packet sums to all ones, pgm_csum_ok() without its
+	 * test for a zero sum (the sum of bytes that are not all zero, here the type's).
+	 */
+	if (pgm_get16(p + PGM_OFF_CHECKSUM) && pgm_csum_acc(p, len) % PGM_CSUM_ALL_ONES != 0)
+		return false; /* counted as a bad checksum by the full path */
+	/* pgm_stream_update() of an ODATA without options, PGM_OK, not a loop. */
+	sd = ref->sd;
+	_CMM_STORE_SHARED(sd->last_ns, now_ns);
+	_CMM_STORE_SHARED(sd->types[PGM_COUNT_ODATA], sd->types[PGM_COUNT_ODATA] + 1);
+	/* window_note() with a window: trail and lead move forward in serial order only. */
+	trail = pgm_get32(p + PGM_HDR_LEN + PGM_DATA_OFF_TRAIL);
+	if (pgm_sqn_gt(trail, d->trail))
+		_CMM_STORE_SHARED(d->trail, trail);
+	if (pgm_sqn_gt(sqn, d->lead))
+		_CMM_STORE_SHARED(d->lead, sqn);
+	/* win_advance() by one: the one bit to forget is sqn's own, set again. */
+	bit = sqn % PGM_STREAM_WINDOW;
+	d->win[bit / PGM_STREAM_WIN_BITS] |= 1ull << (bit % PGM_STREAM_WIN_BITS);
+	_CMM_STORE_SHARED(d->rx_lead, sqn);
+	d->stale_run = 0;
+	_CMM_STORE_SHARED(d->odata_last, sqn);
+	_CMM_STORE_SHARED(d->state, PGM_STREAM_ACTIVE);
+	return true;
+}
 
 /* Counters of one side of a stream. first_ns/last_ns are 0 until a packet arrives. */
 struct pgm_stream_side_stats {

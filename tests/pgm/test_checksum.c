@@ -2,7 +2,10 @@
 /*
  * test_checksum.c - the PGM checksum against hand-computed vectors (worked out in the
  * comments), the RFC 1071 example, and a plain 16-bit reference sum over random buffers
- * of every length and alignment. tshark cross-checks the same code in tshark_builders.sh.
+ * of every length and alignment, and pgm_csum_acc() against the sum's definition over
+ * carry-heavy buffers. tshark cross-checks the same code in tshark_builders.sh. Built
+ * twice: as is (on x86-64 the add-with-carry chains of pgm.h) and as
+ * pgm_checksum_portable (-DPGM_CSUM_PORTABLE: the code other hosts run).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -177,11 +180,86 @@ static void test_csum_ok(void)
 	CHECK_EQ(mismatches, 0);
 }
 
+/*
+ * The 64-bit sum by its definition: the native words (the last one zero padded) added
+ * modulo 2^64 - 1 (ones' complement arithmetic), in 128 bits.
+ */
+static uint64_t ref_acc(const uint8_t *p, size_t len)
+{
+	unsigned __int128 s = 0;
+
+	for (size_t i = 0; i < len; i += 8) {
+		uint64_t w = 0;
+
+		memcpy(&w, p + i, len - i < 8 ? len - i : 8);
+		s += w;
+	}
+	return (uint64_t)(s % UINT64_MAX);
+}
+
+/* Byte i of a buffer of kind k: random, mostly 0xff (long carry chains), all 0xff. */
+static uint8_t acc_byte(unsigned k, size_t i)
+{
+	switch (k) {
+	case 0:
+		return (uint8_t)rand();
+	case 1:
+		return rand() % 8 ? 0xff : (uint8_t)rand();
+	case 2:
+		return (i / 8) % 3 ? 0xff : (uint8_t)rand(); /* whole words of ones between */
+	default:
+		return 0xff;
+	}
+}
+
+/*
+ * pgm_csum_acc is the ones' complement sum of the native words (the same value modulo
+ * 2^64 - 1, 0 only for zero bytes) for every length to 300 (every tail: blocks of 8, 4,
+ * 2 and 1 words and 1-7 bytes) and alignment; pgm_csum_ok agrees with pgm_csum_sum on
+ * the same buffers with the checksum filled in, and with one bit flipped.
+ */
+static void test_acc_definition(void)
+{
+	uint8_t buf[300 + 8];
+	unsigned mismatches = 0, zero = 0, ok_mismatches = 0, ok = 0, runs = 0;
+
+	srand(2026);
+	for (unsigned k = 0; k < 4; k++) {
+		for (size_t len = 0; len <= 300; len++) {
+			for (size_t align = 0; align < 8; align++) {
+				uint8_t *p = buf + align;
+				uint64_t acc;
+
+				for (size_t i = 0; i < len; i++)
+					p[i] = acc_byte(k, i);
+				acc = pgm_csum_acc(p, len);
+				mismatches += acc % UINT64_MAX != ref_acc(p, len);
+				zero += (acc == 0) != (len == 0);
+				if (len < PGM_HDR_LEN)
+					continue;
+				runs++;
+				pgm_checksum_fill(p, len);
+				ok += pgm_csum_ok(p, len);
+				ok_mismatches +=
+					pgm_csum_ok(p, len) != (pgm_csum_sum(p, len) == 0xffff);
+				p[len - 1 - len % 5] ^= 0x04;
+				ok_mismatches +=
+					pgm_csum_ok(p, len) != (pgm_csum_sum(p, len) == 0xffff);
+			}
+		}
+	}
+	CHECK_EQ(mismatches, 0);
+	CHECK_EQ(zero, 0);
+	CHECK_EQ(ok_mismatches, 0);
+	CHECK_EQ(ok, runs);
+}
+
 int main(void)
 {
 	test_vectors();
 	test_random_against_reference();
 	test_carries();
 	test_csum_ok();
+	test_acc_definition();
 	return tap_done();
 }

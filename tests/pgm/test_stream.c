@@ -3,7 +3,8 @@
  * test_stream.c - stream table accounting: in-order data, gaps, late arrivals, repairs,
  * duplicates, serial wraparound across 2^32, SPM windows, SYN/FIN/RST transitions,
  * re-sync, loops between fabric sides, upstream packets, malformed input, labels,
- * parity, OPX discard, aging, the per-thread stream cache and the table's own counters.
+ * parity, OPX discard, aging, the per-thread stream cache and the table's own counters,
+ * and the in-order ODATA shortcut (the same accounting, and when its ref may be used).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -844,6 +845,187 @@ static void test_odata_next(void)
 	pgm_stream_table_free(fast);
 }
 
+/* pgm_stream_odata_next on an ODATA of tsi's stream on GROUP_A (side 0 unless said). */
+static bool next_odata(struct pgm_stream_table *t, struct pgm_stream_ref *ref, unsigned side,
+		       uint32_t sqn)
+{
+	uint8_t b[64];
+	ssize_t n = pgm_build_odata(b, sizeof(b), &tsi, 7500, sqn, sqn - 10, 0, "d", 1);
+
+	CHECK(n > 0 && pgm_stream_odata_plain(b, (size_t)n));
+	return pgm_stream_odata_next(t, ref, b, (size_t)n, GROUP_A, side, clock_ns++);
+}
+
+/*
+ * A pgm_stream_ref is used only while it holds the stream of the packet, on the side it
+ * was filled for, and while the table has removed no stream since: a removal (of any
+ * stream), the stream itself aged out and freed and back as a new record, and its table
+ * freed and another one allocated (maybe at the same address) all make the shortcut say
+ * false once, and the packet then counts into the live record. A stale ref would count
+ * into the wrong record, or, under ASan, write freed memory.
+ */
+static void test_odata_ref(void)
+{
+	struct pgm_stream_table *t = table();
+	struct pgm_stream_stats st, before;
+	struct pgm_stream_ref ref;
+	struct pgm_tsi other = tsi;
+	uint8_t b[64];
+	ssize_t n;
+
+	memset(&ref, 0, sizeof(ref));
+	/* New stream: no data yet, the full path creates it. */
+	CHECK(!next_odata(t, &ref, 0, 1));
+	CHECK_EQ(odata(t, 1), PGM_VERDICT_PASS);
+	/* Filled from the thread's cache, then from the ref. */
+	CHECK(next_odata(t, &ref, 0, 2));
+	CHECK(next_odata(t, &ref, 0, 3));
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.side[0].types[PGM_COUNT_ODATA], 3);
+	CHECK_EQ(st.rx_lead, 3);
+	CHECK_EQ(st.odata_last, 3);
+
+	/* The other side (a loop), a gap, a duplicate: false, nothing changed. */
+	before = snap(t, GROUP_A);
+	CHECK(!next_odata(t, &ref, 1, 4));
+	CHECK(!next_odata(t, &ref, 0, 5));
+	CHECK(!next_odata(t, &ref, 0, 3));
+	st = snap(t, GROUP_A);
+	CHECK(memcmp(&before, &st, sizeof(st)) == 0);
+
+	/* Another stream removed: the ref and the cache miss once. */
+	other.sport = (uint16_t)(tsi.sport + 1);
+	n = pgm_build_odata(b, sizeof(b), &other, 7500, 1, 1, 0, NULL, 0);
+	clock_ns -= 100; /* older than tsi's stream */
+	feed_raw(t, 0, GROUP_A, b, (size_t)n);
+	clock_ns += 100;
+	CHECK_EQ(odata(t, 4), PGM_VERDICT_PASS); /* back in the cache */
+	CHECK_EQ(pgm_stream_table_age(t, clock_ns, 100), 1);
+	CHECK(!next_odata(t, &ref, 0, 5));
+	CHECK_EQ(odata(t, 5), PGM_VERDICT_PASS);
+	CHECK(next_odata(t, &ref, 0, 6));
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.side[0].types[PGM_COUNT_ODATA], 6);
+	CHECK_EQ(st.rx_lead, 6);
+
+	/* The stream itself aged out and freed; the same key comes back as a new record. */
+	CHECK_EQ(pgm_stream_table_age(t, clock_ns + 1000000, 1), 1);
+	urcu_qsbr_thread_offline();
+	urcu_qsbr_barrier();
+	urcu_qsbr_thread_online();
+	CHECK(!next_odata(t, &ref, 0, 7));
+	CHECK_EQ(odata(t, 7), PGM_VERDICT_PASS);
+	CHECK(next_odata(t, &ref, 0, 8));
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.side[0].types[PGM_COUNT_ODATA], 2);
+	CHECK_EQ(st.rx_lead, 8);
+
+	/* Another table, maybe at the same address: the ref misses, the packet counts there. */
+	pgm_stream_table_free(t);
+	t = table();
+	CHECK_EQ(odata(t, 9), PGM_VERDICT_PASS);
+	CHECK(next_odata(t, &ref, 0, 10));
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.side[0].types[PGM_COUNT_ODATA], 2);
+	CHECK_EQ(st.rx_lead, 10);
+	pgm_stream_table_free(t);
+	clock_ns = 1000;
+}
+
+#define MODEL_ROUNDS 300u
+#define MODEL_START  0xfff00000u /* across 2^32 */
+
+/* SQNs fed to the model, by offset from MODEL_START (the rounds span about 400 000). */
+static uint8_t model_fed[1u << 20];
+
+/* Feed sqn to t and the model; returns whether the verdict was the model's. */
+static bool model_feed(struct pgm_stream_table *t, uint32_t *lead, uint32_t sqn, uint64_t *dups,
+		       uint64_t *late)
+{
+	struct pgm_stream_key key;
+	struct pgm_packet pkt;
+	enum pgm_verdict v;
+	bool dup = false;
+	uint8_t b[64];
+	ssize_t n;
+
+	if (!pgm_sqn_gt(sqn, *lead)) {
+		if (*lead - sqn >= PGM_STREAM_WINDOW)
+			sqn = *lead; /* out of the window by now: a duplicate of the lead */
+		dup = model_fed[sqn - MODEL_START];
+		*dups += dup;
+		*late += !dup;
+	}
+	if (pgm_sqn_gt(sqn, *lead))
+		*lead = sqn;
+	model_fed[sqn - MODEL_START] = 1;
+	/* feed_data() without a TAP line per packet. */
+	n = pgm_build_odata(b, sizeof(b), &tsi, 7500, sqn, sqn - 10, 0, "d", 1);
+	pgm_parse(b, (size_t)n, 0, &pkt);
+	pgm_stream_key_from_packet(&key, &pkt, GROUP_A);
+	return pgm_stream_update(t, &key, 0, &pkt, clock_ns++, &v) == 0 &&
+	       v == (dup ? PGM_VERDICT_DUPLICATE : PGM_VERDICT_PASS);
+}
+
+/*
+ * The SQN window against a model that remembers every SQN fed. Rounds of in-order data
+ * (0 to 1100: the SQNs a window behind are mostly seen), a jump ahead by 2 to 1500 (the
+ * skipped SQNs start anywhere in a word, cross word boundaries, wrap around the ring or
+ * pass the whole window), then data behind the lead: the first and the last SQN the jump
+ * skipped, the first multiple of 64 it skipped, three other skipped ones and three
+ * anywhere in the window. Each is a duplicate exactly when that SQN came before (a bit
+ * the jump failed to clear would call a skipped one a duplicate). Every verdict and the
+ * gap, missed, late and duplicate counts match the model's.
+ */
+static void test_window_model(void)
+{
+	struct pgm_stream_table *t = table();
+	uint64_t gaps = 0, missed = 0, dups = 0, late = 0;
+	uint32_t lead = MODEL_START;
+	struct pgm_stream_stats st;
+	unsigned wrong = 0;
+
+	memset(model_fed, 0, sizeof(model_fed));
+	next_rng = 0x2545f4914f6cdd1dull;
+	CHECK_EQ(odata(t, lead), PGM_VERDICT_PASS);
+	model_fed[0] = 1;
+	for (unsigned r = 0; r < MODEL_ROUNDS; r++) {
+		uint32_t run = next_rand(1101), lo, hi, n;
+
+		for (uint32_t i = 0; i < run; i++)
+			wrong += !model_feed(t, &lead, lead + 1, &dups, &late);
+		lo = lead + 1;
+		hi = lead + 1 + next_rand(1499); /* skipped: lo .. hi */
+		n = hi - lo + 1;
+		gaps++;
+		missed += n;
+		wrong += !model_feed(t, &lead, hi + 1, &dups, &late);
+		wrong += !model_feed(t, &lead, lo, &dups, &late);
+		wrong += !model_feed(t, &lead, hi, &dups, &late);
+		if ((0u - lo) % 64 < n)
+			wrong += !model_feed(t, &lead, lo + (0u - lo) % 64, &dups, &late);
+		for (unsigned i = 0; i < 3; i++) {
+			wrong += !model_feed(t, &lead, lo + next_rand(n), &dups, &late);
+			wrong += !model_feed(t, &lead, lead - next_rand(PGM_STREAM_WINDOW), &dups,
+					     &late);
+		}
+	}
+	CHECK(lead - MODEL_START < sizeof(model_fed));
+	CHECK(late > 0 && dups > 0);
+	CHECK_EQ(wrong, 0);
+	st = snap(t, GROUP_A);
+	CHECK_EQ(st.rx_lead, lead);
+	CHECK_EQ(st.gaps, gaps);
+	CHECK_EQ(st.missed, missed);
+	CHECK_EQ(st.dups, dups);
+	CHECK_EQ(st.late, late);
+	CHECK_EQ(st.stale, 0);
+	printf("# window model: %u rounds, %" PRIu64 " late, %" PRIu64 " duplicates\n",
+	       MODEL_ROUNDS, late, dups);
+	pgm_stream_table_free(t);
+	clock_ns = 1000;
+}
+
 static void test_params_and_policy(void)
 {
 	struct pgm_stream_params bad_size = {.label_opt = 0x22, .init_size = 3};
@@ -877,6 +1059,8 @@ int main(void)
 	test_stream_cache();
 	test_params_and_policy();
 	test_odata_next();
+	test_odata_ref();
+	test_window_model();
 	urcu_qsbr_unregister_thread();
 	return tap_done();
 }
