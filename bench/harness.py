@@ -188,12 +188,18 @@ class Fabric:
 def bridge_argv(args, bridge, sc, groups, ctl, cg_out=None):
     a = []
     if cg_out:
-        a = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg_out,
-             "--collect-atstart=no", "--toggle-collect=chan_burst"]
+        # --fair-sched=yes: valgrind runs one thread at a time, and without a fair lock
+        # the spinning worker starves the control thread (joins of thousands of groups
+        # took more than 20 minutes); join_timeout as in bench/bridge_bench.sh.
+        a = ["valgrind", "--tool=callgrind", "--fair-sched=yes",
+             "--callgrind-out-file=" + cg_out, "--collect-atstart=no",
+             "--toggle-collect=chan_burst"]
     a += [bridge, "--debug", "--control", ctl, "-d", args.ib, "-r", args.roce,
           "--workers", str(sc.get("workers", 1)),
           "-e", "statint=0", "-e", "buffers=131072", "-e", "rqdepth=16384",
           "-e", "senders=131072", "-e", "oversubscribe"]
+    if cg_out:
+        a += ["-e", "join_timeout=3600"]
     for g in groups:
         a += ["-m", g]
     return a
@@ -513,7 +519,9 @@ def main():
     ap.add_argument("--count", type=int, default=400000, help="packets of a rate phase")
     ap.add_argument("--lat-count", type=int, default=5000, help="packets of a latency phase")
     ap.add_argument("--lat-rate", type=int, default=10000, help="pps of a latency phase")
-    ap.add_argument("--cg-rate", type=int, default=500000, help="pps offered under callgrind")
+    ap.add_argument("--cg-rate", type=int, default=2000000,
+                    help="pps offered under callgrind (default 2 000 000: more than the bridge "
+                    "under callgrind forwards, so that it sees full bursts)")
     ap.add_argument("--cg-runs", type=int, default=2,
                     help="repetitions of the callgrind measurement (default 2)")
     ap.add_argument("-d", "--ib", default=None, help="bridge's InfiniBand device (real)")
