@@ -601,6 +601,18 @@ static void test_iterate_and_age(void)
  * address). A stale cache entry would count into the wrong record, or, under ASan, read
  * freed memory.
  */
+/* Age out every stream (idle for 1 ns at a time 1 ms ahead) and wait for the records to
+ * be freed (an RCU barrier, offline). Returns how many were aged out. */
+static size_t age_all_and_free(struct pgm_stream_table *t)
+{
+	size_t n = pgm_stream_table_age(t, clock_ns + 1000000, 1);
+
+	urcu_qsbr_thread_offline();
+	urcu_qsbr_barrier();
+	urcu_qsbr_thread_online();
+	return n;
+}
+
 static void test_stream_cache(void)
 {
 	struct pgm_stream_table_info info;
@@ -626,10 +638,7 @@ static void test_stream_cache(void)
 	CHECK_EQ(st.dups, 0);
 
 	/* Age everything out and let the records be freed; the cached one comes back new. */
-	CHECK_EQ(pgm_stream_table_age(t, clock_ns + 1000000, 1), 2);
-	urcu_qsbr_thread_offline();
-	urcu_qsbr_barrier();
-	urcu_qsbr_thread_online();
+	CHECK_EQ(age_all_and_free(t), 2);
 	pgm_stream_table_info(t, &info);
 	CHECK_EQ(info.freed, 2);
 	CHECK_EQ(odata(t, 7), PGM_VERDICT_PASS);
@@ -909,10 +918,7 @@ static void test_odata_ref(void)
 	CHECK_EQ(st.rx_lead, 6);
 
 	/* The stream itself aged out and freed; the same key comes back as a new record. */
-	CHECK_EQ(pgm_stream_table_age(t, clock_ns + 1000000, 1), 1);
-	urcu_qsbr_thread_offline();
-	urcu_qsbr_barrier();
-	urcu_qsbr_thread_online();
+	CHECK_EQ(age_all_and_free(t), 1);
 	CHECK(!next_odata(t, &ref, 0, 7));
 	CHECK_EQ(odata(t, 7), PGM_VERDICT_PASS);
 	CHECK(next_odata(t, &ref, 0, 8));
