@@ -77,28 +77,29 @@ void mct_hdr_put(void *buf, const struct mct_hdr *h)
 	uint8_t *p = buf;
 
 	put32(p, MCT_MAGIC);
-	put32(p + 4, h->stream);
-	put64(p + 8, h->seq);
-	put64(p + 16, h->tx_ns);
-	put32(p + 24, h->total);
-	p[28] = h->clock;
-	p[29] = h->flags;
-	p[30] = p[31] = 0;
+	p[4] = MCT_NOT_PGM;
+	p[5] = h->clock;
+	p[6] = h->flags;
+	p[7] = 0;
+	put32(p + 8, h->stream);
+	put32(p + 12, h->total);
+	put64(p + 16, h->seq);
+	put64(p + 24, h->tx_ns);
 }
 
 bool mct_hdr_get(const void *buf, size_t len, struct mct_hdr *h)
 {
 	const uint8_t *p = buf;
 
-	if (len < MCT_HDR_LEN || get32(p) != MCT_MAGIC)
+	if (len < MCT_HDR_LEN || get32(p) != MCT_MAGIC || p[4] != MCT_NOT_PGM)
 		return false;
 	h->magic = MCT_MAGIC;
-	h->stream = get32(p + 4);
-	h->seq = get64(p + 8);
-	h->tx_ns = get64(p + 16);
-	h->total = get32(p + 24);
-	h->clock = p[28];
-	h->flags = p[29];
+	h->clock = p[5];
+	h->flags = p[6];
+	h->stream = get32(p + 8);
+	h->total = get32(p + 12);
+	h->seq = get64(p + 16);
+	h->tx_ns = get64(p + 24);
 	h->reserved = 0;
 	return true;
 }

@@ -27,8 +27,15 @@
 #define MCT_MCAST_QPN	 0xffffffu   /* remote QPN of a multicast send */
 #define MCT_DEFAULT_PORT 4711	     /* -p default, as ib2roce */
 #define MCT_JOIN_TIMEOUT 20000	     /* ms for all joins to complete */
-#define MCT_MAGIC	 0x4d435431u /* "MCT1": a test packet header follows */
-#define MCT_HDR_LEN	 32u
+#define MCT_MAGIC	 0x4d435432u /* "MCT2": a test packet header follows */
+/*
+ * Byte 4 of the header, where a PGM header has its type: a version nibble PGM does not
+ * have, so that a PGM-inspecting receiver (the bridge) counts a plain payload as not PGM
+ * at its first test. ("MCT1" had the stream id there, whose top byte 0 looked like an SPM
+ * and let the bridge count every packet as malformed PGM.)
+ */
+#define MCT_NOT_PGM 0xffu
+#define MCT_HDR_LEN 32u
 
 /* mct_hdr.flags */
 #define MCT_F_LAST 0x01u /* the last packet of its stream */

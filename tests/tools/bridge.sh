@@ -3,7 +3,8 @@
 # RoCE, plain payloads from RoCE to IB. The bridge drops every 7th packet it receives
 # (-e drop=7, counted as drop_injected per input side): each listener's loss (data) plus
 # the SPMs it missed is exactly the bridge's injected drops on that side, every gap is a
-# single packet, nothing is duplicated, and the PGM that crossed still parses (checksums).
+# single packet, nothing is duplicated, and the PGM that crossed still parses (checksums);
+# the plain payloads are counted as not PGM.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -20,7 +21,7 @@ tl_listen on_ib -d sim_ib2 -m "$g2" -D 50
 tl_send ib_tx -d sim_ib1 -m "$g1" -n "$n" --pgm --rate 20000 --spm-interval 20
 spm_tx=$(sed -n 's/^mcsender: .* spm=\([0-9]*\) .*/\1/p' "$SF_TMP/ib_tx.out")
 wait_json bridge '.sides[0].fwd_pkts + .sides[0].drop_reasons.injected' $((n + spm_tx))
-tl_send roce_tx -r sim_roce1 -m "$g2" -n "$n" --streams 2 --rate 20000
+tl_send roce_tx -r sim_roce1 -m "$g2" -n "$n" --streams 2 --stream-id 1000 --rate 20000
 wait_json bridge '.sides[1].fwd_pkts + .sides[1].drop_reasons.injected' $((2 * n))
 tl_stop on_roce
 tl_stop on_ib
@@ -42,5 +43,10 @@ inj=$(br_field bridge RoCE drop_injected)
 [ $(($(br_field bridge IB drop_injected) + inj)) = $(((n + spm_tx + 2 * n) / 7)) ] ||
 	br_fail "bridge: injected drops do not add up to 1 in 7" bridge
 tl_expect on_ib received=$((2 * n - inj)) lost="$inj" gaps="$inj" dup=0 reordered=0 streams=2
+# mcsender's plain header is not PGM-shaped (byte 4, PGM's type, is 0xff): the bridge's
+# PGM inspection counts every plain packet as not PGM, none as malformed PGM (with the
+# "MCT1" header, stream id 1000 put 0x00, an SPM, in that byte).
+br_expect bridge RoCE pgm_not_pgm $((2 * n))
+br_expect bridge RoCE pgm_malformed 0
 br_conservation bridge sim_ib0 sim_roce0
 sf_log "PASS"
