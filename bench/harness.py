@@ -14,7 +14,8 @@ fixed offered rate, one-way latency percentiles from mclisten), then, under call
 the engine's instructions per forwarded packet: two runs of the bridge collecting only
 inside chan_burst with N and 3N packets offered, the difference of their instruction
 counts over the difference of their forwarded packets (start-up and first sightings
-cancel). Counted: every object but the simulated libibverbs/librdmacm (the ib2roce
+cancel; a pair whose second run forwarded less than 1.5 times the first is refused as an
+error, recorded in results.json). Counted: every object but the simulated libibverbs/librdmacm (the ib2roce
 binary's own code, plus the libc and liburcu calls it makes: bench/cg_engine.awk with
 sim=).
 
@@ -416,6 +417,13 @@ def cg_run(args, fab, bridge, sc, quick):
     ib, fb = cg_count(args, fab, bridge, sc, 3 * n, "b")
     if fb <= fa:
         raise BenchError("callgrind: the second run forwarded no more packets (%d, %d)" % (fa, fb))
+    # The difference cancels what both runs share (start-up, first sightings) only when
+    # the second run forwarded clearly more: with 16 384 and 17 664 packets a few hundred
+    # instructions of either run's set-up moved the result by a tenth.
+    if 2 * fb < 3 * fa:
+        raise BenchError("callgrind: the second run forwarded too few packets more than the "
+                         "first (%d, %d; at least 1.5 times are needed): the bridge was not "
+                         "saturated the same way in both (--cg-rate)" % (fa, fb))
     return {"ipp": (ib - ia) / (fb - fa), "ir": [ia, ib], "fwd": [fa, fb]}
 
 
