@@ -195,6 +195,16 @@ struct chan_flow {
 	uint64_t checked;
 };
 
+/*
+ * An entry of a channel's flow sender cache (direct-mapped by QPN): (flow generation << 32
+ * | QPN, sender), valid while the flow is the one of that generation, whose source address
+ * is fixed: so a QPN compare finds the sender.
+ */
+struct qcache_ent {
+	uint64_t tag;
+	struct sender *s;
+};
+
 struct channel {
 	enum side side;
 	uint32_t index;
@@ -263,15 +273,8 @@ struct channel {
 	uint32_t scache_shift;	    /* 64 - log2(scache_n / 2): a hash's top bits pick the set */
 	uint32_t qcache_mask;	    /* qcache entries - 1 (a power of two, >= CH_QCACHE) */
 	struct sender *prev_sender; /* the last packet's sender */
-	/*
-	 * The flow's senders by QPN (direct-mapped): an entry is (flow generation << 32 |
-	 * QPN, sender), valid while the flow is the one of that generation, whose source
-	 * address is fixed: so a QPN compare finds the sender. flow_gen counts flow_set.
-	 */
-	struct qcache_ent {
-		uint64_t tag;
-		struct sender *s;
-	} * qcache;
+	/* The flows' senders by QPN (struct qcache_ent). flow_gen counts flow_set. */
+	struct qcache_ent *qcache;
 	uint32_t flow_gen;
 	struct chan_flow *flows; /* CH_FLOWS flows: the data path's fast path (fwd.c) */
 	struct chan_flow *fcur;	 /* the flow of the channel's last fast-path packet */

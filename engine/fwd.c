@@ -1030,15 +1030,17 @@ flow_find(struct burst *b, struct channel *ch, const enum side side, const uint8
 
 /*
  * rx_fast_run's send of buffer buf (payload at p + BR_GRH_LEN, len bytes) of flow f into
- * WR t, the run's k-th (for imm_mask): send_wr_fill's fast half. Opcode (IBV_WR_SEND) and
- * flags stay the template's, but for immediate data (the slot goes into tx_dirty at the
- * end of the run).
+ * WR t, the run's k-th (for imm_mask), counted to f (flushed at the end of the burst:
+ * flow_flush): send_wr_fill's fast half. Opcode (IBV_WR_SEND) and flags stay the
+ * template's, but for immediate data (the slot goes into tx_dirty at the end of the run).
  */
 static inline __attribute__((always_inline)) void
 fast_send(struct tx_slot *t, uint32_t k, uint32_t *imm_mask, const struct ibv_wc *c,
-	  const uint8_t *p, uint32_t len, const struct chan_flow *f, uint64_t wid, uint32_t *ring,
+	  const uint8_t *p, uint32_t len, struct chan_flow *f, uint64_t wid, uint32_t *ring,
 	  uint32_t mask, struct pool_meta *meta, uint32_t buf)
 {
+	f->pkts++;
+	f->bytes += len;
 	if (__builtin_expect(c->wc_flags & IBV_WC_WITH_IMM, 0)) {
 		t->wr.opcode = IBV_WR_SEND_WITH_IMM;
 		t->wr.imm_data = c->imm_data;
@@ -1198,8 +1200,6 @@ other_flow:
 				}
 				shapes[shape]++;
 			}
-			f->pkts++; /* flushed at the end of the burst (flow_flush) */
-			f->bytes += len;
 			fast_send(t, (uint32_t)(t - t0), &imm_mask, c, p, len, f, wid, ring, mask,
 				  meta, buf);
 			t++;
@@ -1233,8 +1233,6 @@ other_flow:
 			continue;
 		}
 send:
-		f->pkts++;
-		f->bytes += len;
 		fast_send(t, (uint32_t)(t - t0), &imm_mask, c, p, len, f, wid, ring, mask, meta,
 			  buf);
 		t++;
@@ -1483,13 +1481,15 @@ void chan_refill(struct worker *w, struct channel *ch)
 		chan_prepare(ch);
 	while (ch->rq_posted < ch->rq_depth && !ch->broken) {
 		uint32_t want = ch->rq_depth - ch->rq_posted, got;
-		uint64_t held = src->tx_tail - src->tx_recl;
+		/* Only a peer of this worker holds buffers for us (chan_tx_done); another
+		 * worker's ring positions are that worker's to read. */
+		uint64_t held = src->w == w ? src->tx_tail - src->tx_recl : 0;
 		const uint32_t *idx;
 		bool pooled = false;
 
 		if (want > BR_BURST)
 			want = BR_BURST;
-		if (held && src->w == w) {
+		if (held) {
 			/* From the peer's ring, up to its end (the next pass takes the rest). */
 			uint32_t at = (uint32_t)src->tx_recl & src->tx_mask,
 				 run = src->tx_mask + 1 - at;
