@@ -77,7 +77,7 @@ static struct sockaddr *join_addr(struct ctl *c, struct group *g, int s,
 	return (struct sockaddr *)ss;
 }
 
-static void group_update_ready(struct group *g)
+static void group_update_ready(struct bridge *br, struct group *g)
 {
 	uint32_t ready = 0;
 
@@ -89,6 +89,7 @@ static void group_update_ready(struct group *g)
 		ready |= GROUP_STANDBY;
 	/* Pairs with the acquire load in rx_classify: the AHs are visible first. */
 	atomic_store_explicit(&g->ready, ready, memory_order_release);
+	bridge_flows_stale(br);
 }
 
 static void join_issue(struct ctl *c, struct group *g, int s)
@@ -176,8 +177,9 @@ static void join_drop(struct ctl *c, struct group *g, int s, bool leave)
 
 	/* Forwarding stops first (ready bits), then the AH goes (see rx_classify). */
 	js->state = JOIN_IDLE;
-	group_update_ready(g);
+	group_update_ready(c->br, g);
 	atomic_store(&g->ah_out[s], NULL);
+	bridge_flows_stale(c->br);
 	if (js->attached) {
 		ibv_detach_mcast(g->out_chan[s]->qp, &g->mgid[s], (uint16_t)js->mlid);
 		js->attached = false;
@@ -254,7 +256,7 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 	atomic_store_explicit(&g->ah_out[s], g->js[s].ah, memory_order_release);
 	g->js[s].state = JOIN_DONE;
 	g->joined_ms[s] = mono_ms();
-	group_update_ready(g);
+	group_update_ready(c->br, g);
 	log_ctx(LOG_INFO, sd->dev, g->spec, "%s joined %s (mlid %#x)%s", side_name[s], g->spec,
 		aa.dlid, group_dir_rx(g->dir, s) ? "" : " send-only");
 	if (g->ready & ~GROUP_STANDBY)
@@ -1228,6 +1230,7 @@ int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
 
 		/* Stop forwarding first, then leave, then let the workers drop the pointer. */
 		atomic_store(&g->ready, 0);
+		bridge_flows_stale(br);
 		for (int s = 0; s < NSIDES; s++)
 			join_drop(c, g, s, true);
 		group_unpublish(br, g);

@@ -252,7 +252,7 @@ static uint32_t group_part(const struct ha *ha, const struct group *g)
 }
 
 /* The group's role bit from its partition (published with release: pairs with the
- * workers' acquire loads of ready in rx_classify and flow_valid). */
+ * workers' acquire loads of ready in rx_classify; the callers then bump flows_epoch). */
 static void group_role_apply(struct ha *ha, struct group *g)
 {
 	g->standby = ha->part[g->part].standby;
@@ -287,6 +287,7 @@ int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen)
 					ha->part[ha->map[i].part].name, ha->map[i].spec);
 	for (uint32_t i = 0; i < br->ngroups; i++)
 		ha_group_assign(ha, br->groups[i]);
+	bridge_flows_stale(br);
 	for (uint32_t i = 0; i < ha->nparts; i++) {
 		ha->part[i].since_ms = mono_ms();
 		ha->part[i].since_wall = time(NULL);
@@ -334,6 +335,7 @@ static void part_set(struct ha *ha, struct ctl *c, uint32_t idx, bool standby, c
 	for (uint32_t i = 0; i < br->ngroups; i++)
 		if (br->groups[i]->part == idx)
 			group_role_apply(ha, br->groups[i]);
+	bridge_flows_stale(br);
 	p->since_ms = mono_ms();
 	p->since_wall = time(NULL);
 	p->transitions++;

@@ -167,33 +167,33 @@ typedef uint64_t u64x2u __attribute__((vector_size(16), aligned(1)));
  * classification found (group, sender, address handle, the other side's MTU). A packet
  * whose addresses match a flow needs none of the table lookups and rule checks again
  * (rx_fast_run). A channel has CH_FLOWS of them in sets of CH_FLOW_WAYS, the set chosen
- * by a hash of the address bytes (source and group), so that traffic interleaving groups
- * and sources packet by packet stays on the fast path (two flows whose hashes collide
- * both keep their place). A flow is checked again (flow_valid) the first time a
- * burst uses it, and all are dropped with the channel's caches when a table's epoch
- * moves.
+ * by a hash of the address bytes (source and group): every packet is looked up in its
+ * set, so that a run of one flow and traffic interleaving groups and sources packet by
+ * packet cost the same (two flows whose hashes collide both keep their place). What a
+ * flow caches stays true until the bridge's flows_epoch moves (a group's ready bits,
+ * role or address handle changed) or a table's epoch does: the channel then drops all
+ * its flows before its next burst.
+ *
+ * The fields every packet reads come first, in one cache line; the rest (the sender
+ * cache's tags, the PGM stream) only when the sender or the packet asks for them.
  */
 struct chan_flow {
 	union {
 		uint64_t key[4]; /* IB: source GID, then MGID; RoCE: key[0] = saddr, daddr */
 		u64x2 kv[2];
 	};
-	struct src_addr src;
-	uint64_t mix; /* src_mix(&src) */
-	uint64_t gen; /* this flow's generation << 32: the tag of its qcache entries */
 	struct group *g;
 	struct sender *s;
 	struct ibv_ah *ah;
 	uint32_t qkey;
 	uint32_t lim; /* the other side's MTU + 1; 0 while no flow is set: nothing matches */
-	/* rx_fast_run's packets since flow_set, counted to the group and channels by flow_flush. */
-	uint32_t pkts;
-	uint64_t bytes;
+	/* The second cache line. */
+	uint64_t gen; /* this flow's generation << 32: the tag of its qcache entries, and its age */
+	struct src_addr src;
+	uint64_t mix; /* src_mix(&src) */
 	/* The PGM stream of the flow's last in-order ODATA (pgm_stream_odata_next). */
 	struct pgm_stream_ref pgm;
-	/* The channel's flow_burst when flow_valid last held: the burst that uses the flow. */
-	uint64_t checked;
-};
+} __attribute__((aligned(64)));
 
 /*
  * An entry of a channel's flow sender cache (direct-mapped by QPN): (flow generation << 32
@@ -277,8 +277,7 @@ struct channel {
 	struct qcache_ent *qcache;
 	uint32_t flow_gen;
 	struct chan_flow *flows; /* CH_FLOWS flows: the data path's fast path (fwd.c) */
-	struct chan_flow *fcur;	 /* the flow of the channel's last fast-path packet */
-	uint64_t flow_burst;	 /* bursts of the channel (chan_flow.checked) */
+	uint64_t flows_epoch;	 /* the bridge's flows_epoch the flows were set under */
 	struct chan_stats st;
 	/* Control thread only: counters at the last console "zap" (shown values are st - zap;
 	 * stats --json and the metrics file show st), and the rates of the last second. */
@@ -421,6 +420,9 @@ struct bridge {
 	uint32_t ngroups, groups_cap;
 	struct sender_table *senders;
 	_Atomic uint64_t groups_epoch; /* bumped before a group leaves the tables */
+	/* Bumped after a group's ready bits, role or address handles change: the workers'
+	 * flows (struct chan_flow) cached them (bridge_flows_stale). */
+	_Atomic uint64_t flows_epoch;
 	struct pgm_stream_table *pgm;  /* PGM streams (TSI + group) */
 	/* Runtime features, read by workers with relaxed loads. */
 	_Atomic int64_t bridging;
@@ -488,5 +490,15 @@ int group_array_push(struct group ***v, uint32_t *n, uint32_t *cap, struct group
 /* Insert / remove a group in the tables (control thread). */
 int group_publish(struct bridge *br, struct group *g);
 void group_unpublish(struct bridge *br, struct group *g);
+
+/*
+ * After a group's ready bits, role or address handles changed (control thread): the
+ * workers' flows cached them, so every channel drops its flows before its next burst.
+ * Release: a worker that loads the new epoch (acquire) sees the change too.
+ */
+static inline void bridge_flows_stale(struct bridge *br)
+{
+	atomic_fetch_add_explicit(&br->flows_epoch, 1, memory_order_release);
+}
 
 #endif /* ENGINE_BRIDGE_H */

@@ -372,17 +372,13 @@ struct burst {
 	bool bridging;
 	bool pgm_on;
 	bool inspect; /* pgm_on or drop_every: the per-packet extras */
-	/* Flows may forward (flow_set, flow_valid): no drop=N, and a PGM policy that forwards
-	 * what is not PGM (rx_fast_run forwards it without asking). */
+	/* Flows may be set (flow_set): no drop=N, and a PGM policy that forwards what is not
+	 * PGM (rx_fast_run forwards it without asking). */
 	bool flows_ok;
-	bool flows_live; /* bridging, peer_fast and flows_ok: flows may forward in this burst */
+	/* bridging, peer_fast and flows_ok: the burst's receives go through rx_fast_run */
+	bool flows_live;
 	uint32_t pgm_malformed; /* rx_fast_run's counts, added to the channel's at the end */
 	uint32_t pgm_not_pgm;
-	/* The flows this burst checked (flow_valid) and may have counted packets to: flushed at
-	 * the end (flow_flush). At most one per packet, and the one the burst started with. */
-	uint64_t fburst; /* the channel's flow_burst */
-	uint32_t nused;
-	struct chan_flow *used[BR_BURST + 1];
 	bool check_own; /* the channel's side cannot block our own multicast */
 	/* A capture takes this burst's receives (burst_capture_begin): its ring, else NULL. */
 	struct cap_ring *cap;
@@ -757,6 +753,13 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
 		ch->scache_epoch = se;
 		flows_drop(ch);
 	}
+	/* A group's ready bits, role or address handle changed (bridge_flows_stale). */
+	uint64_t fe = atomic_load_explicit(&w->br->flows_epoch, memory_order_acquire);
+
+	if (fe != ch->flows_epoch) {
+		ch->flows_epoch = fe;
+		flows_drop(ch);
+	}
 }
 
 /*
@@ -824,74 +827,54 @@ static inline bool rx_pgm(struct bridge *br, struct channel *ch, const struct gr
 	return rx_pgm_inspect(br, ch, g, payload, len, now);
 }
 
-/* Count the packets rx_fast_run forwarded in the flow (it counts only to the sender). */
-static inline __attribute__((always_inline)) void flow_flush(struct burst *b, struct chan_flow *f,
-							     const enum side side)
+/*
+ * The flow set (CH_FLOW_WAYS flows) of a packet's addresses. IB: x the low half of the
+ * source GID (the port GUID), y the low half of the MGID (the group bits); RoCE: x the
+ * source and destination IPv4 addresses, y 0. x is turned by 32 bits before the two
+ * are mixed, so that sources and groups numbered alike (port GUIDs and group addresses
+ * that count up together) do not cancel out; the product's top bits pick the set
+ * (Fibonacci hashing). One rotate, one xor and one multiply: every packet pays them.
+ */
+static inline __attribute__((always_inline)) struct chan_flow *
+flow_slot(struct chan_flow *flows, uint64_t x, uint64_t y)
 {
-	f->g->fwd_pkts[side] += f->pkts;
-	f->g->fwd_bytes[side] += f->bytes;
-	b->rx_bytes += f->bytes;
-	b->fwd_pkts += f->pkts;
-	b->peer->st.tx_pkts += f->pkts;
-	b->peer->st.tx_bytes += f->bytes;
-	f->pkts = 0;
-	f->bytes = 0;
+	uint64_t h = ((x << 32 | x >> 32) ^ y) * 0x9e3779b97f4a7c15ull;
+
+	return &flows[(h >> (64 - CH_FLOWS_BITS)) * CH_FLOW_WAYS];
 }
 
-/* The flow set (CH_FLOW_WAYS flows) of a packet's addresses: IB the low halves of source
- * GID and MGID (the port GUID and the group bits), RoCE the source and destination IPv4
- * addresses. */
-static inline __attribute__((always_inline)) struct chan_flow *flow_slot(struct channel *ch,
-									 uint64_t x, uint64_t y)
-{
-	uint64_t h = ((x * 0x9e3779b97f4a7c15ull) ^ y) * 0x9e3779b97f4a7c15ull;
-
-	return &ch->flows[(h >> (64 - CH_FLOWS_BITS)) * CH_FLOW_WAYS];
-}
-
-_Static_assert(CH_FLOW_WAYS == 2, "flow_find and flow_pick look at two ways");
+_Static_assert(CH_FLOW_WAYS == 2, "flow_find_ib, flow_find_roce and flow_pick look at two ways");
 
 /*
  * The flow of set `set` that flow_set fills for the addresses key (IB: 4 words, RoCE:
- * key[0]): the one holding them already (chan_rx also sees packets of a known flow: a
- * sender not in the caches), else an empty one, else the one a burst used least recently.
+ * key[0]): the way holding these addresses already, set or not (so that a key is in one
+ * way at most and the lookup's first match is the only one), else an empty one, else the
+ * one set longer ago.
  */
 static struct chan_flow *flow_pick(struct chan_flow *set, const uint64_t *key, const enum side side)
 {
 	size_t klen = side == SIDE_IB ? 32 : 8;
 
 	for (unsigned k = 0; k < CH_FLOW_WAYS; k++)
-		if (set[k].lim && !memcmp(set[k].key, key, klen))
+		if (!memcmp(set[k].key, key, klen))
 			return &set[k];
 	if (!set[0].lim)
 		return &set[0];
 	if (!set[1].lim)
 		return &set[1];
-	return set[0].checked < set[1].checked ? &set[0] : &set[1];
+	return set[0].gen < set[1].gen ? &set[0] : &set[1];
 }
 
 /*
- * Note a flow as used by this burst (checked: flow_valid held), to be flushed at its end.
- * Its sender's last_ns is the burst's time from here on (the time is one per burst, so
- * once per flow and burst is enough; rx_fast_run sets it when the sender changes).
- */
-static inline __attribute__((always_inline)) void flow_use(struct burst *b, struct chan_flow *f)
-{
-	f->s->last_ns = b->now;
-	f->checked = b->fburst;
-	b->used[b->nused++] = f;
-}
-
-/*
- * Note the flow of a packet forwarded to the peer's fast path, in its slot (replacing
- * what was there; the flows of other addresses stay); it becomes *fp, the flow the next
- * packet is compared with. Not for a packet that shares our own source address
- * (own-packet filtering looks at its QPN each time) or that has no sender record.
+ * Note the flow of a packet forwarded to the peer's fast path, in its set (replacing what
+ * its way held; the flows of other addresses stay). Not for a packet that shares our own
+ * source address (own-packet filtering looks at its QPN each time) or that has no sender
+ * record.
  */
 static inline __attribute__((always_inline)) void
-flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum side side,
-	 const uint8_t *p, const struct src_addr *src, struct group *g, struct sender *s,
-	 struct ibv_ah *ah, uint32_t qkey, uint32_t mtu)
+flow_set(struct burst *b, struct channel *ch, const enum side side, const uint8_t *p,
+	 const struct src_addr *src, struct group *g, struct sender *s, struct ibv_ah *ah,
+	 uint32_t qkey, uint32_t mtu)
 {
 	struct chan_flow *f;
 	uint64_t key[4];
@@ -904,7 +887,7 @@ flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum 
 		if (b->check_own && !memcmp(p + 8, ch->sd->gid.raw, 16))
 			return;
 		memcpy(key, p + 8, 32);
-		f = flow_pick(flow_slot(ch, key[1], key[3]), key, side);
+		f = flow_pick(flow_slot(ch->flows, key[1], key[3]), key, side);
 	} else {
 		uint32_t saddr;
 
@@ -912,10 +895,8 @@ flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum 
 		if (b->check_own && saddr == ch->sd->ipv4)
 			return;
 		memcpy(&key[0], p + BR_IPV4_OFF + 12, 8);
-		f = flow_pick(flow_slot(ch, key[0], 0), key, side);
+		f = flow_pick(flow_slot(ch->flows, key[0], 0), key, side);
 	}
-	if (f->pkts)
-		flow_flush(b, f, side); /* used earlier in this burst with other addresses */
 	if (side == SIDE_IB)
 		memcpy(f->key, key, 32);
 	else
@@ -933,25 +914,6 @@ flow_set(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum 
 	f->ah = ah;
 	f->qkey = qkey;
 	f->lim = mtu + 1;
-	if (f->checked != b->fburst)
-		flow_use(b, f);
-	*fp = f;
-}
-
-/*
- * Whether the channel's flow, set in an earlier burst, still holds for this one: what
- * chan_rx checked once per flow and can have changed since (the group's ready bit and
- * address handle, the features), and the peer's fast path. The tables' epochs were
- * checked before (chan_caches_check drops the flow with the caches).
- */
-static inline __attribute__((always_inline)) bool
-flow_valid(const struct burst *b, const struct chan_flow *f, const enum side side)
-{
-	/* One load and compare as before HA: forwarding from this side on, not standby. */
-	return b->flows_live &&
-	       (atomic_load_explicit(&f->g->ready, memory_order_acquire) &
-		((1u << side) | GROUP_STANDBY)) == (1u << side) &&
-	       atomic_load_explicit(&f->g->ah_out[!side], memory_order_relaxed) == f->ah;
 }
 
 /*
@@ -977,70 +939,70 @@ static inline __attribute__((always_inline)) bool ib_flow_match(const uint8_t *p
 #endif
 }
 
+/* What the lookups return for addresses no flow holds: lim 0, every length fails. */
+static struct chan_flow flow_none;
+
 /*
- * The flow of a packet whose addresses are not those of the current flow f: the flow in
- * their slot when it holds these addresses (IB: source GID a and MGID d; RoCE: a[0], the
- * source and destination IPv4 addresses) and
- * is still valid for this burst (flow_valid, checked the first time a burst uses it, as
- * for the burst's first flow); else NULL (chan_rx takes the packet).
+ * The flow holding the IB packet's source GID and MGID: way 0 of their set, else way 1,
+ * else flow_none. It may be one not set (lim 0): the caller's length check turns both
+ * away. The addresses are read from the packet here (not passed in registers), so that
+ * the caller's loop keeps nothing of them.
  */
 static inline __attribute__((always_inline)) struct chan_flow *
-flow_find(struct burst *b, struct channel *ch, const enum side side, const uint8_t *p)
+flow_find_ib(struct chan_flow *flows, const uint8_t *p)
 {
 	struct chan_flow *e;
+	uint64_t gx, dx;
 
-	/*
-	 * The addresses are read again from the packet (not passed in registers): the
-	 * caller's copies then die at its compare, and the loop keeps them out of the stack.
-	 * No test of e against the current flow: the packet's addresses differ from that
-	 * flow's key, so if e is that flow the key compare fails. Way 0 first, then way 1
-	 * (flow_pick keeps one valid flow per address pair).
-	 */
-	if (side == SIDE_IB) {
-		uint64_t gx, dx;
-
-		memcpy(&gx, p + 16, 8);
-		memcpy(&dx, p + 32, 8);
-		e = flow_slot(ch, gx, dx);
-		if (!ib_flow_match(p, e) || !e->lim) {
-			e++;
-			if (!ib_flow_match(p, e) || !e->lim)
-				return NULL;
-		}
-	} else {
-		uint64_t k;
-
-		memcpy(&k, p + BR_IPV4_OFF + 12, 8);
-		e = flow_slot(ch, k, 0);
-		if (e->key[0] != k || !e->lim) {
-			e++;
-			if (e->key[0] != k || !e->lim)
-				return NULL;
-		}
+	memcpy(&gx, p + 16, 8);
+	memcpy(&dx, p + 32, 8);
+	e = flow_slot(flows, gx, dx);
+	if (__builtin_expect(!ib_flow_match(p, e), 0)) {
+		/* Way 1 loads the addresses again (an empty asm "changes" p): kept in vector
+		 * registers for it, the first compare would copy them first. */
+		__asm__("" : "+r"(p));
+		e++;
+		if (!ib_flow_match(p, e))
+			return &flow_none;
 	}
-	if (e->checked != b->fburst) {
-		if (!flow_valid(b, e, side)) {
-			e->lim = 0;
-			return NULL;
-		}
-		flow_use(b, e);
+	return e;
+}
+
+/* The same for a RoCE packet: its source and destination IPv4 addresses. */
+static inline __attribute__((always_inline)) struct chan_flow *
+flow_find_roce(struct chan_flow *flows, const uint8_t *p)
+{
+	struct chan_flow *e;
+	uint64_t k;
+
+	memcpy(&k, p + BR_IPV4_OFF + 12, 8);
+	e = flow_slot(flows, k, 0);
+	if (__builtin_expect(e->key[0] != k, 0)) {
+		e++;
+		if (e->key[0] != k)
+			return &flow_none;
 	}
 	return e;
 }
 
 /*
  * rx_fast_run's send of buffer buf (payload at p + BR_GRH_LEN, len bytes) of flow f into
- * WR t, the run's k-th (for imm_mask), counted to f (flushed at the end of the burst:
- * flow_flush): send_wr_fill's fast half. Opcode (IBV_WR_SEND) and flags stay the
- * template's, but for immediate data (the slot goes into tx_dirty at the end of the run).
+ * WR t, the run's k-th (for imm_mask), counted to f's group (and to *bytes, the run's
+ * total for the channels): send_wr_fill's fast half. Opcode (IBV_WR_SEND) and flags stay
+ * the template's, but for immediate data (the slot goes into tx_dirty at the end of the
+ * run).
  */
 static inline __attribute__((always_inline)) void
 fast_send(struct tx_slot *t, uint32_t k, uint32_t *imm_mask, const struct ibv_wc *c,
-	  const uint8_t *p, uint32_t len, struct chan_flow *f, uint64_t wid, uint32_t *ring,
-	  uint32_t mask, struct pool_meta *meta, uint32_t buf)
+	  const uint8_t *p, uint32_t len, const struct chan_flow *f, const enum side side,
+	  uint64_t *bytes, uint64_t wid, uint32_t *ring, uint32_t mask, struct pool_meta *meta,
+	  uint32_t buf)
 {
-	f->pkts++;
-	f->bytes += len;
+	struct group *g = f->g;
+
+	g->fwd_pkts[side]++;
+	g->fwd_bytes[side] += len;
+	*bytes += len;
 	if (__builtin_expect(c->wc_flags & IBV_WC_WITH_IMM, 0)) {
 		t->wr.opcode = IBV_WR_SEND_WITH_IMM;
 		t->wr.imm_data = c->imm_data;
@@ -1064,27 +1026,27 @@ enum run_stop {
 };
 
 /*
- * Forward the receives wc[i], wc[i + 1], ... of the channel's flow to the peer, without
- * the table lookups and rule checks (the flow passed them), in a loop of its own that
- * holds the peer's chain position in registers. A packet that may be PGM gets the PGM
- * inspection here (rx_pgm_inspect), and is dropped here when its verdict says so (into
- * fl). Stops, having changed nothing for it, at the first completion that is anything
- * else (a send completion, an error, another flow, a sender not in the caches, one too
- * big): the caller hands that one to chan_tx_done or chan_rx. Returns its index (n: all
- * done). pgm_on: the burst's PGM inspection, a constant (the caller has a copy of the
- * loop for each value). The sends are chained without their signal flag; the run's
- * signaled ones are flagged after the loop. The inner loop calls no function: a packet
- * that needs one (the PGM stream shortcut, the full inspection, a drop into fl) leaves it
- * and is finished in the outer loop, so that the inner one can keep its values in the
- * registers a call would clobber.
+ * Forward the receives wc[i], wc[i + 1], ... whose addresses are those of a flow of the
+ * channel to the peer, without the table lookups and rule checks (the flow passed them),
+ * in a loop of its own that holds the peer's chain position in registers. A packet that
+ * may be PGM gets the PGM inspection here (rx_pgm_inspect), and is dropped here when its
+ * verdict says so (into fl). Stops, having changed nothing for it, at the first
+ * completion that is anything else (a send completion, an error, no flow, a sender not in
+ * the caches, one too big): the caller hands that one to chan_tx_done or chan_rx.
+ * Returns its index (n: all done). pgm_on: the burst's PGM inspection, a constant (the
+ * caller has a copy of the loop for each value). The sends are chained without their
+ * signal flag; the run's signaled ones are flagged after the loop. The inner loop calls
+ * no function: a packet that needs one (the PGM stream shortcut, the full inspection, a
+ * drop into fl) leaves it and is finished in the outer loop, so that the inner one can
+ * keep its values in the registers a call would clobber.
  */
 static inline __attribute__((always_inline)) int
-rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const enum side side,
-	    const bool pgm_on, const struct ibv_wc *wc, int i, int n, struct freelist *fl)
+rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const bool pgm_on,
+	    const struct ibv_wc *wc, int i, int n, struct freelist *fl)
 {
 	const struct region r = b->region;
 	const struct ibv_wc *c = &wc[i], *const end = &wc[n];
-	struct chan_flow *f = *fp, *nf;
+	struct chan_flow *const flows = ch->flows, *f = &flow_none;
 	struct tx_slot *t = b->peer_slot, *const t0 = t;
 	/* The WR id of the next send: the tag and the ring position (mask < TX_TAG). */
 	uint64_t wid = TX_TAG | b->peer_head;
@@ -1092,13 +1054,15 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 	/* Counts by enum pgm_shape (what pgm_precheck refused), one add per packet. */
 	uint32_t shapes[3] = {0, 0, 0};
 	uint32_t imm_mask = 0; /* sends with immediate data, bit k for t0[k] */
+	uint64_t bytes = 0;    /* of the run's sends */
 	struct pool_meta *meta = b->meta;
-	struct sender *s = f->s;
+	const uint64_t now = b->now;
 
 	for (;;) {
 		enum run_stop why = RUN_END;
 		uint32_t buf = 0, len = 0, qpn;
 		const uint8_t *p = NULL;
+		struct sender *s;
 		enum pgm_shape shape;
 
 		for (; c < end; c++) {
@@ -1109,49 +1073,23 @@ rx_fast_run(struct burst *b, struct chan_flow **fp, struct channel *ch, const en
 						     (c->status | (~c->wc_flags & IBV_WC_GRH)) != 0,
 					     0))
 				break;
-			/* Too big for the other side, or no flow (lim 0); a byte_len under the
-			 * 40-byte header area wraps around and fails too. */
 			len = c->byte_len - BR_GRH_LEN;
-			if (len >= f->lim)
-				break;
 			p = region_data(&r, buf);
 			if (side == SIDE_IB) {
-				bool same = ib_flow_match(p, f);
-
 				if (p[7] /* hop limit: the loop marker */)
 					break;
-				if (__builtin_expect(!same, 0)) {
-					/* Another flow of the channel: from its slot. */
-					nf = flow_find(b, ch, side, p);
-					if (!nf)
-						break;
-					goto other_flow;
-				}
+				f = flow_find_ib(flows, p);
 			} else {
-				uint64_t k;
-
-				memcpy(&k, p + BR_IPV4_OFF + 12, 8);
 				if (p[BR_IPV4_OFF] != 0x45)
 					break;
-				if (__builtin_expect(k != f->key[0], 0)) {
-					nf = flow_find(b, ch, side, p);
-					if (!nf)
-						break;
-					goto other_flow;
-				}
+				f = flow_find_roce(flows, p);
 			}
-			if (0) {
-other_flow:
-				/* Go on with nf (f's counts stay in f, flushed at the end of the
-				 * burst); flow_use refreshed nf's sender when the burst first used
-				 * it. */
-				f->s = s;
-				f = nf;
-				s = f->s; /* its last_ns set by flow_use in this burst */
-				if (len >= f->lim)
-					break;
-			}
+			/* No flow (lim 0), or too big for the other side; a byte_len under the
+			 * 40-byte header area wraps around and fails too. */
+			if (len >= f->lim)
+				break;
 			qpn = c->src_qp;
+			s = f->s;
 			if (s->key.qpn != qpn) {
 				/* Another sender of the flow's source: by QPN, else the 2-way
 				 * cache. */
@@ -1174,11 +1112,11 @@ other_flow:
 					q->s = x;
 					s = x;
 				}
-				s->last_ns = b->now;
 			}
 			/* No way back to chan_rx from here: the packet is counted to its sender. */
 			s->pkts++;
 			s->bytes += len;
+			s->last_ns = now;
 			/*
 			 * PGM inspection on: what pgm_precheck refuses is counted (not PGM, or
 			 * malformed) and forwarded, as rx_pgm would (flows_ok: the policy
@@ -1200,8 +1138,8 @@ other_flow:
 				}
 				shapes[shape]++;
 			}
-			fast_send(t, (uint32_t)(t - t0), &imm_mask, c, p, len, f, wid, ring, mask,
-				  meta, buf);
+			fast_send(t, (uint32_t)(t - t0), &imm_mask, c, p, len, f, side, &bytes, wid,
+				  ring, mask, meta, buf);
 			t++;
 			wid++;
 			why = RUN_END;
@@ -1209,13 +1147,13 @@ other_flow:
 		if (why <= RUN_OTHER)
 			break;
 		/*
-		 * Packet c, counted to its sender s, needs a call: the next ODATA of its stream
-		 * (the shortcut updates the stream), else what pgm_precheck says, else the
-		 * full inspection (it updates the packet's stream), which may drop it.
+		 * Packet c of flow f, counted to its sender, needs a call: the next ODATA of
+		 * its stream (the shortcut updates the stream), else what pgm_precheck says,
+		 * else the full inspection (it updates the packet's stream), which may drop it.
 		 */
 		if (why == RUN_ODATA) {
 			if (pgm_stream_odata_next(b->br->pgm, &f->pgm, p + BR_GRH_LEN, len,
-						  ntohl(f->g->addr), side, b->now)) {
+						  ntohl(f->g->addr), side, now)) {
 				pgm_next++; /* PGM_OK, passed */
 				goto send;
 			}
@@ -1225,7 +1163,7 @@ other_flow:
 				goto send;
 			}
 		}
-		if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, b->now)) {
+		if (rx_pgm_inspect(b->br, ch, f->g, p + BR_GRH_LEN, len, now)) {
 			b->rx_bytes += len;
 			ch->st.drops[DROP_PGM]++;
 			fl_put(b->w, fl, buf);
@@ -1233,8 +1171,8 @@ other_flow:
 			continue;
 		}
 send:
-		fast_send(t, (uint32_t)(t - t0), &imm_mask, c, p, len, f, wid, ring, mask, meta,
-			  buf);
+		fast_send(t, (uint32_t)(t - t0), &imm_mask, c, p, len, f, side, &bytes, wid, ring,
+			  mask, meta, buf);
 		t++;
 		wid++;
 		c++;
@@ -1264,14 +1202,17 @@ send:
 			to_signal -= cnt;
 		}
 		b->peer_to_signal = to_signal;
+		/* The channels' counts of the run's sends (the groups' are counted per send). */
+		b->rx_bytes += bytes;
+		b->fwd_pkts += cnt;
+		out->st.tx_pkts += cnt;
+		out->st.tx_bytes += bytes;
 	}
 	b->peer_slot = t;
 	b->peer_head = wid & ~TX_TAG;
 	b->pgm_malformed += shapes[PGM_SHAPE_MALFORMED];
 	b->pgm_not_pgm += shapes[PGM_SHAPE_NOT_PGM];
 	ch->st.pgm_pkts += pgm_next;
-	f->s = s;
-	*fp = f;
 	return (int)(c - wc);
 }
 
@@ -1344,7 +1285,7 @@ static inline bool chan_send_drops(const struct channel *out)
 /* One receive completion on a channel of side `side`. */
 static inline __attribute__((always_inline)) void
 chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct ibv_wc *wc,
-	struct freelist *fl, struct chan_flow **fp)
+	struct freelist *fl)
 {
 	struct worker *w = b->w;
 	uint32_t buf = (uint32_t)wc->wr_id;
@@ -1425,7 +1366,7 @@ chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct 
 		burst_peer_post(b, buf, (uintptr_t)p + BR_GRH_LEN, len,
 				wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah,
 				g->qkey_out[!side]);
-		flow_set(b, fp, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
+		flow_set(b, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
 		goto forwarded;
 	}
 	if (__builtin_expect(cr != NULL, 0) && chan_send_drops(out))
@@ -1541,7 +1482,6 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 {
 	struct burst b;
 	struct freelist fl;
-	struct chan_flow *f = ch->fcur;
 	unsigned ntx = 0, nrx;
 	uint32_t cap_gen;
 
@@ -1566,63 +1506,32 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 		burst_capture_begin(&b, w, side, cap_gen);
 	b.pgm_malformed = 0;
 	b.pgm_not_pgm = 0;
-	b.fburst = ++ch->flow_burst;
-	b.nused = 0;
 	b.check_own = !ch->sd->block_lb;
 	b.rx_errors = b.fwd_pkts = 0;
 	b.rx_bytes = 0;
 	burst_peer_begin(&b, ch->peer, (uint32_t)n);
 	b.flows_live = b.bridging && b.peer_fast && b.flows_ok;
 	chan_caches_check(w, ch);
-	if (f->lim) {
-		if (flow_valid(&b, f, side)) {
-			flow_use(&b, f);
-		} else {
-			f->lim = 0;
-		}
-	}
 	for (int i = 0; i < n; i++) {
-		/* Two copies of the loop: PGM inspection is a constant in each. */
-		if (b.pgm_on)
-			i = rx_fast_run(&b, &f, ch, side, true, wc, i, n, &fl);
-		else
-			i = rx_fast_run(&b, &f, ch, side, false, wc, i, n, &fl);
-		if (i == n)
-			break;
+		if (b.flows_live) {
+			/* Two copies of the loop: PGM inspection is a constant in each. */
+			if (b.pgm_on)
+				i = rx_fast_run(&b, ch, side, true, wc, i, n, &fl);
+			else
+				i = rx_fast_run(&b, ch, side, false, wc, i, n, &fl);
+			if (i == n)
+				break;
+		}
 		if (wc[i].wr_id & TX_TAG) {
 			chan_tx_done(w, ch, &wc[i]);
 			ntx++;
 		} else {
-			chan_rx(&b, ch, side, &wc[i], &fl, &f);
+			chan_rx(&b, ch, side, &wc[i], &fl);
 		}
 	}
 	nrx = (unsigned)n - ntx;
 	ch->st.pgm_malformed += b.pgm_malformed;
 	ch->st.pgm_not_pgm += b.pgm_not_pgm;
-	{
-		/* flow_flush of every used flow, with the burst's and the peer's totals added
-		 * once (in locals: through pointers they would be reloaded per flow). */
-		uint64_t fbytes = 0;
-		uint32_t fpkts = 0;
-
-		for (uint32_t k = 0; k < b.nused; k++) {
-			struct chan_flow *u = b.used[k];
-
-			if (!u->pkts)
-				continue;
-			u->g->fwd_pkts[side] += u->pkts;
-			u->g->fwd_bytes[side] += u->bytes;
-			fpkts += u->pkts;
-			fbytes += u->bytes;
-			u->pkts = 0;
-			u->bytes = 0;
-		}
-		b.rx_bytes += fbytes;
-		b.fwd_pkts += fpkts;
-		b.peer->st.tx_pkts += fpkts;
-		b.peer->st.tx_bytes += fbytes;
-	}
-	ch->fcur = f;
 	burst_peer_end(&b);
 	ch->rq_posted -= nrx;
 	ch->st.rx_pkts += nrx; /* error completions included: they are drop_rx_error */

@@ -308,7 +308,6 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->scache = node_alloc((size_t)ch->scache_n * sizeof(*ch->scache), node);
 	ch->qcache = node_alloc(((size_t)ch->qcache_mask + 1) * sizeof(*ch->qcache), node);
 	ch->flows = node_alloc(CH_FLOWS * sizeof(*ch->flows), node);
-	ch->fcur = ch->flows;
 	*out = ch;
 	if (!ch->tx_buf || !ch->bl || !ch->scache || !ch->qcache || !ch->flows)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
