@@ -494,6 +494,28 @@ static void test_classes(void)
 	CHECK_EQ(pgm_precheck(b, (size_t)n), PGM_SHAPE_MAYBE);
 	b[PGM_OFF_TYPE] |= 0x10; /* version 1 */
 	CHECK_EQ(pgm_precheck(b, (size_t)n), PGM_SHAPE_NOT_PGM);
+	/*
+	 * Every type byte, without options and with (OPT_SYN): the size table is 0 exactly
+	 * for the bytes pgm_parse() does not define (pgm_precheck rejects on that alone), and
+	 * such a byte is NOT_PGM and malformed for pgm_parse() either way.
+	 */
+	for (unsigned o = 0; o < 2; o++) {
+		n = pgm_build_odata(b, sizeof(b), &tsi, 7500, 9, 1, o ? PGM_BUILD_SYN : 0,
+				    "payload", 7);
+		CHECK(n > 0);
+		CHECK_EQ((b[PGM_OFF_OPTIONS] & PGM_HDR_OPT_PRESENT) != 0, o);
+		for (unsigned t = 0; t < 256; t++) {
+			bool defined = t < 16 && pgm_type_shapes[t].end != 0;
+			struct pgm_packet pkt;
+
+			b[PGM_OFF_TYPE] = (uint8_t)t;
+			CHECK_EQ(pgm_type_sizes[t] != 0, defined);
+			if (!defined) {
+				CHECK_EQ(pgm_precheck(b, (size_t)n), PGM_SHAPE_NOT_PGM);
+				CHECK(pgm_result_malformed(pgm_parse(b, (size_t)n, 0, &pkt)));
+			}
+		}
+	}
 }
 
 int main(int argc, char **argv)
