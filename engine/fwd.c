@@ -1112,6 +1112,9 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 					q->s = x;
 					s = x;
 				}
+				/* The flow's sender from here on: a run of this sender's packets
+				 * finds it at the first compare. */
+				f->s = s;
 			}
 			/* No way back to chan_rx from here: the packet is counted to its sender. */
 			s->pkts++;
