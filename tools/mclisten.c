@@ -28,6 +28,10 @@
  * console (--control, mccon.h) is polled with the completion channel, and every
  * MCCON_POLL_MS at most while packets keep the loop busy.
  *
+ * What the port itself dropped (no receive posted: out_of_buffer, control/nic.h) is read
+ * from sysfs at the start, for each live line and console command, and at the end, and
+ * shown as nic_rx_dropped: the port's drops since the start, every QP of the port.
+ *
  * One file (about 1 100 lines): options, receive loop, per-stream accounting, the three
  * reports (table, JSON, live line) and what the console shows of them are one
  * program's parts that share the listener's tables; what another program could use
@@ -46,6 +50,7 @@
 #include "lhist.h"
 #include "mccon.h"
 #include "mctool.h"
+#include "nic.h"
 #include "options.h"
 #include "pcapdump.h"
 #include "pgm.h"
@@ -124,6 +129,8 @@ struct listener {
 	struct lhist *iv_hist;
 	uint64_t iv_rx, iv_lost_base;
 	uint64_t t_start, t_end;
+	struct nic_ctr nic; /* the port's out_of_buffer (nic.h) */
+	bool nic_base;	    /* its baseline was read at the start: nic_rx_dropped is known */
 	FILE *dump;
 	bool dump_failed;  /* a write to the --dump file failed: exit 1 */
 	struct mccon *con; /* --control: the console, NULL without */
@@ -585,6 +592,8 @@ static int setup(struct listener *l, char *err, size_t errlen)
 		return snprintf(err, errlen, "%s: %s", o->dump, strerror(errno)), -errno;
 	if ((r = mct_port_open(&l->port, c, err, errlen)))
 		return r;
+	nic_ctr_init(&l->nic, l->port.ctx->device->ibdev_path, l->port.port);
+	l->nic_base = l->nic.avail;
 	gpq = l->port.dattr.max_mcast_qp_attach > 0 ? (uint32_t)l->port.dattr.max_mcast_qp_attach
 						    : 1;
 	l->nqp = (c->ngroups + gpq - 1) / gpq;
@@ -701,19 +710,38 @@ static uint64_t total_dup(const struct listener *l)
 	return v;
 }
 
+/*
+ * nic_dropped - the port's drops since the start as of the last nic_ctr_read(), as text
+ * into b: "-" when unknown (the counter file was missing or unreadable at the start or
+ * at the last read), never 0. Returns false then.
+ */
+static bool nic_dropped(const struct listener *l, char *b, size_t n)
+{
+	uint64_t v;
+
+	if (!l->nic_base || !nic_ctr_get(&l->nic, false, &v)) {
+		snprintf(b, n, "-");
+		return false;
+	}
+	snprintf(b, n, "%" PRIu64, v);
+	return true;
+}
+
 static void live_line(struct listener *l, uint64_t now, uint64_t iv_ns)
 {
-	char p50[32], p99[32], mx[32];
+	char p50[32], p99[32], mx[32], nic[24];
 	double secs = (double)(now - l->t_start) / 1e9;
 
 	fmt_us(p50, sizeof(p50), lhist_percentile(l->iv_hist, 50));
 	fmt_us(p99, sizeof(p99), lhist_percentile(l->iv_hist, 99));
 	fmt_us(mx, sizeof(mx), l->iv_hist->max);
+	nic_ctr_read(&l->nic);
+	nic_dropped(l, nic, sizeof(nic));
 	fprintf(l->o->json ? stderr : stdout,
 		"mclisten: %8.1fs pps=%.0f rx=%" PRIu64 " lost=%" PRIu64 " dup=%" PRIu64
-		" streams=%u p50=%sus p99=%sus max=%sus\n",
+		" nic_rx_dropped=%s streams=%u p50=%sus p99=%sus max=%sus\n",
 		secs, (double)l->iv_rx * 1e9 / (double)iv_ns, l->data_rx, total_lost(l),
-		total_dup(l), l->ns, p50, p99, mx);
+		total_dup(l), nic, l->ns, p50, p99, mx);
 	fflush(stdout);
 }
 
@@ -769,6 +797,7 @@ static void run(struct listener *l)
 	}
 	drain(l);
 	l->t_end = mct_now_ns(CLOCK_MONOTONIC);
+	nic_ctr_read(&l->nic);
 }
 
 /* ---- Reports ---- */
@@ -835,6 +864,7 @@ static void report_text(const struct listener *l, FILE *out, uint64_t t_end)
 {
 	double secs = t_end > l->t_start ? (double)(t_end - l->t_start) / 1e9 : 0;
 	struct totals t;
+	char nic[24];
 
 	fprintf(out, "mclisten: %.3f s on %s:%u (%s)\n", secs, l->port.dev, l->port.port,
 		mct_fabric_name(l->port.fabric));
@@ -879,13 +909,14 @@ static void report_text(const struct listener *l, FILE *out, uint64_t t_end)
 		fprintf(out, " %9s\n", s->h->count ? v : "-");
 	}
 	totals_get(l, &t);
+	nic_dropped(l, nic, sizeof(nic));
 	fprintf(out,
 		"mclisten: received=%" PRIu64 " unique=%" PRIu64 " lost=%" PRIu64 " gaps=%" PRIu64
 		" dup=%" PRIu64 " reordered=%" PRIu64 " late=%" PRIu64 " streams=%u groups=%u"
 		" spm=%" PRIu64 " other=%" PRIu64 " pgm_bad=%" PRIu64 " unknown_group=%" PRIu64
-		" rx_errors=%" PRIu64 " lat_negative=%" PRIu64 "\n",
+		" rx_errors=%" PRIu64 " lat_negative=%" PRIu64 " nic_rx_dropped=%s\n",
 		t.rx, t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, l->ns, t.groups, t.spm,
-		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg);
+		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg, nic);
 }
 
 /* The --json report as of t_end (CLOCK_MONOTONIC ns). */
@@ -893,8 +924,12 @@ static void report_json(const struct listener *l, FILE *out, uint64_t t_end)
 {
 	double secs = t_end > l->t_start ? (double)(t_end - l->t_start) / 1e9 : 0;
 	struct totals t;
+	char nic[24];
 
 	totals_get(l, &t);
+	/* null: the port has no readable hw_counters/out_of_buffer (unknown, not 0). */
+	if (!nic_dropped(l, nic, sizeof(nic)))
+		snprintf(nic, sizeof(nic), "null");
 	fprintf(out,
 		"{\"duration_s\": %.3f, \"device\": \"%s\", \"port\": %u, \"fabric\": \"%s\",\n",
 		secs, l->port.dev, l->port.port, mct_fabric_name(l->port.fabric));
@@ -904,9 +939,10 @@ static void report_json(const struct listener *l, FILE *out, uint64_t t_end)
 		", \"reordered\": %" PRIu64 ", \"late\": %" PRIu64
 		", \"streams\": %u, \"groups\": %u, \"spm\": %" PRIu64 ", \"other\": %" PRIu64
 		", \"pgm_bad\": %" PRIu64 ", \"unknown_group\": %" PRIu64
-		", \"rx_errors\": %" PRIu64 ", \"lat_negative\": %" PRIu64 "},\n",
+		", \"rx_errors\": %" PRIu64 ", \"lat_negative\": %" PRIu64
+		", \"nic_rx_dropped\": %s},\n",
 		t.rx, t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, l->ns, t.groups, t.spm,
-		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg);
+		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg, nic);
 	fprintf(out, " \"groups\": [");
 	for (uint32_t i = 0; i < l->c->ngroups; i++) {
 		const struct lgroup *g = &l->g[i];
@@ -960,13 +996,16 @@ static void report_json(const struct listener *l, FILE *out, uint64_t t_end)
 
 static void con_status(void *arg, FILE *out)
 {
-	const struct listener *l = arg;
+	struct listener *l = arg;
 	const struct lopts *o = l->o;
 	uint64_t now = mct_now_ns(CLOCK_MONOTONIC);
 	double secs = (double)(now - l->t_start) / 1e9;
 	struct totals t;
+	char nic[24];
 
 	totals_get(l, &t);
+	nic_ctr_read(&l->nic);
+	nic_dropped(l, nic, sizeof(nic));
 	fprintf(out, "mclisten: listening on %s:%u (%s) for %.1f s%s\n", l->port.dev, l->port.port,
 		mct_fabric_name(l->port.fabric), secs, o->busy ? ", busy-polling" : "");
 	fprintf(out, "groups:");
@@ -976,8 +1015,8 @@ static void con_status(void *arg, FILE *out)
 		l->data_rx, secs > 0 ? (double)l->data_rx / secs : 0, l->ns, l->ns == 1 ? "" : "s");
 	fprintf(out,
 		"loss: unique=%" PRIu64 " lost=%" PRIu64 " gaps=%" PRIu64 " dup=%" PRIu64
-		" reordered=%" PRIu64 " late=%" PRIu64 "\n",
-		t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late);
+		" reordered=%" PRIu64 " late=%" PRIu64 " nic_rx_dropped=%s\n",
+		t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, nic);
 	fprintf(out,
 		"other: spm=%" PRIu64 " other=%" PRIu64 " pgm_bad=%" PRIu64
 		" unknown_group=%" PRIu64 " rx_errors=%" PRIu64 "\n",
@@ -994,8 +1033,9 @@ static void con_status(void *arg, FILE *out)
 
 static void con_stats(void *arg, FILE *out, bool json)
 {
-	const struct listener *l = arg;
+	struct listener *l = arg;
 
+	nic_ctr_read(&l->nic);
 	if (json)
 		report_json(l, out, mct_now_ns(CLOCK_MONOTONIC));
 	else

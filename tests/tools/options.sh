@@ -47,11 +47,11 @@ tl_expect listen received=20 lost=0
 grep -Eq '^239\.1\.2\.3 +20 ' "$SF_TMP/listen.out" || br_fail "listener: no group line" listen
 grep -q ' bytes=2000 ' "$SF_TMP/send.out" || br_fail "sender: -e sendlen=100 not applied" send
 # The live display (ppsdisplay, as the reference's "enable ppsdisplay"): a line per
-# interval with the rate, loss, duplicates and latency.
+# interval with the rate, loss, duplicates, the NIC's drops and latency.
 tl_listen live -d sim_ib2 -m 239.1.2.3 -e ppsdisplay --interval 10 -D 2
 tl_send send2 -d sim_ib1 -m 239.1.2.3 -n 50 -R 1000
 tl_end live
-grep -Eq '^mclisten: +[0-9.]+s pps=[0-9]+ rx=[0-9]+ lost=0 dup=0 streams=[01] p50=[0-9.]+us p99=[0-9.]+us max=[0-9.]+us$' \
+grep -Eq '^mclisten: +[0-9.]+s pps=[0-9]+ rx=[0-9]+ lost=0 dup=0 nic_rx_dropped=0 streams=[01] p50=[0-9.]+us p99=[0-9.]+us max=[0-9.]+us$' \
 	"$SF_TMP/live.out" || br_fail "listener: no live display line" live
 tl_expect live received=50 lost=0
 sf_log "PASS"
