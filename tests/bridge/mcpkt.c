@@ -5,6 +5,7 @@
  *
  *   mcpkt send -b ADDR -g GROUP [-n count] [-s size] [--groups N] [--qps N] [--imm]
  *              [--rate pps] [--sendonly | --full] [--delay ms] [--timeout s]
+ *              [--warmup pps [--warmup-pause ms]]
  *   mcpkt recv -b ADDR -g GROUP [-n expected] [--groups N] [--timeout s] [--verify]
  *              [--imm] [--linger ms] [--rq depth] [--size max] [--any-source]
  *
@@ -21,8 +22,12 @@
  * send in SIG_EVERY is signaled (and the last of each QP); a QP never has more than its
  * send queue depth outstanding; completions missing --timeout seconds after the start
  * are an error. It prints "mcpkt: joined ..." when ready and, at the end,
- * "mcpkt: sent=N completed=N errors=E qps=Q groups=G size=S imm=0|1"; exit 0 when every
- * send completed successfully.
+ * "mcpkt: sent=N completed=N errors=E qps=Q groups=G size=S imm=0|1 duration_s=T" (T:
+ * from the pass's first post to its last completion); exit 0 when every send completed
+ * successfully. --warmup PPS first sends one packet from every QP to every group at PPS
+ * under another run id, prints "mcpkt: warm sent=N" and waits --warmup-pause ms (default
+ * 1000) before the counted pass (bench/harness.py: every sender is known to the bridge
+ * before the pass whose instructions are counted).
  *
  * The receiver joins every group as a full member, attaches its QPs (up to
  * GROUPS_PER_QP groups each), prints "mcpkt: joined ..." once every group is joined and
@@ -121,6 +126,8 @@ struct opts {
 	uint64_t rate;
 	bool full;
 	uint32_t delay_ms;
+	uint64_t warmup; /* pps of the warm-up pass; 0: none */
+	uint32_t warmup_pause_ms;
 	uint32_t timeout_s;
 	bool verify;
 	bool any_source; /* --any-source: a duplicate regardless of who forwarded it */
@@ -501,10 +508,69 @@ static void send_wait(struct sender *s, uint32_t qi, uint64_t limit, uint64_t de
 	}
 }
 
+/*
+ * One pass: `count` packets from every QP to every group (for seq, for group, for QP),
+ * paced at `rate` pps when it is not 0, under run id `run`; returns the sends posted.
+ * Waits for the completion of every send of the pass.
+ */
+static uint64_t send_pass(struct sender *s, const struct cm *c, const struct opts *o, uint32_t run,
+			  uint32_t count, uint64_t rate, uint64_t deadline)
+{
+	uint32_t flags = o->imm ? MCPKT_F_IMM : 0;
+	uint64_t k = 0, t0 = now_ns();
+
+	for (uint32_t seq = 0; seq < count && !stop_flag; seq++) {
+		for (uint32_t gi = 0; gi < o->ngroups && !stop_flag; gi++) {
+			for (uint32_t qi = 0; qi < o->nqps; qi++, k++) {
+				struct sqp *q = &s->q[qi];
+				uint8_t *p =
+					s->buf + ((size_t)qi * s->sq_depth + q->posted % s->sq_depth) *
+							 o->size;
+				struct ibv_sge sge = {.addr = (uintptr_t)p,
+						      .length = o->size,
+						      .lkey = s->mr->lkey};
+				struct ibv_send_wr wr = {0}, *bad;
+				bool last = seq + 1 == count && gi + 1 == o->ngroups;
+				int r;
+
+				if (rate) {
+					uint64_t due = t0 + k * 1000000000ull / rate, now = now_ns();
+
+					if (now < due)
+						sleep_ns(due - now);
+				}
+				/* The slot is free once the send that used it was retired. */
+				send_wait(s, qi, s->sq_depth - 1, deadline);
+				payload_build(p, o->size, run, qi, gi, seq, flags);
+				wr.wr_id = (uint64_t)qi << WR_QP_SHIFT | q->posted;
+				wr.sg_list = &sge;
+				wr.num_sge = 1;
+				wr.opcode = o->imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+				wr.imm_data = htonl(seq);
+				if (++q->unsig >= s->sig_every || last) {
+					wr.send_flags = IBV_SEND_SIGNALED;
+					q->unsig = 0;
+				}
+				wr.wr.ud.ah = c->groups[gi].ah;
+				wr.wr.ud.remote_qpn = MCAST_QPN;
+				wr.wr.ud.remote_qkey = c->groups[gi].qkey;
+				r = ibv_post_send(q->qp, &wr, &bad);
+				if (r)
+					die("ibv_post_send QP %u seq %u: %s", qi, seq, strerror(r));
+				q->posted++;
+			}
+			send_reap(s);
+		}
+	}
+	for (uint32_t qi = 0; qi < o->nqps; qi++)
+		send_wait(s, qi, 0, deadline);
+	return k;
+}
+
 static int run_send(const struct opts *o)
 {
-	uint32_t run, flags = o->imm ? MCPKT_F_IMM : 0;
-	uint64_t total, k = 0, t0, deadline;
+	uint32_t run;
+	uint64_t k, t0, deadline;
 	struct sender s = {.nq = o->nqps};
 	struct cm c = {0};
 	size_t bufsz;
@@ -539,58 +605,28 @@ static int run_send(const struct opts *o)
 	 * calls "not PGM" (pgm_not_pgm), never "malformed", whatever the random part is.
 	 */
 	run = ((uint32_t)getpid() ^ (uint32_t)now_ns()) | 0x80000000u;
-	total = (uint64_t)o->count * o->ngroups * o->nqps;
-	t0 = now_ns();
-	deadline = t0 + (uint64_t)o->timeout_s * 1000000000ull;
-	for (uint32_t seq = 0; seq < (uint64_t)o->count && !stop_flag; seq++) {
-		for (uint32_t gi = 0; gi < o->ngroups && !stop_flag; gi++) {
-			for (uint32_t qi = 0; qi < o->nqps; qi++, k++) {
-				struct sqp *q = &s.q[qi];
-				uint8_t *p =
-					s.buf + ((size_t)qi * s.sq_depth + q->posted % s.sq_depth) *
-							o->size;
-				struct ibv_sge sge = {.addr = (uintptr_t)p,
-						      .length = o->size,
-						      .lkey = s.mr->lkey};
-				struct ibv_send_wr wr = {0}, *bad;
-				bool last = seq + 1 == (uint64_t)o->count && gi + 1 == o->ngroups;
-				int r;
-
-				if (o->rate) {
-					uint64_t due = t0 + k * 1000000000ull / o->rate,
-						 now = now_ns();
-
-					if (now < due)
-						sleep_ns(due - now);
-				}
-				/* The slot is free once the send that used it was retired. */
-				send_wait(&s, qi, s.sq_depth - 1, deadline);
-				payload_build(p, o->size, run, qi, gi, seq, flags);
-				wr.wr_id = (uint64_t)qi << WR_QP_SHIFT | q->posted;
-				wr.sg_list = &sge;
-				wr.num_sge = 1;
-				wr.opcode = o->imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
-				wr.imm_data = htonl(seq);
-				if (++q->unsig >= s.sig_every || last) {
-					wr.send_flags = IBV_SEND_SIGNALED;
-					q->unsig = 0;
-				}
-				wr.wr.ud.ah = c.groups[gi].ah;
-				wr.wr.ud.remote_qpn = MCAST_QPN;
-				wr.wr.ud.remote_qkey = c.groups[gi].qkey;
-				r = ibv_post_send(q->qp, &wr, &bad);
-				if (r)
-					die("ibv_post_send QP %u seq %u: %s", qi, seq, strerror(r));
-				q->posted++;
-			}
-			send_reap(&s);
-		}
+	deadline = now_ns() + (uint64_t)o->timeout_s * 1000000000ull;
+	if (o->warmup) {
+		/*
+		 * Every sender seen once, at a rate its receiver keeps up with, before the
+		 * counted pass (a benchmark measures that pass without the receiver's first
+		 * sightings). Its own run id: a receiver counts no warm-up packet as a
+		 * duplicate of the counted pass's seq 0.
+		 */
+		k = send_pass(&s, &c, o, run ^ 0x40000000u, 1, o->warmup, deadline);
+		printf("mcpkt: warm sent=%" PRIu64 "\n", k);
+		s.completed = 0;
+		fflush(stdout);
+		if (o->warmup_pause_ms)
+			sleep_ns((uint64_t)o->warmup_pause_ms * 1000000ull);
 	}
-	for (uint32_t qi = 0; qi < o->nqps; qi++)
-		send_wait(&s, qi, 0, deadline);
+	t0 = now_ns();
+	k = send_pass(&s, &c, o, run, (uint32_t)o->count, o->rate, deadline);
+	t0 = now_ns() - t0;
+
 	printf("mcpkt: sent=%" PRIu64 " completed=%" PRIu64 " errors=%" PRIu64
-	       " qps=%u groups=%u size=%u imm=%d\n",
-	       k, s.completed, s.errors, o->nqps, o->ngroups, o->size, o->imm);
+	       " qps=%u groups=%u size=%u imm=%d duration_s=%.6f\n",
+	       k, s.completed, s.errors, o->nqps, o->ngroups, o->size, o->imm, (double)t0 / 1e9);
 	fflush(stdout);
 	for (uint32_t i = 0; i < o->nqps; i++)
 		ibv_destroy_qp(s.q[i].qp);
@@ -599,7 +635,7 @@ static int run_send(const struct opts *o)
 	cm_close(&c);
 	free(s.q);
 	free(s.buf);
-	return s.errors || k != total ? 1 : 0;
+	return s.errors || k != (uint64_t)o->count * o->ngroups * o->nqps ? 1 : 0;
 }
 
 /* ---- receive ---- */
@@ -995,7 +1031,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: mcpkt send -b ADDR -g GROUP [-n count] [-s size] [--groups N] [--qps N]\n"
 		"                  [--imm] [--rate pps] [--sendonly | --full] [--delay ms]\n"
-		"                  [--timeout s]\n"
+		"                  [--timeout s] [--warmup pps [--warmup-pause ms]]\n"
 		"       mcpkt recv -b ADDR -g GROUP [-n expected] [--groups N] [--timeout s]\n"
 		"                  [--verify] [--imm] [--linger ms] [--rq depth] [--size max]\n"
 		"                  [--any-source]\n");
@@ -1028,6 +1064,8 @@ enum {
 	OPT_LINGER,
 	OPT_RQ,
 	OPT_SIZE,
+	OPT_WARMUP,
+	OPT_WARMUP_PAUSE,
 };
 
 int main(int argc, char **argv)
@@ -1049,6 +1087,8 @@ int main(int argc, char **argv)
 		{"linger", required_argument, NULL, OPT_LINGER},
 		{"rq", required_argument, NULL, OPT_RQ},
 		{"size", required_argument, NULL, OPT_SIZE},
+		{"warmup", required_argument, NULL, OPT_WARMUP},
+		{"warmup-pause", required_argument, NULL, OPT_WARMUP_PAUSE},
 		{NULL, 0, NULL, 0},
 	};
 	struct opts o = {
@@ -1059,6 +1099,7 @@ int main(int argc, char **argv)
 		.timeout_s = DEF_TIMEOUT_S,
 		.linger_ms = DEF_LINGER_MS,
 		.rq = DEF_RQ,
+		.warmup_pause_ms = 1000,
 	};
 	struct sigaction sa = {.sa_handler = on_signal};
 	bool size_set = false;
@@ -1121,6 +1162,12 @@ int main(int argc, char **argv)
 		case OPT_LINGER:
 			o.linger_ms = (uint32_t)parse_num("--linger", optarg, 0, 600000);
 			break;
+		case OPT_WARMUP:
+			o.warmup = parse_num("--warmup", optarg, 1, 100000000);
+			break;
+		case OPT_WARMUP_PAUSE:
+			o.warmup_pause_ms = (uint32_t)parse_num("--warmup-pause", optarg, 0, 600000);
+			break;
 		case OPT_RQ:
 			o.rq = (uint32_t)parse_num("--rq", optarg, 1, 32768);
 			break;
@@ -1136,8 +1183,8 @@ int main(int argc, char **argv)
 		if (o.verify || o.any_source || o.linger_ms != DEF_LINGER_MS || o.rq != DEF_RQ)
 			die("--verify, --any-source, --linger and --rq are receiver options");
 	} else {
-		if (o.nqps != 1 || o.rate || o.full || o.delay_ms)
-			die("--qps, --rate, --full and --delay are sender options");
+		if (o.nqps != 1 || o.rate || o.full || o.delay_ms || o.warmup)
+			die("--qps, --rate, --full, --delay and --warmup are sender options");
 		if (!size_set)
 			o.size = MAX_MTU;
 	}
