@@ -36,10 +36,12 @@ import platform
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -198,7 +200,7 @@ def bridge_argv(args, bridge, sc, groups, ctl, cg_out=None):
     a += [bridge, "--debug", "--control", ctl, "-d", args.ib, "-r", args.roce,
           "--workers", str(sc.get("workers", 1)),
           "-e", "statint=0", "-e", "buffers=131072", "-e", "rqdepth=16384",
-          "-e", "senders=131072", "-e", "oversubscribe"]
+          "-e", "senders=%d" % (2 * sc.get("mcpkt_senders", 65536)), "-e", "oversubscribe"]
     if cg_out:
         a += ["-e", "join_timeout=3600"]
     for g in groups:
@@ -221,8 +223,9 @@ def start_bridge(fab, args, bridge, sc, groups, name, cg_out=None):
     return p
 
 
-def sender_cmds(args, fab, sc, groups, count, rate, stream_id):
-    """Command lines of the senders: one mcsender, or mcpkt processes for many QPs."""
+def sender_cmds(args, fab, sc, groups, count, rate, stream_id, warmup=0):
+    """Command lines of the senders: one mcsender, or mcpkt processes for many QPs
+    (with warmup: one packet per sender at that rate first, mcpkt --warmup)."""
     tools = fab.tools
     if sc.get("mcpkt_senders"):
         mcpkt = os.path.join(tools, "tests", "bridge", "mcpkt")
@@ -238,6 +241,8 @@ def sender_cmds(args, fab, sc, groups, count, rate, stream_id):
                  "--qps", str(q), "-s", sc["size"], "--timeout", "600"]
             if r:
                 c += ["--rate", str(r)]
+            if warmup:
+                c += ["--warmup", str(warmup)]
             cmds.append(c)
         return cmds
     c = [os.path.join(tools, "tools", "mcsender"), "-d" if not args.send_roce else "-r",
@@ -254,7 +259,10 @@ def sender_cmds(args, fab, sc, groups, count, rate, stream_id):
 
 def run_senders(fab, cmds, name):
     """Runs the senders one after the other (mcpkt processes in turn, each with new
-    QPNs, when one process cannot hold the senders: simfabric has 131072 QPs in all)."""
+    QPNs, when one process cannot hold the senders: simfabric has 131072 QPs in all).
+    Returns {"sent": data packets of the counted pass, "wire": every packet put on the
+    wire (SPMs and mcpkt's warm-up pass included), "warm": warm-up packets, "dt": the
+    counted pass's duration}."""
     t0 = time.monotonic()
     ps = []
     for i, c in enumerate(cmds):
@@ -267,19 +275,26 @@ def run_senders(fab, cmds, name):
             p.wait()
         fab.procs.remove(p)
     dt = time.monotonic() - t0
-    sent = 0
+    sent = wire = warm = 0
+    durations = []
     for i, p in enumerate(ps):
         out = fab.text("%s%d" % (name, i))
         if p.returncode != 0:
             raise BenchError("%s%d exited %d: %s %s" % (name, i, p.returncode, out[-400:],
                                                          fab.text("%s%d" % (name, i), "err")[-400:]))
-        m = re.search(r'"duration_s"\s*:\s*([0-9.eE+-]+)', out)
-        if m and len(ps) == 1:
-            dt = float(m.group(1))
-        m = re.search(r'"sent"\s*:\s*(\d+)|\bsent=(\d+)', out)
+        m = re.search(r'"duration_s"\s*:\s*([0-9.eE+-]+)|\bduration_s=([0-9.]+)', out)
+        if m:
+            durations.append(float(m.group(1) or m.group(2)))
+        m = re.search(r'"sent"\s*:\s*(\d+)|^mcpkt: sent=(\d+)', out, re.M)
         if m:
             sent += int(m.group(1) or m.group(2))
-    return sent, dt
+        m = re.search(r'"spm"\s*:\s*(\d+)', out)
+        wire += int(m.group(1)) if m else 0
+        m = re.search(r'^mcpkt: warm sent=(\d+)', out, re.M)
+        warm += int(m.group(1)) if m else 0
+    if len(durations) == len(ps) and durations:
+        dt = sum(durations)
+    return {"sent": sent, "wire": sent + wire + warm, "warm": warm, "dt": dt}
 
 
 def listen_argv(args, fab, sc, groups, busy):
@@ -331,49 +346,235 @@ def listen_report(fab, lst, name):
             out[-400:], fab.text(name, "err")[-400:]))
 
 
+def bridge_stats(fab, ctl):
+    """The bridge's `stats --json` (through bcom): its counters since its start."""
+    r = subprocess.run([os.path.join(fab.tools, "control", "bcom"), "--control", ctl, "stats",
+                        "--json"], env=fab.env, capture_output=True, text=True, timeout=60)
+    try:
+        return json.loads(r.stdout)
+    except ValueError:
+        raise BenchError("bcom stats --json: exit %d: %s %s" % (r.returncode, r.stdout[-300:],
+                                                               r.stderr[-300:]))
+
+
+class FwdSampler(threading.Thread):
+    """Samples the bridge's forwarded packets (IB fwd_pkts of the console's `channels`
+    table, one short reply, on one console connection) every `interval` seconds while a
+    phase runs: the bridge's own forwarding rate, whatever the listener keeps up with."""
+
+    def __init__(self, ctl, interval=0.005):
+        super().__init__(daemon=True)
+        self.ctl = ctl
+        self.interval = interval
+        self.samples = []
+        self.error = None
+        self.done = threading.Event()
+        self.ready = threading.Event()
+
+    def query(self, sock, buf):
+        sock.sendall(b"channels\n")
+        while b"\0" not in buf or not buf.split(b"\0", 1)[1].endswith(b"\n"):
+            d = sock.recv(65536)
+            if not d:
+                raise OSError("console closed")
+            buf += d
+        text, rest = buf.split(b"\0", 1)
+        rows = text.decode(errors="replace").splitlines()
+        head = rows[0].split()
+        col = head.index("fwd_pkts")
+        return sum(int(r.split()[col]) for r in rows[1:] if r.split()[:1] == ["IB"]), \
+            rest[rest.index(b"\n") + 1:]
+
+    def run(self):
+        try:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(self.ctl)
+            buf = b""
+            while True:
+                v, buf = self.query(sock, buf)
+                self.samples.append((time.monotonic(), v))
+                self.ready.set()
+                if self.done.wait(self.interval):
+                    break
+            sock.close()
+        except (OSError, ValueError, IndexError) as e:
+            self.error = str(e)
+        self.ready.set()
+
+    def stop(self):
+        self.done.set()
+        self.join(30)
+
+    def rate(self, skip=0):
+        """Packets forwarded over the time from the first to the last change of the
+        count, each end taken halfway between the samples around it (after the first
+        `skip` packets: a warm-up pass); None with too few samples."""
+        sm = self.samples
+        if len(sm) < 3:
+            return None
+        base = sm[0][1] + skip
+        a = next((i for i in range(1, len(sm)) if sm[i][1] > base), None)
+        if a is None:
+            return None
+        z = next(i for i in range(len(sm)) if sm[i][1] == sm[-1][1])
+        if z <= a:
+            return None
+        t0 = (sm[a - 1][0] + sm[a][0]) / 2
+        t1 = (sm[z - 1][0] + sm[z][0]) / 2
+        return (sm[z][1] - sm[a - 1][1]) / (t1 - t0) if t1 > t0 else None
+
+
+def side_delta(st0, st1, name):
+    """One side's counters of stats st1 less those of st0 (st0 None: since the start);
+    drop_reasons flattened to drop_<reason>."""
+    def flat(st):
+        if st is None:
+            return {}
+        sd = next(x for x in st["sides"] if x["side"] == name)
+        d = {k: v for k, v in sd.items() if isinstance(v, int) and not isinstance(v, bool)}
+        d["nic_rx_dropped"] = sd.get("nic_rx_dropped")
+        for k, v in sd.get("drop_reasons", {}).items():
+            d["drop_" + k] = v
+        return d
+    a, b = flat(st0), flat(st1)
+    out = {}
+    for k, v in b.items():
+        if v is None or (st0 is not None and a.get(k) is None):
+            out[k] = None
+        else:
+            out[k] = v - a.get(k, 0)
+    return out
+
+
+def accounting(wire, st0, st1, rep):
+    """Where the packets a phase put on the wire went (InfiniBand senders, RoCE listener):
+
+      wire = at the listener + its NIC's drops          (direct: no bridge)
+      wire = the bridge's NIC drops (IB nic_rx_dropped) + the bridge's named drops
+             (IB receive drops, RoCE tx_full and tx_error) + at the listener + the
+             listener NIC's drops + unaccounted
+
+    unaccounted is what no counter names: it must be 0 (a loss on the simulated wire, or
+    in the bridge without a counter). A NIC counter that is unavailable (no hw_counters)
+    leaves its drops in unaccounted and is recorded as None."""
+    got = sum(g.get("packets", 0) for g in rep.get("groups", []))
+    lnic = rep.get("totals", {}).get("nic_rx_dropped")
+    a = {"wire": wire, "listener": got, "listener_nic": lnic, "bridge_nic": None,
+         "bridge_drops": {}}
+    named = lnic or 0
+    if st1 is not None:
+        ib, roce = side_delta(st0, st1, "IB"), side_delta(st0, st1, "RoCE")
+        a["bridge_nic"] = ib.get("nic_rx_dropped")
+        drops = {k[5:]: v for k, v in ib.items() if k.startswith("drop_") and v and
+                 k not in ("drop_tx_full", "drop_tx_error")}
+        for k in ("tx_full", "tx_error"):
+            if roce.get("drop_" + k):
+                drops[k] = roce["drop_" + k]
+        a["bridge_drops"] = drops
+        a["bridge_rx"] = ib.get("rx_pkts")
+        a["bridge_fwd"] = ib.get("fwd_pkts")
+        named += (a["bridge_nic"] or 0) + sum(drops.values())
+    a["unaccounted"] = wire - got - named
+    a["loss"] = max(0.0, 1.0 - got / wire) if wire else None
+    return a
+
+
+def where(a):
+    """Where a phase's lost packets went, in words: "bridge NIC 239 000, ..."."""
+    parts = []
+    if a.get("bridge_nic"):
+        parts.append("bridge NIC %d" % a["bridge_nic"])
+    for k, v in sorted(a.get("bridge_drops", {}).items()):
+        parts.append("bridge drop_%s %d" % (k, v))
+    if a.get("listener_nic"):
+        parts.append("listener NIC %d" % a["listener_nic"])
+    if a.get("unaccounted"):
+        parts.append("UNACCOUNTED %d" % a["unaccounted"])
+    return ", ".join(parts) or "none lost"
+
+
 def timed_run(args, fab, bridge, sc, quick):
-    """A rate phase and a latency phase: {"rate_pps", "loss", "p50", ...}. Each phase
-    has a listener of its own."""
+    """A rate phase, a below-capacity phase and a latency phase: {"rate_pps", "loss",
+    "loss_below", "unaccounted", "p50", ...}; each phase has a listener of its own, and
+    its packets are accounted for (accounting()) from the bridge's counters."""
     groups = group_addrs(sc["groups"])
     fab.reset()
     b = None
+    ctl = os.path.join(fab.tmp, "bridge.sock")
+    acc = {}
+
+    def phase(label, lname, busy, count, rate, sid, warmup=0, sample=False):
+        st0 = bridge_stats(fab, ctl) if b is not None else None
+        lst = fab.start(lname, listen_argv(args, fab, sc, groups, busy))
+        fab.wait_for(lname, lst, r"mclisten: joined", 1, 120)
+        smp = None
+        if sample and b is not None:
+            smp = FwdSampler(ctl)
+            smp.start()
+            smp.ready.wait(10)
+        try:
+            snd = run_senders(fab, sender_cmds(args, fab, sc, groups, count, rate, sid,
+                                               warmup), "send_" + label)
+            rep = listen_report(fab, lst, lname)
+        finally:
+            if smp:
+                smp.stop()
+        if smp and smp.error:
+            raise BenchError("console sampler: %s" % smp.error)
+        st1 = bridge_stats(fab, ctl) if b is not None else None
+        acc[label] = accounting(snd["wire"], st0, st1, rep)
+        snd["fwd_pps"] = smp.rate(snd["warm"]) if smp else None
+        return snd, rep
+
     try:
         if not sc.get("direct"):
             b = start_bridge(fab, args, bridge, sc, groups, "bridge")
-        lst = fab.start("listen", listen_argv(args, fab, sc, groups, True))
-        fab.wait_for("listen", lst, r"mclisten: joined", 1, 120)
         count = args.count if not quick else 20000
         if sc.get("mcpkt_senders"):
             count = max(count, 2 * sc["mcpkt_senders"])
-        sent, dt = run_senders(fab, sender_cmds(args, fab, sc, groups, count, 0, 1000000),
-                               "send_rate")
-        rep = listen_report(fab, lst, "listen")
+        # mcpkt: every sender is seen once at a rate the bridge keeps up with, so that the
+        # rate is that of known senders (not of 100 000 first sightings).
+        snd, rep = phase("rate", "listen", True, count, 0, 1000000,
+                         args.warm_rate if sc.get("mcpkt_senders") else 0, sample=True)
         streams = rep.get("streams", [])
-        res = {"sent": sent, "sender_s": dt}
+        res = {"sent": snd["sent"], "sender_s": snd["dt"]}
         if sc.get("mcpkt_senders"):
-            rx = sum(g.get("packets", 0) for g in rep.get("groups", []))
+            # The counted pass's packets over its duration at the sender (the listener
+            # does not time mcpkt's packets): mcpkt offers faster than the bridge forwards,
+            # what the bridge still holds when the sender ends is at most its receive queue.
+            rx = max(0, sum(g.get("packets", 0) for g in rep.get("groups", [])) - snd["warm"])
+            dt = snd["dt"]
         else:
             # From the first to the last packet at the listener: the longest stream's.
             rx = sum(s.get("received", 0) for s in streams)
             dt = max((s["received"] / s["rate_pps"] for s in streams
-                      if s.get("rate_pps")), default=dt)
+                      if s.get("rate_pps")), default=snd["dt"])
         res["received"] = rx
-        # mcpkt processes spend most of their time creating QPs: no rate for them.
-        res["rate_pps"] = rx / dt if dt > 0 and not sc.get("mcpkt_senders") else None
-        res["loss"] = max(0.0, 1.0 - rx / sent) if sent else None
-        if not sc.get("mcpkt_senders"):
-            # Packets of the rate phase still queued in the bridge reach the second
-            # listener too: they settle first, and only the latency phase's streams
-            # (ids from 2000000) count.
+        res["rx_pps"] = rx / dt if dt > 0 else None
+        # The bridge's forwarding rate, from its own counter; the direct path's is the
+        # listener's.
+        res["rate_pps"] = snd["fwd_pps"] if b is not None else res["rx_pps"]
+        res["loss"] = acc["rate"]["loss"]
+        cap = min(x for x in (res["rate_pps"], res["rx_pps"]) if x) if res["rate_pps"] else None
+        # Packets of one phase still queued in the bridge reach the next listener too:
+        # they settle first (a second), and only the phase's own streams count.
+        if cap and args.below > 0:
             time.sleep(1)
-            lst = fab.start("listen2", listen_argv(args, fab, sc, groups, False))
-            fab.wait_for("listen2", lst, r"mclisten: joined", 1, 120)
+            bcount = args.below_count if not quick else 10000
+            bcount = max(bcount, 4 * sc.get("streams", 1) * len(groups),
+                         sc.get("mcpkt_senders", 0))
+            phase("below", "listen_below", True, bcount,
+                  max(1, int(cap * args.below)), 4000000,
+                  args.warm_rate if sc.get("mcpkt_senders") else 0)
+            res["loss_below"] = acc["below"]["loss"]
+        if not sc.get("mcpkt_senders"):
+            time.sleep(1)
             lcount = args.lat_count if not quick else 1000
             lcount = max(lcount, 4 * sc["streams"] * len(groups))
-            run_senders(fab, sender_cmds(args, fab, sc, groups, lcount, args.lat_rate,
-                                         2000000), "send_lat")
-            res.update(percentiles(listen_report(fab, lst, "listen2").get("streams", []),
-                                   2000000, 3000000))
+            snd, rep = phase("latency", "listen2", False, lcount, args.lat_rate, 2000000)
+            res.update(percentiles(rep.get("streams", []), 2000000, 3000000))
+        res["unaccounted"] = sum(a["unaccounted"] for a in acc.values())
+        res["accounting"] = acc
         return res
     finally:
         if b is not None:
@@ -388,14 +589,23 @@ def cg_count(args, fab, bridge, sc, count, tag):
     fab.reset()
     try:
         b = start_bridge(fab, args, bridge, sc, groups, "cgbridge", cg_out)
-        run_senders(fab, sender_cmds(args, fab, sc, groups, count, args.cg_rate,
-                                     3000000), "cgsend")
+        run_senders(fab, sender_cmds(args, fab, sc, groups, count, args.cg_rate, 3000000,
+                                     args.cg_warm_rate if sc.get("mcpkt_senders") else 0),
+                    "cgsend")
         time.sleep(2)
         fab.stop(b, 300)
         fwd = bridge_counters(fab.text("cgbridge"))
         if fwd is None:
             raise BenchError("callgrind bridge: no final counters: %s" %
                              fab.text("cgbridge", "err")[-600:])
+        if sc.get("mcpkt_senders"):
+            # Both runs of a pair must have the same first sightings (every sender once,
+            # in the warm-up pass) for the difference to cancel them.
+            m = re.search(r"^senders=(\d+)", fab.text("cgbridge"), re.M)
+            if not m or int(m.group(1)) != sc["mcpkt_senders"]:
+                raise BenchError("callgrind bridge saw %s senders, not %d: the warm-up lost "
+                                 "packets (--cg-warm-rate)" % (m.group(1) if m else "no",
+                                                               sc["mcpkt_senders"]))
         r = subprocess.run(["awk", "-v", "obj=ib2roce", "-v", "sim=/simfabric/|libibverbs|librdmacm",
                             "-f", os.path.join(SRC, "bench", "cg_engine.awk"), cg_out],
                            capture_output=True, text=True, check=True)
@@ -410,7 +620,7 @@ def cg_count(args, fab, bridge, sc, count, tag):
 def cg_run(args, fab, bridge, sc, quick):
     n = 4000 if quick else 40000
     if sc.get("mcpkt_senders"):
-        n = 2 * sc["mcpkt_senders"]
+        n = args.cg_per_sender * sc["mcpkt_senders"]
     elif sc["groups"] * sc["streams"] > n // 10:
         n = 10 * sc["groups"] * sc["streams"]
     ia, fa = cg_count(args, fab, bridge, sc, n, "a")
@@ -436,7 +646,9 @@ def summarize(vals):
             "q3": q[2], "n": len(v), "runs": vals}
 
 
-METRICS = ["rate_pps", "loss", "p50", "p90", "p99", "p99.9", "ipp"]
+METRICS = ["rate_pps", "rx_pps", "loss", "loss_below", "unaccounted", "p50", "p90", "p99", "p99.9",
+           "ipp"]
+TIMED_METRICS = METRICS[:-1]
 
 
 def prepare_baseline(spec, tmpdir, buildtype):
@@ -467,7 +679,8 @@ def plots(outdir, results, builds, names):
 
     labels = [b["label"] for b in builds]
     width = 0.8 / len(labels)
-    specs = [("rate.png", "forwarded rate (Mpps at the listener)", [("rate_pps", 1e-6)]),
+    specs = [("rate.png", "Mpps: forwarded by the bridge (rate_pps), received (rx_pps)",
+              [("rate_pps", 1e-6), ("rx_pps", 1e-6)]),
              ("latency.png", "one-way latency (us): p50, p90, p99",
               [("p50", 1), ("p90", 1), ("p99", 1)]),
              ("ipp.png", "engine instructions per forwarded packet", [("ipp", 1)])]
@@ -524,12 +737,28 @@ def main():
     ap.add_argument("--no-timed", action="store_true", help="callgrind only")
     ap.add_argument("--no-callgrind", action="store_true", help="timed runs only")
     ap.add_argument("-o", "--outdir", help="result directory")
-    ap.add_argument("--count", type=int, default=400000, help="packets of a rate phase")
+    ap.add_argument("--count", type=int, default=1000000,
+                    help="packets of a rate phase (default 1 000 000)")
     ap.add_argument("--lat-count", type=int, default=5000, help="packets of a latency phase")
     ap.add_argument("--lat-rate", type=int, default=10000, help="pps of a latency phase")
     ap.add_argument("--cg-rate", type=int, default=2000000,
                     help="pps offered under callgrind (default 2 000 000: more than the bridge "
                     "under callgrind forwards, so that it sees full bursts)")
+    ap.add_argument("--below", type=float, default=0.5,
+                    help="the below-capacity phase offers this fraction of the rate just "
+                    "measured (default 0.5; 0: no such phase)")
+    ap.add_argument("--below-count", type=int, default=200000,
+                    help="packets of the below-capacity phase (default 200 000)")
+    ap.add_argument("--warm-rate", type=int, default=100000,
+                    help="pps of the warm-up pass of senders100k in timed runs (each sender "
+                    "once before the counted pass; default 100 000)")
+    ap.add_argument("--cg-warm-rate", type=int, default=5000,
+                    help="pps of senders100k's warm-up pass under callgrind (every one of "
+                    "its packets must be forwarded: the pair's first sightings then cancel; "
+                    "default 5 000)")
+    ap.add_argument("--cg-per-sender", type=int, default=4,
+                    help="senders100k under callgrind: packets per sender of the first run "
+                    "(the second: 3 times as many; default 4)")
     ap.add_argument("--cg-runs", type=int, default=2,
                     help="repetitions of the callgrind measurement (default 2)")
     ap.add_argument("-d", "--ib", default=None, help="bridge's InfiniBand device (real)")
@@ -600,6 +829,7 @@ def main():
                         steps.append(("callgrind", rep, n, b))
         errors = []
         cg_detail = []
+        acc_detail = []
         t0 = time.monotonic()
         for i, (kind, rep, n, b) in enumerate(steps):
             sc = SCENARIOS[n]
@@ -609,13 +839,22 @@ def main():
             try:
                 if kind == "timed":
                     r = timed_run(args, fab, b["bridge"], sc, args.quick)
-                    for m in METRICS[:-1]:
+                    for m in TIMED_METRICS:
                         raw[n][b["label"]][m].append(r.get(m))
+                    acc_detail.append({"scenario": n, "build": b["label"], "run": rep + 1,
+                                       "phases": r["accounting"]})
                     lat = r.get("p50")
-                    log("    %s Mpps, loss %.1f%%, latency p50 %s us" % (
+                    log("    %s Mpps forwarded, %s received, loss %.1f%% (%s), below capacity %s, "
+                        "latency p50 %s us" % (
                         "%.3f" % (r["rate_pps"] / 1e6) if r["rate_pps"] is not None else "-",
-                        100 * (r["loss"] or 0),
+                        "%.3f" % (r["rx_pps"] / 1e6) if r["rx_pps"] is not None else "-",
+                        100 * (r["loss"] or 0), where(r["accounting"]["rate"]),
+                        "%.2f%% lost" % (100 * r["loss_below"]) if r.get("loss_below")
+                        is not None else "-",
                         "%.1f" % lat if lat is not None else "-"))
+                    if r["unaccounted"]:
+                        log("    UNACCOUNTED: %d packets lost where no counter names them: %s" %
+                            (r["unaccounted"], json.dumps(r["accounting"])))
                 else:
                     r = cg_run(args, fab, b["bridge"], sc, args.quick)
                     raw[n][b["label"]]["ipp"].append(r["ipp"])
@@ -640,6 +879,7 @@ def main():
             "results": results,
             "errors": errors,
             "callgrind_runs": cg_detail,
+            "accounting": acc_detail,
         }
         if len(builds) == 2:
             doc["ratios_new_over_old"] = {
@@ -667,8 +907,9 @@ def main():
         plots(outdir, results, builds, names)
 
         # The table.
-        print("%-12s %-4s %10s %8s %8s %8s %8s %6s" % (
-            "scenario", "", "Mpps", "loss%", "p50 us", "p99 us", "instr/pkt", ""))
+        print("%-12s %-4s %9s %8s %7s %7s %6s %7s %7s %9s  %s" % (
+            "scenario", "", "fwd Mpps", "rx Mpps", "loss%", "<cap%", "unacc", "p50 us", "p99 us",
+            "instr/pkt", "fwd min-max"))
         for n in names:
             for b in builds:
                 s = results[n][b["label"]]
@@ -678,14 +919,41 @@ def main():
 
                 spread = ("[%.2f-%.2f]" % (s["rate_pps"]["min"] / 1e6, s["rate_pps"]["max"] / 1e6)
                           if s["rate_pps"] else "")
-                print("%-12s %-4s %10s %8s %8s %8s %8s  %s" % (
-                    n, b["label"], f("rate_pps", 1e-6, "%.3f"), f("loss", 100, "%.1f"),
+                unacc = ("%d" % sum(s["unaccounted"]["runs"]) if s["unaccounted"] else "-")
+                print("%-12s %-4s %9s %8s %7s %7s %6s %7s %7s %9s  %s" % (
+                    n, b["label"], f("rate_pps", 1e-6, "%.3f"), f("rx_pps", 1e-6, "%.3f"),
+                    f("loss", 100, "%.1f"),
+                    f("loss_below", 100, "%.2f"), unacc,
                     f("p50", 1, "%.1f"), f("p99", 1, "%.1f"), f("ipp", 1, "%.0f"), spread))
             if len(builds) == 2:
                 r = doc["ratios_new_over_old"][n]
-                print("%-12s %-4s %10s %8s %8s %8s %8s" % (
+                print("%-12s %-4s %9s %8s %7s %7s %6s %7s %7s %9s" % (
                     "", "new/old", *["%.3f" % r[m] if r[m] else "-"
-                                     for m in ("rate_pps", "loss", "p50", "p99", "ipp")]))
+                                     for m in ("rate_pps", "rx_pps", "loss", "loss_below")], "",
+                    *["%.3f" % r[m] if r[m] else "-" for m in ("p50", "p99", "ipp")]))
+        # Where the packets went: every phase of every run, summed per scenario and build.
+        if acc_detail:
+            print("\nwhere the offered packets went (all timed runs; loss%%: at saturation, "
+                  "<cap%%: at %g of the measured rate; unacc: lost where no counter names "
+                  "them, must be 0):" % args.below)
+            for n in names:
+                for b in builds:
+                    tot = {}
+                    for d in acc_detail:
+                        if d["scenario"] != n or d["build"] != b["label"]:
+                            continue
+                        for ph, a in d["phases"].items():
+                            t = tot.setdefault(ph, {"wire": 0, "listener": 0, "bridge_nic": 0,
+                                                    "listener_nic": 0, "unaccounted": 0,
+                                                    "bridge_drops": {}})
+                            for k in ("wire", "listener", "bridge_nic", "listener_nic",
+                                      "unaccounted"):
+                                t[k] += a.get(k) or 0
+                            for k, v in a.get("bridge_drops", {}).items():
+                                t["bridge_drops"][k] = t["bridge_drops"].get(k, 0) + v
+                    for ph, t in tot.items():
+                        print("  %-12s %-4s %-8s offered %9d  listener %9d  %s" % (
+                            n, b["label"], ph, t["wire"], t["listener"], where(t)))
         print("results: %s (%s runs, %s)" % (outdir, runs, binfo["commit"]))
         if errors:
             print("%d step(s) failed: see errors in results.json" % len(errors))

@@ -3,7 +3,8 @@
 # the same build as baseline: it exits 0 and writes results.json (both builds, every
 # scenario with a rate and instructions per packet, the new/old ratios, the machine and
 # build fields), results.csv (a row per scenario, build and metric) and three PNG plots
-# that decode. Numbers are not judged: this is not a timing test.
+# that decode, and every packet of every phase is accounted for (at the listener or in a
+# named drop counter: unaccounted 0). Numbers are not judged: this is not a timing test.
 set -eu
 build=$1
 src=$2
@@ -41,6 +42,22 @@ for name, per_build in doc["results"].items():
         assert r["ipp"] and r["ipp"]["median"] > 0, (name, label, r)
         assert r["p50"] and r["p50"]["median"] > 0, (name, label, r)
     assert doc["ratios_new_over_old"][name]["ipp"] > 0
+# Every packet each phase put on the wire is accounted for: at the listener, or dropped
+# where a counter names it (the bridge's NIC, a bridge drop reason, the listener's NIC).
+phases = set()
+for d in doc["accounting"]:
+    for ph, a in d["phases"].items():
+        phases.add((d["scenario"], d["build"], ph))
+        named = ((a["bridge_nic"] or 0) + sum(a["bridge_drops"].values()) +
+                 (a["listener_nic"] or 0))
+        assert a["listener_nic"] is not None and a["bridge_nic"] is not None, (d, ph, a)
+        assert a["wire"] > 0 and a["wire"] == a["listener"] + named + a["unaccounted"], (d, ph, a)
+        assert a["unaccounted"] == 0, ("packets lost where no counter names them", d, ph, a)
+for name in ("single", "pgm"):
+    for label in ("old", "new"):
+        for ph in ("rate", "below", "latency"):
+            assert (name, label, ph) in phases, (name, label, ph)
+        assert doc["results"][name][label]["loss_below"] is not None, (name, label)
 rows = list(csv.DictReader(open(os.path.join(out, "results.csv"))))
 seen = {(r["scenario"], r["build"], r["metric"]) for r in rows}
 for name in ("single", "pgm"):
