@@ -424,6 +424,27 @@ class FwdSampler(threading.Thread):
         return (sm[z][1] - sm[a - 1][1]) / (t1 - t0) if t1 > t0 else None
 
 
+def worker_sched(pid):
+    """The bridge's workers (threads ib2roce-wN) as the scheduler saw them: {"wait_ms": time
+    runnable but not on a CPU (schedstat), "preempted": involuntary context switches}, or
+    None where /proc does not say (another host's bridge, no schedstats)."""
+    wait = pre = 0
+    found = False
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            d = "/proc/%d/task/%s/" % (pid, tid)
+            if not open(d + "comm").read().startswith("ib2roce-w"):
+                continue
+            wait += int(open(d + "schedstat").read().split()[1])
+            for line in open(d + "status"):
+                if line.startswith("nonvoluntary_ctxt_switches:"):
+                    pre += int(line.split()[1])
+            found = True
+    except (OSError, ValueError, IndexError):
+        return None
+    return {"wait_ms": wait / 1e6, "preempted": pre} if found else None
+
+
 def side_delta(st0, st1, name):
     """One side's counters of stats st1 less those of st0 (st0 None: since the start);
     drop_reasons flattened to drop_<reason>."""
@@ -490,6 +511,9 @@ def where(a):
         parts.append("listener NIC %d" % a["listener_nic"])
     if a.get("unaccounted"):
         parts.append("UNACCOUNTED %d" % a["unaccounted"])
+    if a.get("bridge_nic") and a.get("worker_wait_ms") is not None:
+        parts.append("while the worker waited %.1f ms for a CPU, preempted %d times" % (
+            a["worker_wait_ms"], a["worker_preempted"]))
     return ", ".join(parts) or "none lost"
 
 
@@ -505,6 +529,7 @@ def timed_run(args, fab, bridge, sc, quick):
 
     def phase(label, lname, busy, count, rate, sid, warmup=0, sample=False):
         st0 = bridge_stats(fab, ctl) if b is not None else None
+        ws0 = worker_sched(b.pid) if b is not None else None
         lst = fab.start(lname, listen_argv(args, fab, sc, groups, busy))
         fab.wait_for(lname, lst, r"mclisten: joined", 1, 120)
         smp = None
@@ -523,6 +548,12 @@ def timed_run(args, fab, bridge, sc, quick):
             raise BenchError("console sampler: %s" % smp.error)
         st1 = bridge_stats(fab, ctl) if b is not None else None
         acc[label] = accounting(snd["wire"], st0, st1, rep)
+        ws1 = worker_sched(b.pid) if b is not None else None
+        if ws0 and ws1:
+            # A worker kept off its CPU (two vCPUs for sender, worker and listener) drops
+            # at its NIC what its receive queue cannot hold meanwhile.
+            acc[label]["worker_wait_ms"] = round(ws1["wait_ms"] - ws0["wait_ms"], 3)
+            acc[label]["worker_preempted"] = ws1["preempted"] - ws0["preempted"]
         snd["fwd_pps"] = smp.rate(snd["warm"]) if smp else None
         return snd, rep
 
@@ -563,10 +594,15 @@ def timed_run(args, fab, bridge, sc, quick):
             bcount = args.below_count if not quick else 10000
             bcount = max(bcount, 4 * sc.get("streams", 1) * len(groups),
                          sc.get("mcpkt_senders", 0))
-            phase("below", "listen_below", True, bcount,
+            # The listener waits for completion events: one thread fewer spinning on the
+            # CPUs the bridge's worker needs (what it drops is counted at its NIC).
+            phase("below", "listen_below", False, bcount,
                   max(1, int(cap * args.below)), 4000000,
                   args.warm_rate if sc.get("mcpkt_senders") else 0)
             res["loss_below"] = acc["below"]["loss"]
+            a = acc["below"]
+            res["bridge_loss_below"] = ((a["bridge_nic"] or 0) + sum(a["bridge_drops"].values())) \
+                / a["wire"] if a["wire"] else None
         if not sc.get("mcpkt_senders"):
             time.sleep(1)
             lcount = args.lat_count if not quick else 1000
@@ -646,7 +682,7 @@ def summarize(vals):
             "q3": q[2], "n": len(v), "runs": vals}
 
 
-METRICS = ["rate_pps", "rx_pps", "loss", "loss_below", "unaccounted", "p50", "p90", "p99", "p99.9",
+METRICS = ["rate_pps", "rx_pps", "loss", "loss_below", "bridge_loss_below", "unaccounted", "p50", "p90", "p99", "p99.9",
            "ipp"]
 TIMED_METRICS = METRICS[:-1]
 
@@ -844,13 +880,14 @@ def main():
                     acc_detail.append({"scenario": n, "build": b["label"], "run": rep + 1,
                                        "phases": r["accounting"]})
                     lat = r.get("p50")
-                    log("    %s Mpps forwarded, %s received, loss %.1f%% (%s), below capacity %s, "
-                        "latency p50 %s us" % (
+                    log("    %s Mpps forwarded, %s received, loss %.1f%% (%s), below capacity %s "
+                        "(%s), latency p50 %s us" % (
                         "%.3f" % (r["rate_pps"] / 1e6) if r["rate_pps"] is not None else "-",
                         "%.3f" % (r["rx_pps"] / 1e6) if r["rx_pps"] is not None else "-",
                         100 * (r["loss"] or 0), where(r["accounting"]["rate"]),
                         "%.2f%% lost" % (100 * r["loss_below"]) if r.get("loss_below")
                         is not None else "-",
+                        where(r["accounting"]["below"]) if "below" in r["accounting"] else "-",
                         "%.1f" % lat if lat is not None else "-"))
                     if r["unaccounted"]:
                         log("    UNACCOUNTED: %d packets lost where no counter names them: %s" %
@@ -923,19 +960,21 @@ def main():
                 print("%-12s %-4s %9s %8s %7s %7s %6s %7s %7s %9s  %s" % (
                     n, b["label"], f("rate_pps", 1e-6, "%.3f"), f("rx_pps", 1e-6, "%.3f"),
                     f("loss", 100, "%.1f"),
-                    f("loss_below", 100, "%.2f"), unacc,
+                    f("bridge_loss_below", 100, "%.2f"), unacc,
                     f("p50", 1, "%.1f"), f("p99", 1, "%.1f"), f("ipp", 1, "%.0f"), spread))
             if len(builds) == 2:
                 r = doc["ratios_new_over_old"][n]
                 print("%-12s %-4s %9s %8s %7s %7s %6s %7s %7s %9s" % (
                     "", "new/old", *["%.3f" % r[m] if r[m] else "-"
-                                     for m in ("rate_pps", "rx_pps", "loss", "loss_below")], "",
+                                     for m in ("rate_pps", "rx_pps", "loss", "bridge_loss_below")],
+                    "",
                     *["%.3f" % r[m] if r[m] else "-" for m in ("p50", "p99", "ipp")]))
         # Where the packets went: every phase of every run, summed per scenario and build.
         if acc_detail:
-            print("\nwhere the offered packets went (all timed runs; loss%%: at saturation, "
-                  "<cap%%: at %g of the measured rate; unacc: lost where no counter names "
-                  "them, must be 0):" % args.below)
+            print("\nwhere the offered packets went (all timed runs; loss%%: lost anywhere at "
+                  "saturation; <cap%%: lost in the bridge (its NIC or a drop reason) at %g of "
+                  "the measured rate; unacc: lost where no counter names them, must be 0):"
+                  % args.below)
             for n in names:
                 for b in builds:
                     tot = {}
@@ -951,6 +990,9 @@ def main():
                                 t[k] += a.get(k) or 0
                             for k, v in a.get("bridge_drops", {}).items():
                                 t["bridge_drops"][k] = t["bridge_drops"].get(k, 0) + v
+                            for k in ("worker_wait_ms", "worker_preempted"):
+                                if a.get(k) is not None:
+                                    t[k] = t.get(k, 0) + a[k]
                     for ph, t in tot.items():
                         print("  %-12s %-4s %-8s offered %9d  listener %9d  %s" % (
                             n, b["label"], ph, t["wire"], t["listener"], where(t)))
