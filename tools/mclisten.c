@@ -324,13 +324,12 @@ static struct lstream *stream_get(struct listener *l, uint32_t group, uint8_t ki
 	s = &l->s[l->ns];
 	memset(s, 0, sizeof(*s));
 	s->seen = calloc(SEEN_WORDS, sizeof(uint64_t));
-	s->h = malloc(sizeof(*s->h));
+	s->h = lhist_new(); /* its header only: chunks come with the values (lhist.h) */
 	if (!s->seen || !s->h) {
 		free(s->seen);
-		free(s->h);
+		lhist_free(s->h);
 		return NULL;
 	}
-	lhist_reset(s->h);
 	s->group = group;
 	s->kind = kind;
 	s->id = id;
@@ -609,12 +608,11 @@ static int setup(struct listener *l, char *err, size_t errlen)
 	l->rsge = calloc(o->rq, sizeof(*l->rsge));
 	bufs = calloc(o->rq, sizeof(*bufs));
 	l->deferred = calloc(l->nbuf, sizeof(*l->deferred));
-	l->iv_hist = malloc(sizeof(*l->iv_hist));
+	l->iv_hist = lhist_new();
 	if (!l->mem || !l->qp || !l->rwr || !l->rsge || !bufs || !l->deferred || !l->iv_hist) {
 		free(bufs);
 		return snprintf(err, errlen, "out of memory"), -ENOMEM;
 	}
-	lhist_reset(l->iv_hist);
 	l->mr = ibv_reg_mr(l->port.pd, l->mem, memlen, IBV_ACCESS_LOCAL_WRITE);
 	l->cch = o->busy ? NULL : ibv_create_comp_channel(l->port.ctx);
 	l->cq = ibv_create_cq(l->port.ctx, (int)l->nbuf, NULL, l->cch, 0);
@@ -833,6 +831,8 @@ static const char *const pct_names[] = {"p50", "p90", "p99", "p99.9", "p99.99"};
 
 struct totals {
 	uint64_t rx, unique, lost, gaps, dup, reorder, late, spm, other, pgm_bad, pgm_other;
+	uint64_t lat_unrecorded; /* latency values in no histogram bucket (lhist.h: lost) */
+	uint64_t lat_hist_bytes; /* the memory of the latency histograms (lhist_bytes) */
 	uint32_t groups;
 };
 
@@ -849,7 +849,10 @@ static void totals_get(const struct listener *l, struct totals *t)
 		t->dup += s->dup;
 		t->reorder += s->reorder;
 		t->late += s->late;
+		t->lat_unrecorded += s->h->lost;
+		t->lat_hist_bytes += lhist_bytes(s->h);
 	}
+	t->lat_hist_bytes += lhist_bytes(l->iv_hist);
 	for (uint32_t i = 0; i < l->c->ngroups; i++) {
 		t->spm += l->g[i].spm;
 		t->other += l->g[i].other;
@@ -917,6 +920,11 @@ static void report_text(const struct listener *l, FILE *out, uint64_t t_end)
 		" rx_errors=%" PRIu64 " lat_negative=%" PRIu64 " nic_rx_dropped=%s\n",
 		t.rx, t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, l->ns, t.groups, t.spm,
 		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg, nic);
+	if (t.lat_unrecorded)
+		fprintf(out,
+			"mclisten: lat_unrecorded=%" PRIu64
+			" (out of memory: latency values left out of the percentiles)\n",
+			t.lat_unrecorded);
 }
 
 /* The --json report as of t_end (CLOCK_MONOTONIC ns). */
@@ -940,9 +948,11 @@ static void report_json(const struct listener *l, FILE *out, uint64_t t_end)
 		", \"streams\": %u, \"groups\": %u, \"spm\": %" PRIu64 ", \"other\": %" PRIu64
 		", \"pgm_bad\": %" PRIu64 ", \"unknown_group\": %" PRIu64
 		", \"rx_errors\": %" PRIu64 ", \"lat_negative\": %" PRIu64
+		", \"lat_unrecorded\": %" PRIu64 ", \"lat_hist_bytes\": %" PRIu64
 		", \"nic_rx_dropped\": %s},\n",
 		t.rx, t.unique, t.lost, t.gaps, t.dup, t.reorder, t.late, l->ns, t.groups, t.spm,
-		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg, nic);
+		t.other, t.pgm_bad, l->unknown_group, l->rx_errors, l->lat_neg, t.lat_unrecorded,
+		t.lat_hist_bytes, nic);
 	fprintf(out, " \"groups\": [");
 	for (uint32_t i = 0; i < l->c->ngroups; i++) {
 		const struct lgroup *g = &l->g[i];
@@ -979,9 +989,9 @@ static void report_json(const struct listener *l, FILE *out, uint64_t t_end)
 		if (s->h->count) {
 			fprintf(out,
 				", \"latency_ns\": {\"clock\": \"%s\", \"count\": %" PRIu64
-				", \"min\": %" PRIu64,
+				", \"unrecorded\": %" PRIu64 ", \"min\": %" PRIu64,
 				s->clock == MCT_CLOCK_MONOTONIC ? "monotonic" : "realtime",
-				s->h->count, s->h->min);
+				s->h->count, s->h->lost, s->h->min);
 			for (size_t k = 0; k < NPCTS; k++)
 				fprintf(out, ", \"%s\": %" PRIu64, pct_names[k],
 					lhist_percentile(s->h, pcts[k]));
@@ -1081,7 +1091,7 @@ static void teardown(struct listener *l)
 	}
 	for (uint32_t i = 0; i < l->ns; i++) {
 		free(l->s[i].seen);
-		free(l->s[i].h);
+		lhist_free(l->s[i].h);
 	}
 	free(l->s);
 	free(l->stab);
@@ -1092,7 +1102,7 @@ static void teardown(struct listener *l)
 	free(l->rsge);
 	free(l->deferred);
 	free(l->mem);
-	free(l->iv_hist);
+	lhist_free(l->iv_hist);
 }
 
 int main(int argc, char **argv)
