@@ -8,9 +8,12 @@ engine instructions per packet (callgrind), and a comparison of two builds.
                    [-d IBDEV -r ROCEDEV --send-dev DEV --listen-dev DEV]
 
 Each scenario runs mcsender -> ib2roce -> mclisten (tools/, docs/mcsender.1,
-docs/mclisten.1): a rate phase (mcsender --rate 0, as fast as its send queues allow;
-the listener's received packets over the sender's duration) and a latency phase (a
-fixed offered rate, one-way latency percentiles from mclisten), then, under callgrind,
+docs/mclisten.1): a rate phase (mcsender --rate 0, as fast as its send queues allow; the
+bridge's forwarding rate sampled from its console, the listener's from its report), a
+below-capacity phase (half the lower of the two rates: what the bridge lost there), and
+a latency phase (a fixed offered rate, one-way latency percentiles from mclisten); every
+packet of every phase is accounted for (at the listener, the bridge's NIC or named drop
+reasons, the listener's NIC; "unaccounted" must be 0); then, under callgrind,
 the engine's instructions per forwarded packet: two runs of the bridge collecting only
 inside chan_burst with N and 3N packets offered, the difference of their instruction
 counts over the difference of their forwarded packets (start-up and first sightings
