@@ -20,8 +20,12 @@ n=100
 nsock=$SF_TMP/notify.sock
 
 # notify_listen NAME: a listener on $SF_TMP/NAME.nsock, lines in $SF_TMP/NAME.out.
+# In the sanitizer build the helper runs without LeakSanitizer: once, its exit-time leak
+# check (a ptrace tracer) spun at 97% CPU for minutes after the test had passed, left
+# behind with the tests that followed. The helper is not what this test checks.
 notify_listen() {
-	br_start "$1" 90 "$NOTIFYLISTEN" "$SF_TMP/$1.nsock" 80
+	br_start "$1" 90 env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+		"$NOTIFYLISTEN" "$SF_TMP/$1.nsock" 80
 	local k=0
 	until [ -S "$SF_TMP/$1.nsock" ]; do
 		k=$((k + 1))
