@@ -431,17 +431,20 @@ def worker_sched(pid):
     """The bridge's workers (threads ib2roce-wN) as the scheduler saw them: {"wait_ms": time
     runnable but not on a CPU (schedstat), "preempted": involuntary context switches}, or
     None where /proc does not say (another host's bridge, no schedstats)."""
+    def text(path):
+        with open(path) as f:
+            return f.read()
+
     wait = pre = 0
     found = False
     try:
         for tid in os.listdir("/proc/%d/task" % pid):
             d = "/proc/%d/task/%s/" % (pid, tid)
-            if not open(d + "comm").read().startswith("ib2roce-w"):
+            if not text(d + "comm").startswith("ib2roce-w"):
                 continue
-            wait += int(open(d + "schedstat").read().split()[1])
-            for line in open(d + "status"):
-                if line.startswith("nonvoluntary_ctxt_switches:"):
-                    pre += int(line.split()[1])
+            wait += int(text(d + "schedstat").split()[1])
+            m = re.search(r"^nonvoluntary_ctxt_switches:\s*(\d+)", text(d + "status"), re.M)
+            pre += int(m.group(1)) if m else 0
             found = True
     except (OSError, ValueError, IndexError):
         return None
@@ -484,8 +487,7 @@ def accounting(wire, st0, st1, rep):
     got = sum(g.get("packets", 0) for g in rep.get("groups", []))
     lnic = rep.get("totals", {}).get("nic_rx_dropped")
     a = {"wire": wire, "listener": got, "listener_nic": lnic, "bridge_nic": None,
-         "bridge_drops": {}}
-    named = lnic or 0
+         "bridge_drops": {}, "bridge_lost": 0}
     if st1 is not None:
         ib, roce = side_delta(st0, st1, "IB"), side_delta(st0, st1, "RoCE")
         a["bridge_nic"] = ib.get("nic_rx_dropped")
@@ -497,8 +499,8 @@ def accounting(wire, st0, st1, rep):
         a["bridge_drops"] = drops
         a["bridge_rx"] = ib.get("rx_pkts")
         a["bridge_fwd"] = ib.get("fwd_pkts")
-        named += (a["bridge_nic"] or 0) + sum(drops.values())
-    a["unaccounted"] = wire - got - named
+        a["bridge_lost"] = (a["bridge_nic"] or 0) + sum(drops.values())
+    a["unaccounted"] = wire - got - (lnic or 0) - a["bridge_lost"]
     a["loss"] = max(0.0, 1.0 - got / wire) if wire else None
     return a
 
@@ -518,6 +520,25 @@ def where(a):
         parts.append("while the worker waited %.1f ms for a CPU, preempted %d times" % (
             a["worker_wait_ms"], a["worker_preempted"]))
     return ", ".join(parts) or "none lost"
+
+
+def accounting_totals(acc_detail, scenario, label):
+    """The accounting of every timed run of one scenario and build, summed per phase."""
+    tot = {}
+    for d in acc_detail:
+        if d["scenario"] != scenario or d["build"] != label:
+            continue
+        for ph, a in d["phases"].items():
+            t = tot.setdefault(ph, {"wire": 0, "listener": 0, "bridge_nic": 0,
+                                    "listener_nic": 0, "unaccounted": 0, "bridge_drops": {}})
+            for k in ("wire", "listener", "bridge_nic", "listener_nic", "unaccounted"):
+                t[k] += a.get(k) or 0
+            for k, v in a.get("bridge_drops", {}).items():
+                t["bridge_drops"][k] = t["bridge_drops"].get(k, 0) + v
+            for k in ("worker_wait_ms", "worker_preempted"):
+                if a.get(k) is not None:
+                    t[k] = t.get(k, 0) + a[k]
+    return tot
 
 
 def timed_run(args, fab, bridge, sc, quick):
@@ -602,10 +623,9 @@ def timed_run(args, fab, bridge, sc, quick):
             phase("below", "listen_below", False, bcount,
                   max(1, int(cap * args.below)), 4000000,
                   args.warm_rate if sc.get("mcpkt_senders") else 0)
-            res["loss_below"] = acc["below"]["loss"]
             a = acc["below"]
-            res["bridge_loss_below"] = ((a["bridge_nic"] or 0) + sum(a["bridge_drops"].values())) \
-                / a["wire"] if a["wire"] else None
+            res["loss_below"] = a["loss"]
+            res["bridge_loss_below"] = a["bridge_lost"] / a["wire"] if a["wire"] else None
         if not sc.get("mcpkt_senders"):
             time.sleep(1)
             lcount = args.lat_count if not quick else 1000
@@ -712,8 +732,8 @@ def summarize(vals):
             "q3": q[2], "n": len(v), "runs": vals}
 
 
-METRICS = ["rate_pps", "rx_pps", "loss", "loss_below", "bridge_loss_below", "unaccounted", "p50", "p90", "p99", "p99.9",
-           "ipp"]
+METRICS = ["rate_pps", "rx_pps", "loss", "loss_below", "bridge_loss_below", "unaccounted",
+           "p50", "p90", "p99", "p99.9", "ipp"]
 TIMED_METRICS = METRICS[:-1]
 
 
@@ -1011,23 +1031,7 @@ def main():
                   % args.below)
             for n in names:
                 for b in builds:
-                    tot = {}
-                    for d in acc_detail:
-                        if d["scenario"] != n or d["build"] != b["label"]:
-                            continue
-                        for ph, a in d["phases"].items():
-                            t = tot.setdefault(ph, {"wire": 0, "listener": 0, "bridge_nic": 0,
-                                                    "listener_nic": 0, "unaccounted": 0,
-                                                    "bridge_drops": {}})
-                            for k in ("wire", "listener", "bridge_nic", "listener_nic",
-                                      "unaccounted"):
-                                t[k] += a.get(k) or 0
-                            for k, v in a.get("bridge_drops", {}).items():
-                                t["bridge_drops"][k] = t["bridge_drops"].get(k, 0) + v
-                            for k in ("worker_wait_ms", "worker_preempted"):
-                                if a.get(k) is not None:
-                                    t[k] = t.get(k, 0) + a[k]
-                    for ph, t in tot.items():
+                    for ph, t in accounting_totals(acc_detail, n, b["label"]).items():
                         print("  %-12s %-4s %-8s offered %9d  listener %9d  %s" % (
                             n, b["label"], ph, t["wire"], t["listener"], where(t)))
         print("results: %s (%s runs, %s)" % (outdir, runs, binfo["commit"]))

@@ -570,7 +570,7 @@ static uint64_t send_pass(struct sender *s, const struct cm *c, const struct opt
 static int run_send(const struct opts *o)
 {
 	uint32_t run;
-	uint64_t k, t0, deadline;
+	uint64_t k, t0, pass_ns, deadline;
 	struct sender s = {.nq = o->nqps};
 	struct cm c = {0};
 	size_t bufsz;
@@ -622,11 +622,11 @@ static int run_send(const struct opts *o)
 	}
 	t0 = now_ns();
 	k = send_pass(&s, &c, o, run, (uint32_t)o->count, o->rate, deadline);
-	t0 = now_ns() - t0;
+	pass_ns = now_ns() - t0;
 
 	printf("mcpkt: sent=%" PRIu64 " completed=%" PRIu64 " errors=%" PRIu64
 	       " qps=%u groups=%u size=%u imm=%d duration_s=%.6f\n",
-	       k, s.completed, s.errors, o->nqps, o->ngroups, o->size, o->imm, (double)t0 / 1e9);
+	       k, s.completed, s.errors, o->nqps, o->ngroups, o->size, o->imm, (double)pass_ns / 1e9);
 	fflush(stdout);
 	for (uint32_t i = 0; i < o->nqps; i++)
 		ibv_destroy_qp(s.q[i].qp);
@@ -1102,7 +1102,7 @@ int main(int argc, char **argv)
 		.warmup_pause_ms = 1000,
 	};
 	struct sigaction sa = {.sa_handler = on_signal};
-	bool size_set = false;
+	bool size_set = false, pause_set = false;
 	int c;
 
 	if (argc < 2)
@@ -1167,6 +1167,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_WARMUP_PAUSE:
 			o.warmup_pause_ms = (uint32_t)parse_num("--warmup-pause", optarg, 0, 600000);
+			pause_set = true;
 			break;
 		case OPT_RQ:
 			o.rq = (uint32_t)parse_num("--rq", optarg, 1, 32768);
@@ -1182,8 +1183,10 @@ int main(int argc, char **argv)
 			o.count = 1;
 		if (o.verify || o.any_source || o.linger_ms != DEF_LINGER_MS || o.rq != DEF_RQ)
 			die("--verify, --any-source, --linger and --rq are receiver options");
+		if (pause_set && !o.warmup)
+			die("--warmup-pause goes with --warmup");
 	} else {
-		if (o.nqps != 1 || o.rate || o.full || o.delay_ms || o.warmup)
+		if (o.nqps != 1 || o.rate || o.full || o.delay_ms || o.warmup || pause_set)
 			die("--qps, --rate, --full, --delay and --warmup are sender options");
 		if (!size_set)
 			o.size = MAX_MTU;

@@ -43,12 +43,7 @@ wait_json small '.totals.received' "$rq"
 wait_json small '.totals.nic_rx_dropped' "$oob"
 out=$(bc_ok small status)
 expect_in "$out" "^loss: .* nic_rx_dropped=$oob\$" "mclisten status" small
-k=0
-until grep -Eq "^mclisten: .* pps=.* nic_rx_dropped=$oob " "$SF_TMP/small.err"; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "no live line with nic_rx_dropped=$oob" small
-	sleep 0.1
-done
+sf_wait_line "$SF_TMP/small.err" "^mclisten: .* pps=.* nic_rx_dropped=$oob " "$(br_pid small)" 10
 
 tl_stop small
 rx=$(tl_json small '.totals.received')
