@@ -255,6 +255,19 @@ int sf_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return 0;
 }
 
+/*
+ * ibv_get_cq_event: the next completion event of the channel. Blocks in one recv() on
+ * the channel's socket, never retried, as rdma-core blocks in one read() of the uverbs
+ * event fd (libibverbs/verbs.c): when a signal handler runs, the kernel's
+ * ib_uverbs_event_read (drivers/infiniband/core/uverbs_main.c) leaves its
+ * wait_event_interruptible with -ERESTARTSYS, so the read is restarted when the handler
+ * was installed with SA_RESTART and fails with EINTR without it. A blocking recv() on
+ * an AF_UNIX socket without a receive timeout answers a signal the same way (the socket
+ * layer's sock_intr_errno; signal(7)), so the call returns -1/EINTR exactly where
+ * rdma-core does: programs such as qperf end a timed wait with a SIGALRM handler
+ * installed without SA_RESTART. ibv_get_async_event and rdma_get_cm_event (ucma's
+ * ucma_get_event, the same wait) behave alike. A non-blocking fd gives -1/EAGAIN.
+ */
 SF_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 			       void **cq_context)
 {
@@ -262,9 +275,8 @@ SF_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 	struct sf_cq_full *f;
 	ssize_t n;
 
-	do {
-		n = recv(channel->fd, &m, sizeof(m), 0);
-	} while (n < 0 && errno == EINTR);
+	/* One recv, never retried (see above). */
+	n = recv(channel->fd, &m, sizeof(m), 0);
 	if (n != (ssize_t)sizeof(m) || m.kind != SF_MSG_CQ) {
 		if (n >= 0)
 			errno = EIO;

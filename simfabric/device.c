@@ -596,9 +596,8 @@ SF_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_
 	struct sf_msg m;
 	ssize_t n;
 
-	do {
-		n = recv(context->async_fd, &m, sizeof(m), 0);
-	} while (n < 0 && errno == EINTR);
+	/* One recv, never retried: a signal ends it as in rdma-core (see ibv_get_cq_event). */
+	n = recv(context->async_fd, &m, sizeof(m), 0);
 	if (n != (ssize_t)sizeof(m)) {
 		if (n >= 0)
 			errno = EIO;

@@ -538,17 +538,25 @@ static void sys_atfork_child(void)
 	pthread_mutex_init(&g_sys_mu, NULL);
 }
 
+/*
+ * Starts this process's refresh thread (once per process; again after fork). Every
+ * signal is blocked from before g_sys_mu is taken until after it is released: the
+ * thread must be created with all signals blocked (the application's signals are never
+ * delivered to it), and a signal that arrived meanwhile is delivered when the old mask
+ * comes back. That happens with no lock held, so a handler may call exit(), whose
+ * destructor (sf_sysfs_stop) takes g_sys_mu.
+ */
 void sf_sysfs_start(struct sf_fabric *fab)
 {
 	static bool atfork;
 	pthread_condattr_t ca;
 	sigset_t all, old;
 
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_mutex_lock(&g_sys_mu);
-	if (g_sys_pid == sf_self_pid()) {
-		pthread_mutex_unlock(&g_sys_mu);
-		return;
-	}
+	if (g_sys_pid == sf_self_pid())
+		goto out;
 	if (!atfork) {
 		pthread_atfork(NULL, NULL, sys_atfork_child);
 		atfork = true;
@@ -559,15 +567,13 @@ void sf_sysfs_start(struct sf_fabric *fab)
 	pthread_condattr_destroy(&ca);
 	g_sys_stop = false;
 	g_sys_fab = fab;
-	/* The application's signals must never be delivered to this thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (!pthread_create(&g_sys_thread, NULL, sys_thread, fab)) {
 		pthread_setname_np(g_sys_thread, "simfabric-sys");
 		g_sys_pid = sf_self_pid();
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+out:
 	pthread_mutex_unlock(&g_sys_mu);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void sf_sysfs_stop(void)
