@@ -25,6 +25,7 @@ struct sf_cq_events {
 struct sf_cq_full {
 	struct sf_cq_priv p;
 	struct sf_cq_events ev;
+	struct ibv_wc cur; /* ibv_create_cq_ex: the completion start/next_poll stand on */
 };
 
 /* Per-process table of our own QPs, for retiring send-queue slots on send completions. */
@@ -32,6 +33,8 @@ extern struct sf_qp_priv *g_own_qps[SF_MAX_QPS];
 
 /* Producer-side view of each CQ's consumer index: reloaded only when the ring looks full. */
 static _Atomic uint64_t g_cons_seen[SF_MAX_CQS];
+
+int sf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 
 SF_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 				       struct ibv_comp_channel *channel, int comp_vector)
@@ -109,6 +112,167 @@ SF_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, voi
 		pthread_mutex_unlock(&context->mutex);
 	}
 	return &f->p.cq;
+}
+
+/*
+ * ---- ibv_create_cq_ex and the extended poll (ibv_start_poll, ibv_next_poll,
+ * ibv_end_poll, ibv_wc_read_*) ----
+ *
+ * As mlx5 does it (rdma-core providers/mlx5/verbs.c create_cq, providers/mlx5/cq.c
+ * mlx5_cq_fill_pfns): cqe 0, comp_mask bits other than IBV_CQ_INIT_ATTR_MASK_FLAGS |
+ * IBV_CQ_INIT_ATTR_MASK_PD, and creation flags other than SINGLE_THREADED |
+ * IGNORE_OVERRUN fail with EINVAL; wc_flags beyond CREATE_CQ_SUPPORTED_WC_FLAGS (the
+ * standard flags, the two timestamps, CVLAN, FLOW_TAG, TM_INFO) with ENOTSUP. Of what
+ * mlx5 accepts, simfabric refuses with EOPNOTSUPP what its device does not have (as mlx5
+ * refuses WALLCLOCK without a clock page): a PD (mlx5 wants a parent domain, which the
+ * simulation has none of: mlx5's EINVAL), completion timestamps (no HCA clock:
+ * completion_timestamp_mask is 0), CVLAN and FLOW_TAG (raw packet QPs), TM_INFO (tag
+ * matching), and IGNORE_OVERRUN (an overrun always puts the CQ in error here).
+ * read_opcode, read_vendor_err and read_wc_flags are always set; each other reader only
+ * when its wc_flags bit was asked for (NULL otherwise, as on mlx5). The CQ is also an
+ * ordinary CQ: ibv_poll_cq, ibv_req_notify_cq and completion events work on it.
+ * start_poll with attr->comp_mask set fails with EINVAL; an empty CQ gives ENOENT.
+ */
+#define SF_CQ_EX_MLX5_WC_FLAGS                                                                  \
+	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_CVLAN |  \
+	 IBV_WC_EX_WITH_FLOW_TAG | IBV_WC_EX_WITH_TM_INFO |                                    \
+	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+
+static struct sf_cq_full *sf_cqx(struct ibv_cq_ex *cqx)
+{
+	return (struct sf_cq_full *)cqx;
+}
+
+static int sf_cqx_next(struct ibv_cq_ex *cqx)
+{
+	struct sf_cq_full *f = sf_cqx(cqx);
+
+	if (sf_poll_cq(&f->p.cq, 1, &f->cur) != 1)
+		return ENOENT;
+	cqx->wr_id = f->cur.wr_id;
+	cqx->status = f->cur.status;
+	return 0;
+}
+
+static int sf_cqx_start(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
+{
+	if (attr->comp_mask)
+		return EINVAL;
+	return sf_cqx_next(cqx);
+}
+
+static void sf_cqx_end(struct ibv_cq_ex *cqx)
+{
+	(void)cqx;
+}
+
+static enum ibv_wc_opcode sf_cqx_opcode(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.opcode;
+}
+
+static uint32_t sf_cqx_vendor_err(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.vendor_err;
+}
+
+static uint32_t sf_cqx_byte_len(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.byte_len;
+}
+
+static __be32 sf_cqx_imm(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.imm_data;
+}
+
+static uint32_t sf_cqx_qp_num(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.qp_num;
+}
+
+static uint32_t sf_cqx_src_qp(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.src_qp;
+}
+
+static unsigned int sf_cqx_wc_flags(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.wc_flags;
+}
+
+static uint32_t sf_cqx_slid(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.slid;
+}
+
+static uint8_t sf_cqx_sl(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.sl;
+}
+
+static uint8_t sf_cqx_dlid_path_bits(struct ibv_cq_ex *cqx)
+{
+	return sf_cqx(cqx)->cur.dlid_path_bits;
+}
+
+struct ibv_cq_ex *sf_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *a)
+{
+	struct ibv_cq_ex *x;
+	struct ibv_cq *cq;
+
+	if (!a->cqe ||
+	    (a->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) ||
+	    ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (a->flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
+				     IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->wc_flags & ~(uint64_t)SF_CQ_EX_MLX5_WC_FLAGS) {
+		errno = ENOTSUP;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((a->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) ||
+	    ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (a->flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (a->cqe > INT32_MAX) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = ibv_create_cq(context, (int)a->cqe, a->cq_context, a->channel, (int)a->comp_vector);
+	if (!cq)
+		return NULL;
+	x = &((struct sf_cq_priv *)cq)->cqx;
+	x->comp_mask = 0;
+	x->start_poll = sf_cqx_start;
+	x->next_poll = sf_cqx_next;
+	x->end_poll = sf_cqx_end;
+	x->read_opcode = sf_cqx_opcode;
+	x->read_vendor_err = sf_cqx_vendor_err;
+	x->read_wc_flags = sf_cqx_wc_flags;
+	if (a->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		x->read_byte_len = sf_cqx_byte_len;
+	if (a->wc_flags & IBV_WC_EX_WITH_IMM)
+		x->read_imm_data = sf_cqx_imm;
+	if (a->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		x->read_qp_num = sf_cqx_qp_num;
+	if (a->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		x->read_src_qp = sf_cqx_src_qp;
+	if (a->wc_flags & IBV_WC_EX_WITH_SLID)
+		x->read_slid = sf_cqx_slid;
+	if (a->wc_flags & IBV_WC_EX_WITH_SL)
+		x->read_sl = sf_cqx_sl;
+	if (a->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		x->read_dlid_path_bits = sf_cqx_dlid_path_bits;
+	return x;
 }
 
 SF_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)

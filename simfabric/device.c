@@ -114,6 +114,7 @@ static int sf_query_device_ex(struct ibv_context *context,
 			      const struct ibv_query_device_ex_input *input,
 			      struct ibv_device_attr_ex *attr, size_t attr_size);
 struct ibv_qp *sf_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+struct ibv_cq_ex *sf_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
 int sf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sf_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
@@ -168,6 +169,7 @@ SF_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.query_port = sf_query_port_ex;
 	c->vctx.query_device_ex = sf_query_device_ex;
 	c->vctx.create_qp_ex = sf_create_qp_ex;
+	c->vctx.create_cq_ex = sf_create_cq_ex;
 	ctx = &c->vctx.context;
 	ctx->device = device;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;

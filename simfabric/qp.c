@@ -19,6 +19,9 @@
 
 struct sf_qp_priv *g_own_qps[SF_MAX_QPS];
 
+int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+static void sf_qp_free_ex(struct sf_qp_priv *q);
+
 static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 				   struct ibv_qp_init_attr_ex *a)
 {
@@ -139,9 +142,278 @@ SF_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
 	return qp;
 }
 
+/*
+ * ---- Extended creation and the ibv_wr_* work-request API ----
+ *
+ * As mlx5 does it (rdma-core providers/mlx5/verbs.c create_qp, providers/mlx5/qp.c
+ * mlx5_qp_fill_wr_pfns and the mlx5_send_wr_* functions):
+ * - comp_mask IBV_QP_INIT_ATTR_SEND_OPS_FLAGS makes the QP extended: ibv_qp_to_qp_ex
+ *   returns its struct ibv_qp_ex (which begins with the ibv_qp), else NULL. On a UD QP
+ *   send_ops_flags beyond IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM
+ *   (MLX5_SUPPORTED_SEND_OPS_FLAGS_UD) fail the creation with EOPNOTSUPP. Every builder
+ *   and setter UD supports is filled whatever the flags asked for (mlx5: "Set all
+ *   supported micro-functions regardless user request"): wr_send, wr_send_imm,
+ *   wr_set_ud_addr, wr_set_sge(_list), wr_set_inline_data(_list), wr_start,
+ *   wr_complete, wr_abort; the others stay NULL.
+ * - Errors found while building are kept (the first one) and returned by wr_complete,
+ *   which then posts nothing of the batch (mlx5 rolls the send queue back): a full send
+ *   queue ENOMEM (mlx5_wq_overflow), more scatter entries than max_send_sge ENOMEM,
+ *   inline data longer than max_inline_data ENOMEM. Zero-length scatter entries are
+ *   skipped. wr_abort drops the batch.
+ * - Where simfabric checks more than mlx5 at post time (a UD message larger than the
+ *   path MTU, the QP not in RTS: ibv_post_send's EINVAL), wr_complete checks the whole
+ *   batch first and posts none of it with EINVAL, so a batch is all or nothing.
+ * The batch is built as ibv_send_wr entries and posted through sf_post_send, so both
+ * APIs share one send path.
+ */
+struct sf_wr_batch {
+	struct ibv_send_wr *wr; /* max_send_wr entries */
+	struct ibv_sge *sge;	/* nsge per entry */
+	uint8_t *inl;		/* max_inline bytes per entry */
+	uint32_t cap;		/* entries */
+	uint32_t nsge;		/* scatter entries per WR (max_send_sge, at least 1) */
+	uint32_t n;		/* WRs built since wr_start */
+	int err;		/* first error of the batch */
+	bool cur_ok;		/* the WR being built has an entry */
+};
+
+#define SF_UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+
+static struct sf_qp_priv *sf_qpx(struct ibv_qp_ex *qpx)
+{
+	return (struct sf_qp_priv *)qpx;
+}
+
+static void sf_wr_fail(struct sf_wr_batch *b, int err)
+{
+	if (!b->err)
+		b->err = err;
+}
+
+static void sf_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct sf_wr_batch *b = sf_qpx(qpx)->wrb;
+
+	b->n = 0;
+	b->err = 0;
+	b->cur_ok = false;
+}
+
+static void sf_wr_abort(struct ibv_qp_ex *qpx)
+{
+	sf_wr_start(qpx);
+}
+
+/* A new WR of the batch; a full send queue fails the batch with ENOMEM. */
+static void sf_wr_new(struct ibv_qp_ex *qpx, enum ibv_wr_opcode op, __be32 imm)
+{
+	struct sf_qp_priv *q = sf_qpx(qpx);
+	struct sf_wr_batch *b = q->wrb;
+	struct ibv_send_wr *wr;
+
+	b->cur_ok = false;
+	if (q->sq_posted + b->n - atomic_load_explicit(&q->sq_retired, memory_order_acquire) >=
+	    q->max_send_wr) {
+		sf_wr_fail(b, ENOMEM);
+		return;
+	}
+	wr = &b->wr[b->n];
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = qpx->wr_id;
+	wr->opcode = op;
+	wr->send_flags = qpx->wr_flags & ~(unsigned int)IBV_SEND_INLINE;
+	wr->imm_data = imm;
+	wr->sg_list = &b->sge[(size_t)b->n * b->nsge];
+	b->n++;
+	b->cur_ok = true;
+}
+
+static void sf_wr_send(struct ibv_qp_ex *qpx)
+{
+	sf_wr_new(qpx, IBV_WR_SEND, 0);
+}
+
+static void sf_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
+{
+	sf_wr_new(qpx, IBV_WR_SEND_WITH_IMM, imm);
+}
+
+static struct ibv_send_wr *sf_wr_cur(struct ibv_qp_ex *qpx)
+{
+	struct sf_wr_batch *b = sf_qpx(qpx)->wrb;
+
+	return b->cur_ok ? &b->wr[b->n - 1] : NULL;
+}
+
+static void sf_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
+			      uint32_t remote_qkey)
+{
+	struct ibv_send_wr *wr = sf_wr_cur(qpx);
+
+	if (!wr)
+		return;
+	wr->wr.ud.ah = ah;
+	wr->wr.ud.remote_qpn = remote_qpn;
+	wr->wr.ud.remote_qkey = remote_qkey;
+}
+
+static void sf_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge, const struct ibv_sge *sg)
+{
+	struct sf_qp_priv *q = sf_qpx(qpx);
+	struct ibv_send_wr *wr = sf_wr_cur(qpx);
+
+	if (!wr)
+		return;
+	if (num_sge > q->wrb->nsge) {
+		sf_wr_fail(q->wrb, ENOMEM);
+		return;
+	}
+	wr->num_sge = 0;
+	wr->send_flags &= ~(unsigned int)IBV_SEND_INLINE;
+	for (size_t i = 0; i < num_sge; i++)
+		if (sg[i].length)
+			wr->sg_list[wr->num_sge++] = sg[i];
+}
+
+static void sf_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_sge sge = {.addr = addr, .length = length, .lkey = lkey};
+
+	sf_wr_set_sge_list(qpx, 1, &sge);
+}
+
+static void sf_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
+				       const struct ibv_data_buf *buf)
+{
+	struct sf_qp_priv *q = sf_qpx(qpx);
+	struct sf_wr_batch *b = q->wrb;
+	struct ibv_send_wr *wr = sf_wr_cur(qpx);
+	uint8_t *dst;
+	size_t len = 0;
+
+	if (!wr)
+		return;
+	for (size_t i = 0; i < num_buf; i++)
+		len += buf[i].length;
+	if (len > q->max_inline) {
+		sf_wr_fail(b, ENOMEM);
+		return;
+	}
+	/* The payload is copied now, as mlx5 copies it into the WQE: the caller's buffers
+	 * may be reused at once. */
+	dst = b->inl + (size_t)(b->n - 1) * q->max_inline;
+	len = 0;
+	for (size_t i = 0; i < num_buf; i++) {
+		memcpy(dst + len, buf[i].addr, buf[i].length);
+		len += buf[i].length;
+	}
+	wr->send_flags |= IBV_SEND_INLINE;
+	wr->num_sge = len ? 1 : 0;
+	wr->sg_list[0].addr = (uintptr_t)dst;
+	wr->sg_list[0].length = (uint32_t)len;
+	wr->sg_list[0].lkey = 0;
+}
+
+static void sf_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
+{
+	struct ibv_data_buf buf = {.addr = addr, .length = length};
+
+	sf_wr_set_inline_data_list(qpx, 1, &buf);
+}
+
+static int sf_wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct sf_qp_priv *q = sf_qpx(qpx);
+	struct sf_wr_batch *b = q->wrb;
+	struct sf_fabric *fab = sf_get();
+	enum ibv_qp_state st = atomic_load(&fab->qps[q->index].state);
+	uint32_t mtu = sf_mtu_bytes(fab->devs[q->dev].active_mtu);
+	struct ibv_send_wr *bad;
+	int err = b->err;
+
+	if (!err && b->n) {
+		if (st != IBV_QPS_RTS && st != IBV_QPS_ERR)
+			err = EINVAL;
+		for (uint32_t i = 0; !err && i < b->n; i++) {
+			struct ibv_send_wr *wr = &b->wr[i];
+			uint64_t len = 0;
+
+			for (int k = 0; k < wr->num_sge; k++)
+				len += wr->sg_list[k].length;
+			if (len > mtu || !wr->wr.ud.ah ||
+			    (!(wr->send_flags & IBV_SEND_INLINE) &&
+			     (uint32_t)wr->num_sge > q->max_send_sge))
+				err = EINVAL;
+			wr->next = i + 1 < b->n ? &b->wr[i + 1] : NULL;
+		}
+		if (!err)
+			err = sf_post_send(&q->qp, b->wr, &bad);
+	}
+	b->n = 0;
+	b->err = 0;
+	b->cur_ok = false;
+	return err;
+}
+
+static int sf_qp_make_ex(struct sf_qp_priv *q)
+{
+	struct ibv_qp_ex *x = &q->qpx;
+	struct sf_wr_batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return ENOMEM;
+	b->cap = q->max_send_wr ? q->max_send_wr : 1;
+	b->nsge = q->max_send_sge ? q->max_send_sge : 1;
+	b->wr = calloc(b->cap, sizeof(*b->wr));
+	b->sge = calloc((size_t)b->cap * b->nsge, sizeof(*b->sge));
+	b->inl = q->max_inline ? calloc(b->cap, q->max_inline) : NULL;
+	if (!b->wr || !b->sge || (q->max_inline && !b->inl)) {
+		free(b->wr);
+		free(b->sge);
+		free(b->inl);
+		free(b);
+		return ENOMEM;
+	}
+	q->wrb = b;
+	x->comp_mask = 0;
+	x->wr_send = sf_wr_send;
+	x->wr_send_imm = sf_wr_send_imm;
+	x->wr_set_ud_addr = sf_wr_set_ud_addr;
+	x->wr_set_sge = sf_wr_set_sge;
+	x->wr_set_sge_list = sf_wr_set_sge_list;
+	x->wr_set_inline_data = sf_wr_set_inline_data;
+	x->wr_set_inline_data_list = sf_wr_set_inline_data_list;
+	x->wr_start = sf_wr_start;
+	x->wr_complete = sf_wr_complete;
+	x->wr_abort = sf_wr_abort;
+	return 0;
+}
+
+static void sf_qp_free_ex(struct sf_qp_priv *q)
+{
+	if (!q->wrb)
+		return;
+	free(q->wrb->wr);
+	free(q->wrb->sge);
+	free(q->wrb->inl);
+	free(q->wrb);
+	q->wrb = NULL;
+}
+
+SF_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct sf_qp_priv *q = (struct sf_qp_priv *)qp;
+
+	return q->wrb ? &q->qpx : NULL;
+}
+
 struct ibv_qp *sf_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS)) {
+	struct ibv_qp *qp;
+	int e;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -149,7 +421,21 @@ struct ibv_qp *sf_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_a
 		errno = EINVAL;
 		return NULL;
 	}
-	return sf_qp_create(context, attr->pd, attr);
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && attr->qp_type == IBV_QPT_UD &&
+	    (attr->send_ops_flags & ~(uint64_t)SF_UD_SEND_OPS)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	qp = sf_qp_create(context, attr->pd, attr);
+	if (!qp || !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return qp;
+	e = sf_qp_make_ex((struct sf_qp_priv *)qp);
+	if (e) {
+		ibv_destroy_qp(qp);
+		errno = e;
+		return NULL;
+	}
+	return qp;
 }
 
 SF_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
@@ -168,6 +454,7 @@ SF_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	sf_qp_unlock(r);
 	sf_unlock(fab);
 	g_own_qps[q->index] = NULL;
+	sf_qp_free_ex(q);
 	if (q->rq) {
 		unlink(path);
 		munmap(q->rq, (size_t)r->rq_size * q->rwqe_stride);

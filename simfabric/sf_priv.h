@@ -36,15 +36,23 @@ struct sf_comp_channel {
 };
 
 struct sf_cq_priv {
-	struct ibv_cq cq;
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cqx; /* ibv_create_cq_ex: begins with ibv_cq's members */
+	};
 	uint32_t index; /* fab->cqs */
 	uint32_t mask;
 	struct sf_cqe *ring;
 	int32_t chan_pid;
 };
 
+struct sf_wr_batch;
+
 struct sf_qp_priv {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx; /* QPs created with send_ops_flags (ibv_qp_to_qp_ex) */
+	};
 	uint32_t index; /* fab->qps */
 	uint32_t dev;
 	uint32_t max_send_wr;
@@ -59,6 +67,7 @@ struct sf_qp_priv {
 	struct ibv_qp_attr attr;     /* last modify, for query */
 	uint32_t create_flags;
 	uint32_t port_num;
+	struct sf_wr_batch *wrb; /* the ibv_wr_* batch being built; NULL: not extended */
 };
 
 struct sf_mr_priv {

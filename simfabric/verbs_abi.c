@@ -224,12 +224,7 @@ SF_EXPORT void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ib
 
 /* ---- IBVERBS_1.6 .. 1.14 ---- */
 
-/* Only QPs created with send_ops_flags have the extended interface; none here. */
-SF_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	(void)qp;
-	return NULL;
-}
+/* ibv_qp_to_qp_ex: qp.c (QPs created with send_ops_flags). */
 
 /* Sharing a context between processes needs the kernel's uverbs file: not simulated. */
 SF_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
