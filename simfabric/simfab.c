@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <endian.h>
 
+#include "devns.h"
 #include "netns.h"
 #include "pcapng.h"
 #include "sf.h"
@@ -59,6 +60,8 @@ static const char simfab_usage[] =
 	"  netns NS [--delete]      make network namespace NS with a netdev per device (ib<k>,\n"
 	"                           eth<k>: ifindex, MAC, IPv4 address, MTU as the device);\n"
 	"                           run the fabric's programs in it (ip netns exec NS ...)\n"
+	"  devns CMD [ARG...]       run CMD where /dev/infiniband/uverbs<N> exist (a private\n"
+	"                           mount namespace; for programs such as UCX that check them)\n"
 	"  topology [FILE]          print the fabric's topology in SIMFABRIC_TOPOLOGY format,\n"
 	"                           or check FILE and print it as it would be loaded\n"
 	"  help                     this text\n"
@@ -1180,6 +1183,20 @@ static int cmd_netns(struct simfab *sf, int argc, char **argv)
 	return SIMFAB_OK;
 }
 
+/* devns CMD [ARG...]: exec CMD with the uverbs nodes in a mount namespace (devns.c). */
+static int cmd_devns(struct simfab *sf, int argc, char **argv)
+{
+	char err[512];
+
+	(void)sf;
+	if (argc < 2)
+		return simfab_bad_usage("usage: simfab devns CMD [ARG...]");
+	fflush(stdout);
+	sf_devns_exec(argv + 1, err, sizeof(err));
+	simfab_err("devns: %s", err);
+	return SIMFAB_FAIL;
+}
+
 static int cmd_help(struct simfab *sf, int argc, char **argv)
 {
 	(void)sf;
@@ -1201,6 +1218,7 @@ static const struct simfab_cmd simfab_cmds[] = {
 	{"reclaim", cmd_reclaim},
 	{"reset", cmd_reset},
 	{"netns", cmd_netns},
+	{"devns", cmd_devns},
 	{"topology", cmd_topology},
 	{"help", cmd_help},
 };

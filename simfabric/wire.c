@@ -24,6 +24,9 @@
 #define SF_GRH_NEXT_HDR_BTH 0x1b
 #define SF_IPPROTO_UDP	    17
 #define SF_IP_DF	    0x4000
+/* wc.sl of a RoCE receive on mlx5: the packet type (UDP bit 3 | L3 header type). */
+#define SF_ROCE_PKT_IPV6    0x9
+#define SF_ROCE_PKT_IPV4    0xa
 #define SF_LOCK_SPINS_CHECK (1u << 20)
 
 /* ---- the QP delivery lock ---- */
@@ -346,7 +349,15 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		wc.imm_data = tx->with_imm ? tx->wr->imm_data : 0;
 		wc.pkey_index = (uint16_t)r->pkey_index;
 		wc.slid = tx->sdev->link == SF_LINK_IB ? (uint16_t)tx->sdev->lid : 0;
-		wc.sl = 0;
+		/* On RoCE mlx5 reports the network header type in sl (rdma-core
+		 * providers/mlx5/cq.c: sl = CQE flags_rqpn bits 24-27; PRM: bit 3 UDP,
+		 * bits 0-2 0 GRH, 1 IPv6, 2 IPv4): RoCEv2 over IPv4 0xA, over IPv6 0x9.
+		 * UCX's UD transport reads it to find the destination address among the
+		 * 40 bytes. On IB it is the SL, 0 here. */
+		if (tx->sdev->link == SF_LINK_ETH && tx->has_grh)
+			wc.sl = tx->hdr[0] >> 4 == 6 ? SF_ROCE_PKT_IPV6 : SF_ROCE_PKT_IPV4;
+		else
+			wc.sl = 0;
 	}
 	/* The WQE is consumed before its completion is visible: an owner that polled the
 	 * completion may post a receive into the slot at once (post_recv reads rq_head). On
