@@ -224,3 +224,32 @@ sf_expect_counter() {
 		sf_fail "$1 $2 is $v, expected $3" "$SF_TMP/counters.txt"
 	fi
 }
+
+# sf_free_tcp_port: print a TCP port of 127.0.0.1 that no socket uses (in any state),
+# below the kernel's ephemeral range, for the out-of-band exchange of perftest, qperf,
+# ucx_perftest and fi_pingpong. Fails the test when none of 20 tries is free.
+sf_free_tcp_port() {
+	local lo p
+
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+	for p in $(shuf -i 10000-$((lo - 1)) -n 20); do
+		if [ -z "$(ss -Htan "sport = :$p")" ]; then
+			printf '%s\n' "$p"
+			return 0
+		fi
+	done
+	sf_fail "no free TCP port found"
+}
+
+# sf_wait_listen PID PORT FILE: wait (up to 30 s) until a TCP socket listens on PORT;
+# fail, showing FILE, if PID exits first.
+sf_wait_listen() {
+	local n=0
+
+	while [ -z "$(ss -Hltn "sport = :$2")" ]; do
+		kill -0 "$1" 2>/dev/null || sf_fail "exited before listening on port $2" "$3"
+		n=$((n + 1))
+		[ "$n" -le 300 ] || sf_fail "nothing listens on port $2 after 30 s" "$3"
+		sleep 0.1
+	done
+}

@@ -37,25 +37,12 @@ sf_need "$prog"
 out=$SF_TMP
 iters=1000
 
-# A TCP port nobody listens on, for perftest's exchange of QP numbers and addresses.
-port=""
-for p in $(shuf -i 20000-60000 -n 20); do
-	if [ -z "$(ss -Hltn "sport = :$p")" ]; then
-		port=$p
-		break
-	fi
-done
-[ -n "$port" ] || sf_fail "no free TCP port found"
+# perftest exchanges QP numbers and addresses over TCP.
+port=$(sf_free_tcp_port)
 
 sf_start "$out/server.txt" 90 "$prog" -c UD -d "${dev}1" -p "$port"
 srv=$SF_PID
-n=0
-while [ -z "$(ss -Hltn "sport = :$port")" ]; do
-	kill -0 "$srv" 2>/dev/null || sf_fail "server exited before listening" "$out/server.txt"
-	n=$((n + 1))
-	[ "$n" -le 300 ] || sf_fail "server does not listen on port $port" "$out/server.txt"
-	sleep 0.1
-done
+sf_wait_listen "$srv" "$port" "$out/server.txt"
 
 rc=0
 sf_tool 90 "$prog" -c UD -d "${dev}2" -p "$port" 127.0.0.1 >"$out/client.txt" 2>&1 || rc=$?

@@ -12,24 +12,11 @@ sf_init qperf
 sf_need qperf
 out=$SF_TMP
 
-port=""
-for p in $(shuf -i 20000-60000 -n 20); do
-	if [ -z "$(ss -Hltn "sport = :$p")" ]; then
-		port=$p
-		break
-	fi
-done
-[ -n "$port" ] || sf_fail "no free TCP port found"
+port=$(sf_free_tcp_port)
 
 sf_start "$out/server.txt" 120 qperf -lp "$port"
 srv=$SF_PID
-n=0
-while [ -z "$(ss -Hltn "sport = :$port")" ]; do
-	kill -0 "$srv" 2>/dev/null || sf_fail "server exited before listening" "$out/server.txt"
-	n=$((n + 1))
-	[ "$n" -le 300 ] || sf_fail "server does not listen on port $port" "$out/server.txt"
-	sleep 0.1
-done
+sf_wait_listen "$srv" "$port" "$out/server.txt"
 
 # Each test runs 1 s; qperf's own timeout (5 s by default) fails a run whose ends do not
 # stop in time.

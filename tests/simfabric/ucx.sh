@@ -40,24 +40,11 @@ fi
 # UCX's own malloc/mmap hooks stay off: in the sanitizer build ASan owns the allocator.
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
 
-port=""
-for p in $(shuf -i 20000-60000 -n 20); do
-	if [ -z "$(ss -Hltn "sport = :$p")" ]; then
-		port=$p
-		break
-	fi
-done
-[ -n "$port" ] || sf_fail "no free TCP port found"
+port=$(sf_free_tcp_port)
 
 sf_start "$out/server.txt" 90 "$SIMFAB" devns ucx_perftest -p "$port"
 srv=$SF_PID
-n=0
-while [ -z "$(ss -Hltn "sport = :$port")" ]; do
-	kill -0 "$srv" 2>/dev/null || sf_fail "server exited before listening" "$out/server.txt"
-	n=$((n + 1))
-	[ "$n" -le 300 ] || sf_fail "server does not listen on port $port" "$out/server.txt"
-	sleep 0.1
-done
+sf_wait_listen "$srv" "$port" "$out/server.txt"
 
 rc=0
 sf_tool 60 "$SIMFAB" devns ucx_perftest -d "$dev:1" -x ud_verbs -t am_lat -n "$iters" \
