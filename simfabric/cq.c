@@ -133,9 +133,9 @@ SF_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, voi
  * ordinary CQ: ibv_poll_cq, ibv_req_notify_cq and completion events work on it.
  * start_poll with attr->comp_mask set fails with EINVAL; an empty CQ gives ENOENT.
  */
-#define SF_CQ_EX_MLX5_WC_FLAGS                                                                  \
-	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_CVLAN |  \
-	 IBV_WC_EX_WITH_FLOW_TAG | IBV_WC_EX_WITH_TM_INFO |                                    \
+#define SF_CQ_EX_MLX5_WC_FLAGS                                                                     \
+	(IBV_WC_STANDARD_FLAGS | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | IBV_WC_EX_WITH_CVLAN |      \
+	 IBV_WC_EX_WITH_FLOW_TAG | IBV_WC_EX_WITH_TM_INFO |                                        \
 	 IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 
 static struct sf_cq_full *sf_cqx(struct ibv_cq_ex *cqx)

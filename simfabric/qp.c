@@ -299,16 +299,21 @@ static void sf_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 		sf_wr_fail(b, ENOMEM);
 		return;
 	}
+	wr->send_flags |= IBV_SEND_INLINE;
+	wr->num_sge = 0;
+	if (!len)
+		return; /* a QP without inline space has no buffer: nothing to copy */
 	/* The payload is copied now, as mlx5 copies it into the WQE: the caller's buffers
 	 * may be reused at once. */
 	dst = b->inl + (size_t)(b->n - 1) * q->max_inline;
 	len = 0;
 	for (size_t i = 0; i < num_buf; i++) {
+		if (!buf[i].length)
+			continue;
 		memcpy(dst + len, buf[i].addr, buf[i].length);
 		len += buf[i].length;
 	}
-	wr->send_flags |= IBV_SEND_INLINE;
-	wr->num_sge = len ? 1 : 0;
+	wr->num_sge = 1;
 	wr->sg_list[0].addr = (uintptr_t)dst;
 	wr->sg_list[0].length = (uint32_t)len;
 	wr->sg_list[0].lkey = 0;

@@ -386,8 +386,7 @@ static void test_data(bool roce)
 	check(wc[0].src_qp == tx.id->qp->qp_num && wc[0].qp_num == rx.id->qp->qp_num,
 	      "%s src_qp is the sender QPN, qp_num the receiver's", name);
 	/* mlx5 reports a RoCE packet's network header type in sl: RoCEv2/IPv4 0xA. */
-	check(wc[0].slid == (roce ? 0 : 4) && wc[0].pkey_index == 0 &&
-		      wc[0].sl == (roce ? 0xa : 0),
+	check(wc[0].slid == (roce ? 0 : 4) && wc[0].pkey_index == 0 && wc[0].sl == (roce ? 0xa : 0),
 	      "%s slid %u, pkey_index 0, sl %u (IB: the SL; RoCE: the packet type)", name,
 	      wc[0].slid, wc[0].sl);
 	h = rbuf(&rx, 0);
