@@ -2,11 +2,12 @@
 /*
  * Signals and the blocking calls of the simulated libibverbs, as on a real host:
  *
- * - ibv_get_cq_event and ibv_get_async_event block in one read of an event fd in
- *   rdma-core; the kernel's wait there (ib_uverbs_event_read) ends with -ERESTARTSYS
+ * - ibv_get_cq_event, ibv_get_async_event and rdma_get_cm_event block in one read (or
+ *   write) of an event fd in rdma-core; the kernel's wait there (ib_uverbs_event_read,
+ *   ucma_get_event) ends with -ERESTARTSYS
  *   when a signal handler runs, so the call returns -1/EINTR when the handler was
  *   installed without SA_RESTART and goes on waiting with SA_RESTART. qperf ends its
- *   timed loops with such a SIGALRM. Checked for both calls, both ways: a helper thread
+ *   timed loops with such a SIGALRM. Checked for the three calls, both ways: a helper thread
  *   waits until the main thread sleeps in the call, signals it, and (SA_RESTART) once it
  *   sleeps again, produces the event it waits for.
  * - A handler that calls exit() while ibv_open_device starts the simulated sysfs refresh
@@ -31,7 +32,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include "tap.h"
 
@@ -121,6 +124,8 @@ struct port {
 	struct ibv_qp *qp;    /* sends complete on cq */
 	struct ibv_qp *qp2;   /* sends complete on small */
 	struct ibv_ah *ah;
+	struct rdma_event_channel *cmch;
+	struct rdma_cm_id *cmid;
 };
 
 static struct ibv_qp *ud_qp(struct port *p, struct ibv_cq *cq)
@@ -174,6 +179,9 @@ static void port_open(struct port *p, const char *name)
 	p->ah = ibv_create_ah(p->pd, &aa);
 	if (!p->ah)
 		die("ibv_create_ah");
+	p->cmch = rdma_create_event_channel();
+	if (!p->cmch || rdma_create_id(p->cmch, &p->cmid, NULL, RDMA_PS_UDP))
+		die("rdma_cm id");
 }
 
 /* A signaled empty send to our own port: its completion lands on the QP's send CQ. */
@@ -189,7 +197,7 @@ static void send_one(struct port *p, struct ibv_qp *qp)
 		helper_fail("ibv_post_send");
 }
 
-enum which { CQ_EVENT, ASYNC_EVENT };
+enum which { CQ_EVENT, ASYNC_EVENT, CM_EVENT };
 
 struct job {
 	struct port *p;
@@ -225,6 +233,13 @@ static void *helper_run(void *arg)
 		helper_fail("the call returned after a handler with SA_RESTART");
 	if (j->which == CQ_EVENT) {
 		send_one(j->p, j->p->qp);
+	} else if (j->which == CM_EVENT) {
+		struct sockaddr_in dst = {.sin_family = AF_INET};
+
+		/* Address resolution of sim_ib1's IPoIB address: ADDR_RESOLVED. */
+		inet_pton(AF_INET, "198.18.0.2", &dst.sin_addr);
+		if (rdma_resolve_addr(j->p->cmid, NULL, (struct sockaddr *)&dst, 2000))
+			helper_fail("rdma_resolve_addr");
 	} else {
 		/* Two completions into a CQ of one entry: IBV_EVENT_CQ_ERR. */
 		send_one(j->p, j->p->qp2);
@@ -235,7 +250,10 @@ static void *helper_run(void *arg)
 
 static void wait_case(struct port *p, enum which which, int restart)
 {
-	const char *name = which == CQ_EVENT ? "ibv_get_cq_event" : "ibv_get_async_event";
+	const char *name = which == CQ_EVENT   ? "ibv_get_cq_event"
+			   : which == CM_EVENT ? "rdma_get_cm_event"
+					       : "ibv_get_async_event";
+	struct rdma_cm_event *ce = NULL;
 	struct sigaction sa = {.sa_handler = on_signal, .sa_flags = restart ? SA_RESTART : 0};
 	struct job j = {.p = p, .which = which, .restart = restart};
 	struct ibv_async_event ae;
@@ -255,6 +273,8 @@ static void wait_case(struct port *p, enum which which, int restart)
 	errno = 0;
 	if (which == CQ_EVENT)
 		rc = ibv_get_cq_event(p->ch, &cq, &cq_ctx);
+	else if (which == CM_EVENT)
+		rc = rdma_get_cm_event(p->cmch, &ce);
 	else
 		rc = ibv_get_async_event(p->ctx, &ae);
 	e = errno;
@@ -268,7 +288,14 @@ static void wait_case(struct port *p, enum which which, int restart)
 		      strerror(e));
 		return;
 	}
-	if (which == CQ_EVENT) {
+	if (which == CM_EVENT) {
+		check(rc == 0 && ce && ce->event == RDMA_CM_EVENT_ADDR_RESOLVED &&
+			      ce->id == p->cmid,
+		      "rdma_get_cm_event with SA_RESTART: restarted, then ADDR_RESOLVED (rc %d)",
+		      rc);
+		if (!rc)
+			rdma_ack_cm_event(ce);
+	} else if (which == CQ_EVENT) {
 		struct ibv_wc wc;
 
 		check(rc == 0 && cq == p->cq,
@@ -353,6 +380,11 @@ int main(void)
 	wait_case(&p, CQ_EVENT, 1);
 	wait_case(&p, ASYNC_EVENT, 0);
 	wait_case(&p, ASYNC_EVENT, 1);
+	wait_case(&p, CM_EVENT, 0);
+	wait_case(&p, CM_EVENT, 1);
+
+	rdma_destroy_id(p.cmid);
+	rdma_destroy_event_channel(p.cmch);
 
 	ibv_destroy_qp(p.qp);
 	ibv_destroy_qp(p.qp2);
