@@ -364,11 +364,21 @@ static void exit_in_handler(void)
 	      status);
 }
 
+/* A fresh fabric of its own, given back at the end (sf_reset of the simulated library). */
+static void fabric_reset(void)
+{
+	int (*reset)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sf_reset");
+
+	if (reset && getenv("SIMFABRIC"))
+		reset(getenv("SIMFABRIC"));
+}
+
 int main(void)
 {
 	struct port p = {0};
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	fabric_reset();
 	/* First, while this process has not attached the fabric: a forked child whose
 	 * parent attached skips the exit-time release that the case exercises. */
 	exit_in_handler();
@@ -394,5 +404,6 @@ int main(void)
 	ibv_destroy_comp_channel(p.ch);
 	ibv_dealloc_pd(p.pd);
 	ibv_close_device(p.ctx);
+	fabric_reset();
 	return tap_done();
 }

@@ -12,6 +12,7 @@
  * LD_LIBRARY_PATH=<build>/simfabric and SIMFABRIC naming a fabric of its own. TAP.
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -410,6 +411,15 @@ static void test_cq_ex(struct side *s)
 	check(ibv_destroy_cq(ibv_cq_ex_to_cq(c)) == 0, "ibv_destroy_cq of an extended CQ");
 }
 
+/* A fresh fabric of its own, given back at the end (sf_reset of the simulated library). */
+static void fabric_reset(void)
+{
+	int (*reset)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sf_reset");
+
+	if (reset && getenv("SIMFABRIC"))
+		reset(getenv("SIMFABRIC"));
+}
+
 int main(void)
 {
 	struct side tx = {0}, rx = {0};
@@ -417,6 +427,7 @@ int main(void)
 	struct ibv_ah *ah;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	fabric_reset();
 	side_open(&tx, "sim_ib0", 1);
 	side_open(&rx, "sim_ib1", 0);
 	aa.dlid = rx.lid;
@@ -438,5 +449,6 @@ int main(void)
 		ibv_close_device(s->ctx);
 		free(s->buf);
 	}
+	fabric_reset();
 	return tap_done();
 }
