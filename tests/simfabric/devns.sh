@@ -1,0 +1,43 @@
+#!/bin/bash
+# simfab devns: the program sees /dev/infiniband/uverbs0..31 as read-write character
+# devices, the host's /dev/shm (the fabric's files) and its other /dev mounts; the host's
+# /dev is unchanged afterwards and no scratch directory is left. Needs root (skipped
+# otherwise).
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init devns
+out=$SF_TMP
+# Skipped where the namespace cannot be made (not root, no overlayfs: exit 1); a simfab
+# without devns (bad usage, exit 2) fails.
+rc=0
+"$SIMFAB" devns true 2>"$out/devns.txt" || rc=$?
+if [ "$rc" = 1 ]; then
+	sf_log "SKIP: simfab devns cannot run here (root and overlayfs needed): $(cat "$out/devns.txt")"
+	exit 77
+fi
+[ "$rc" = 0 ] || sf_fail "simfab devns true exited with $rc" "$out/devns.txt"
+before=$(ls -A /dev/infiniband 2>/dev/null || echo absent)
+tmp_before=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'simfab-devns.*' | wc -l)
+marker=/dev/shm/simfabric.$SIMFABRIC.devns-marker
+echo here >"$marker"
+rc=0
+# shellcheck disable=SC2016 # expanded by the inner shell
+"$SIMFAB" devns sh -c '
+	for i in $(seq 0 31); do
+		n=/dev/infiniband/uverbs$i
+		[ -c "$n" ] && [ -r "$n" ] && [ -w "$n" ] || { echo "no node $n"; exit 1; }
+	done
+	[ "$(cat "$1")" = here ] || { echo "not the host /dev/shm"; exit 1; }
+	[ -c /dev/null ] && [ -d /dev/pts ] || { echo "/dev incomplete"; exit 1; }
+	echo inside-ok' sh "$marker" >"$out/inside.txt" 2>&1 || rc=$?
+rm -f "$marker"
+if [ "$rc" != 0 ] || ! grep -q '^inside-ok$' "$out/inside.txt"; then
+	sf_fail "the namespace is not as expected (rc $rc)" "$out/inside.txt"
+fi
+after=$(ls -A /dev/infiniband 2>/dev/null || echo absent)
+[ "$before" = "$after" ] || sf_fail "the host's /dev/infiniband changed: '$before' -> '$after'"
+tmp_after=$(find "${TMPDIR:-/tmp}" -maxdepth 1 -name 'simfab-devns.*' | wc -l)
+[ "$tmp_before" = "$tmp_after" ] || sf_fail "a scratch directory was left in ${TMPDIR:-/tmp}"
+sf_log "PASS"
