@@ -297,6 +297,9 @@ static void test_send(struct side *tx, struct side *rx, struct ibv_ah *ah)
 static void test_errors(struct side *tx, struct side *rx, struct ibv_ah *ah)
 {
 	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(tx->qp);
+	struct ibv_poll_cq_attr pa;
+	struct ibv_qp *qp;
+	int rrc;
 	uint8_t big[128] = {0};
 	struct ibv_sge three[3] = {
 		{.addr = (uintptr_t)tx->buf, .length = 1, .lkey = tx->mr->lkey},
@@ -359,6 +362,28 @@ static void test_errors(struct side *tx, struct side *rx, struct ibv_ah *ah)
 	rc = ibv_wr_complete(x);
 	check(rc == 0 && drain(rx->cqx) == 1 && drain(tx->cqx) == 1, "the next batch goes out (%d)",
 	      rc);
+
+	/* No inline space (max_inline_data 0): inline data of no bytes is a 0-byte send. */
+	qp = make_qp(tx, 1, IBV_QP_EX_WITH_SEND, 4, 0);
+	if (!qp)
+		die("ibv_create_qp_ex");
+	to_rts(qp);
+	x = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(x);
+	x->wr_id = 88;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_ud_addr(x, ah, rx->qp->qp_num, QKEY);
+	ibv_wr_set_inline_data(x, NULL, 0);
+	rc = ibv_wr_complete(x);
+	pa.comp_mask = 0;
+	rrc = ibv_start_poll(rx->cqx, &pa);
+	check(rc == 0 && rrc == 0 && ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES,
+	      "empty inline data on a QP without inline space: a 0-byte datagram (%d)", rc);
+	if (!rrc)
+		ibv_end_poll(rx->cqx);
+	drain(tx->cqx);
+	ibv_destroy_qp(qp);
 }
 
 static void test_cq_ex(struct side *s)
