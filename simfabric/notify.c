@@ -50,6 +50,11 @@ int sf_endpoint_open(uint32_t serial)
 
 int sf_endpoint_send(int32_t pid, uint32_t serial, const struct sf_msg *msg)
 {
+	return sf_endpoint_send_buf(pid, serial, msg, sizeof(*msg));
+}
+
+int sf_endpoint_send_buf(int32_t pid, uint32_t serial, const void *buf, size_t size)
+{
 	struct sockaddr_un a;
 	socklen_t len;
 	ssize_t n;
@@ -63,8 +68,7 @@ int sf_endpoint_send(int32_t pid, uint32_t serial, const struct sf_msg *msg)
 	pthread_mutex_unlock(&g_tx_lock);
 	if (g_tx_fd < 0)
 		return -errno;
-	n = sendto(g_tx_fd, msg, sizeof(*msg), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
-		   len);
+	n = sendto(g_tx_fd, buf, size, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len);
 	return n < 0 ? -errno : 0;
 }
 
