@@ -85,8 +85,8 @@
 #define SF_IB_MLID_LAST	   0xfffeu /* 0xffff is the permissive LID */
 /* Groups a segment holds: the IB multicast LID space (0xc000-0xfffe), on RoCE too. */
 #define SF_SEG_MAX_GROUPS (SF_IB_MLID_LAST - SF_IB_MLID_BASE + 1)
-#define SF_GROUP_HASH	  65536	      /* buckets of each group index (power of two) */
-#define SF_QKEY_USE_QP	  0x80000000u /* remote_qkey with the high bit: use the QP's Q_Key */
+#define SF_GROUP_HASH	  65536 /* buckets of each group index (power of two) */
+#define SF_QKEY_USE_QP	   0x80000000u /* remote_qkey with the high bit: use the QP's Q_Key */
 
 enum sf_link {
 	SF_LINK_IB = 1,
@@ -116,7 +116,7 @@ struct sf_segment {
 	_Atomic uint32_t loss_ppm; /* random loss per delivered copy, parts per million */
 	uint32_t next_mlid;	   /* IB: where the "SA" looks for a free multicast LID */
 	uint32_t ngroups;	   /* groups in use on the segment, at most SF_SEG_MAX_GROUPS */
-	uint64_t subnet_prefix;	   /* IB: GID prefix (network order), fe80::/64 by default */
+	uint64_t subnet_prefix; /* IB: GID prefix (network order), fe80::/64 by default */
 	uint64_t mlid_used[(SF_SEG_MAX_GROUPS + 63) / 64]; /* IB: bit l - SF_IB_MLID_BASE */
 };
 
@@ -580,7 +580,7 @@ struct sf_sidr_msg {
 	uint16_t pkey;
 	uint16_t family;		/* of the requester's addresses */
 	union ibv_gid sgid, dgid;	/* requester's and responder's GIDs */
-	uint8_t src_sa[28], dst_sa[28]; /* sockaddr_in / sockaddr_in6 of the requester's id */
+	uint8_t src_sa[48], dst_sa[48]; /* its id's addresses (up to a sockaddr_ib) */
 	uint8_t priv_len;
 	uint8_t priv[SF_SIDR_REQ_PRIV];
 };
