@@ -23,6 +23,8 @@
 #include <arpa/inet.h>
 #include <endian.h>
 
+#include <rdma/rdma_cma.h>
+
 #include "netns.h"
 #include "pcapng.h"
 #include "sf.h"
@@ -44,6 +46,8 @@ static const char simfab_usage[] =
 	"Commands:\n"
 	"  devices                  devices, ports, addresses, GID tables, QP counts\n"
 	"  groups                   multicast groups with their attached QPs and joins\n"
+	"  listeners                rdma_cm UD listeners (SIDR services): port space, port,\n"
+	"                           address, device, pid\n"
 	"  counters [DEV] [--json]  per-port counters\n"
 	"  port DEV down|up         take a port down (PORT_ERR; on IB MULTICAST_ERROR to\n"
 	"                           every join) or up again (PORT_ACTIVE)\n"
@@ -1189,9 +1193,55 @@ static int cmd_help(struct simfab *sf, int argc, char **argv)
 	return SIMFAB_OK;
 }
 
+/*
+ * listeners: the rdma_cm UD listeners (SIDR services, rdmacm.c): port space, port,
+ * address (IPv4 or "*"), device ("*" for a wildcard bind) and owner pid.
+ */
+static int cmd_listeners(struct simfab *sf, int argc, char **argv)
+{
+	struct sf_fabric *fab;
+	struct table t;
+	int n = 0;
+
+	(void)argv;
+	if (argc != 1)
+		return simfab_bad_usage("listeners takes no arguments");
+	fab = simfab_attach(sf);
+	if (!fab)
+		return SIMFAB_FAIL;
+	table_init(&t, 5, 1ull << 1);
+	table_add(&t, "PS", "PORT", "ADDRESS", "DEVICE", "PID");
+	sf_lock(fab);
+	for (int i = 0; i < SF_MAX_LISTENS; i++) {
+		const struct sf_listen *l = &fab->listens[i];
+		const char *ps = l->ps == RDMA_PS_IPOIB ? "ipoib" : l->ps == RDMA_PS_UDP ? "udp" : "?";
+		const char *dev = l->dev < 0			  ? "*"
+				  : (uint32_t)l->dev < fab->ndevs ? fab->devs[l->dev].name
+								  : "?";
+		char port[8], addr[INET_ADDRSTRLEN], pid[32];
+
+		if (!l->own.pid)
+			continue;
+		snprintf(port, sizeof(port), "%u", l->port);
+		if (l->ipv4)
+			inet_ntop(AF_INET, &l->ipv4, addr, sizeof(addr));
+		else
+			snprintf(addr, sizeof(addr), "*");
+		snprintf(pid, sizeof(pid), "%d%s", l->own.pid,
+			 sf_pid_alive(l->own.pid, 0) ? "" : " (dead)");
+		table_add(&t, ps, port, addr, dev, pid);
+		n++;
+	}
+	sf_unlock(fab);
+	if (n)
+		table_print(&t, stdout);
+	return 0;
+}
+
 static const struct simfab_cmd simfab_cmds[] = {
 	{"devices", cmd_devices},
 	{"groups", cmd_groups},
+	{"listeners", cmd_listeners},
 	{"counters", cmd_counters},
 	{"port", cmd_port},
 	{"reregister", cmd_reregister},
