@@ -5,9 +5,12 @@ set -eu
 
 # libedit-dev: bcom's line editing. prometheus: only for promtool (the metrics tests);
 # Debian ships promtool only in the server package (about 100 MB installed).
-# python3-matplotlib: the plots of bench/harness.py.
+# python3-matplotlib: the plots of bench/harness.py. libibumad-dev: the headers of
+# simfabric's libibumad.so.3; infiniband-diags and perftest: the programs the
+# simfabric tests run on it (ibstat, ibaddr, ib_send_bw).
 PKGS="build-essential pkg-config meson ninja-build python3
 libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
+libibumad-dev infiniband-diags perftest
 liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
 libpgm-dev tshark iproute2 nftables jq util-linux procps
 valgrind clang libclang-rt-14-dev clang-format
