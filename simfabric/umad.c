@@ -109,8 +109,7 @@ static struct {
 /* ---- the simulated sysfs (what upstream reads under /sys/class/infiniband) ---- */
 
 /* snprintf into a path buffer; false when the path does not fit. */
-static __attribute__((format(printf, 3, 4))) bool pathf(char *out, size_t len, const char *fmt,
-							 ...)
+static __attribute__((format(printf, 3, 4))) bool pathf(char *out, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -203,8 +202,8 @@ static int sys_read_gid(const char *dir, const char *file, union umad_gid *gid)
 
 	if (r)
 		return r;
-	if (sscanf(buf, "%x:%x:%x:%x:%x:%x:%x:%x", &w[0], &w[1], &w[2], &w[3], &w[4], &w[5],
-		   &w[6], &w[7]) != 8)
+	if (sscanf(buf, "%x:%x:%x:%x:%x:%x:%x:%x", &w[0], &w[1], &w[2], &w[3], &w[4], &w[5], &w[6],
+		   &w[7]) != 8)
 		return -EINVAL;
 	for (int i = 0; i < 8; i++) {
 		gid->raw[2 * i] = (uint8_t)(w[i] >> 8);
@@ -240,7 +239,8 @@ static int sim_get_port(const char *ca, const char *ports_dir, int portnum, umad
 		return -EIO;
 	if (sys_read_uint(dir, "lid_mask_count", &port->lmc) ||
 	    sys_read_uint(dir, "sm_lid", &port->sm_lid) ||
-	    sys_read_uint(dir, "sm_sl", &port->sm_sl) || sys_read_uint(dir, "lid", &port->base_lid) ||
+	    sys_read_uint(dir, "sm_sl", &port->sm_sl) ||
+	    sys_read_uint(dir, "lid", &port->base_lid) ||
 	    sys_read_uint(dir, "state", &port->state) ||
 	    sys_read_uint(dir, "phys_state", &port->phys_state) ||
 	    sys_read_uint(dir, "rate", &port->rate) || sys_read_uint(dir, "cap_mask", &capmask))
@@ -930,15 +930,15 @@ static void sma_port_info(const struct sf_fabric *fab, const struct sf_dev *d, u
 	a[32] = (uint8_t)(7 << 4 | (st == IBV_PORT_ACTIVE ? 4 : 1));
 	/* PortPhysicalState (LinkUp 5, Disabled 3) | LinkDownDefaultState 2 (Polling). */
 	a[33] = (uint8_t)((st == IBV_PORT_ACTIVE ? 5 : 3) << 4 | 2);
-	a[34] = 0;				/* M_KeyProtectBits, LMC 0 */
-	a[35] = (uint8_t)(4 << 4 | 7);		/* LinkSpeedActive QDR | Enabled */
-	a[36] = (uint8_t)(d->active_mtu << 4);	/* NeighborMTU | MasterSMSL 0 */
-	a[37] = (uint8_t)(4 << 4);		/* VLCap VL0-VL3 */
-	a[41] = (uint8_t)d->active_mtu;		/* MTUCap */
-	a[43] = (uint8_t)(4 << 4);		/* OperationalVLs */
-	a[50] = 1;				/* GUIDCap */
-	a[51] = 18;				/* SubnetTimeOut */
-	a[52] = 16;				/* RespTimeValue */
+	a[34] = 0;					/* M_KeyProtectBits, LMC 0 */
+	a[35] = (uint8_t)(4 << 4 | 7);			/* LinkSpeedActive QDR | Enabled */
+	a[36] = (uint8_t)(d->active_mtu << 4);		/* NeighborMTU | MasterSMSL 0 */
+	a[37] = (uint8_t)(4 << 4);			/* VLCap VL0-VL3 */
+	a[41] = (uint8_t)d->active_mtu;			/* MTUCap */
+	a[43] = (uint8_t)(4 << 4);			/* OperationalVLs */
+	a[50] = 1;					/* GUIDCap */
+	a[51] = 18;					/* SubnetTimeOut */
+	a[52] = 16;					/* RespTimeValue */
 	a[62] = (uint8_t)(PI_SPEED_EXT_HDR << 4 | 0x7); /* LinkSpeedExtActive | Supported */
 	a[63] = 0x7;					/* LinkSpeedExtEnabled */
 }
@@ -1013,8 +1013,7 @@ static bool sma_answer(struct sf_fabric *fab, int self_dev, uint16_t dlid, uint8
 #define MCM_JOIN     (1ull << 16)
 
 /* The SA's MGID for a join without one: ff12:a01b:<pkey>::<unique> (as OpenSM). */
-static void sa_assign_mgid(struct sf_fabric *fab, uint32_t seg, uint16_t pkey,
-			   union ibv_gid *mgid)
+static void sa_assign_mgid(struct sf_fabric *fab, uint32_t seg, uint16_t pkey, union ibv_gid *mgid)
 {
 	uint32_t pid = (uint32_t)getpid();
 
@@ -1076,7 +1075,8 @@ static uint16_t sa_mcmember(struct sf_fabric *fab, const struct sf_dev *self, ui
 			sa_assign_mgid(fab, self->seg, (uint16_t)(self->pkey | 0x8000), &mgid);
 		grp = sf_group_get_locked(fab, self->seg, &mgid, 0);
 		if (grp) {
-			j = sf_join_add_locked(fab, grp, (uint32_t)d, !(join & JOIN_FULL), 0, 0, 0, 0);
+			j = sf_join_add_locked(fab, grp, (uint32_t)d, !(join & JOIN_FULL), 0, 0, 0,
+					       0);
 			if (!j)
 				sf_group_put_locked(fab, grp);
 		}
@@ -1089,7 +1089,7 @@ static uint16_t sa_mcmember(struct sf_fabric *fab, const struct sf_dev *self, ui
 			if (!get16(r + 40))
 				put16(r + 40, (uint16_t)(fab->devs[d].pkey | 0x8000));
 			r[42] = (uint8_t)(2 << 6 | IBV_RATE_200_GBPS);
-			r[43] = (uint8_t)(2 << 6 | 18); /* packet lifetime */
+			r[43] = (uint8_t)(2 << 6 | 18);	    /* packet lifetime */
 			r[48] = (uint8_t)(0x2 << 4 | join); /* link-local scope */
 		}
 	} else {
@@ -1182,8 +1182,8 @@ static bool sa_answer(struct sf_fabric *fab, const struct sf_dev *self, uint16_t
 		status = MAD_ST_UNSUPPORTED;
 		break;
 	}
-	resp[MAD_METHOD] = method == UMAD_SA_METHOD_DELETE ? UMAD_SA_METHOD_DELETE_RESP
-							    : UMAD_METHOD_GET_RESP;
+	resp[MAD_METHOD] =
+		method == UMAD_SA_METHOD_DELETE ? UMAD_SA_METHOD_DELETE_RESP : UMAD_METHOD_GET_RESP;
 	put16(resp + MAD_STATUS, status);
 	return true;
 }
