@@ -63,6 +63,8 @@ static const char simfab_usage[] =
 	"  netns NS [--delete]      make network namespace NS with a netdev per device (ib<k>,\n"
 	"                           eth<k>: ifindex, MAC, IPv4 address, MTU as the device);\n"
 	"                           run the fabric's programs in it (ip netns exec NS ...)\n"
+	"  exec NS COMMAND [ARGS]   run COMMAND in namespace NS with /dev/infiniband holding\n"
+	"                           umad<N>, issm<N>, uverbs<N> of the devices (as root)\n"
 	"  topology [FILE]          print the fabric's topology in SIMFABRIC_TOPOLOGY format,\n"
 	"                           or check FILE and print it as it would be loaded\n"
 	"  help                     this text\n"
@@ -1184,6 +1186,23 @@ static int cmd_netns(struct simfab *sf, int argc, char **argv)
 	return SIMFAB_OK;
 }
 
+/* exec NS CMD...: run CMD in namespace NS with the /dev/infiniband nodes (netns.c). */
+static int cmd_exec(struct simfab *sf, int argc, char **argv)
+{
+	char err[256];
+
+	if (argc < 3)
+		return simfab_bad_usage("usage: simfab exec NS COMMAND [ARGS...]");
+	if (!simfab_name_ok(argv[1]))
+		return simfab_bad_usage("bad namespace name '%s' (1-%d characters of A-Z a-z 0-9 _ -)",
+					argv[1], SF_NAME_MAX - 1);
+	if (!simfab_attach(sf))
+		return SIMFAB_FAIL;
+	sf_netns_exec(sf->fab, argv[1], argv + 2, err, sizeof(err));
+	simfab_err("exec %s: %s", argv[1], err);
+	return SIMFAB_FAIL;
+}
+
 static int cmd_help(struct simfab *sf, int argc, char **argv)
 {
 	(void)sf;
@@ -1251,6 +1270,7 @@ static const struct simfab_cmd simfab_cmds[] = {
 	{"reclaim", cmd_reclaim},
 	{"reset", cmd_reset},
 	{"netns", cmd_netns},
+	{"exec", cmd_exec},
 	{"topology", cmd_topology},
 	{"help", cmd_help},
 };
