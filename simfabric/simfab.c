@@ -1254,6 +1254,7 @@ static int cmd_listeners(struct simfab *sf, int argc, char **argv)
 	sf_unlock(fab);
 	if (n)
 		table_print(&t, stdout);
+	table_free(&t);
 	return 0;
 }
 

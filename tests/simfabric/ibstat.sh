@@ -10,6 +10,10 @@ set -eu
 sf_init ibstat
 sf_need ibstat ibaddr ibv_devinfo ibv_devices
 out=$SF_TMP
+# ibstat never calls umad_release_ca (infiniband-diags/ibstat.c): in the sanitizer build
+# what umad_get_ca allocated for it is its leak, not the library's.
+printf 'leak:umad_get_ca\n' >"$out/lsan.supp"
+export LSAN_OPTIONS="suppressions=$out/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 
 # The CA list is the verbs device list.
 sf_tool 20 ibstat -l >"$out/list.txt" 2>&1 || sf_fail "ibstat -l failed" "$out/list.txt"

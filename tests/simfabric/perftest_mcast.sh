@@ -12,6 +12,9 @@ set -eu
 sf_init perftest-mcast
 sf_need ib_send_bw
 out=$SF_TMP
+# ib_send_bw leaks its own buffers and never destroys some of its verbs objects: in the
+# sanitizer build only the leak check is off for it (memory errors still fail the test).
+export ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 count=200
 # perftest's out-of-band TCP port: one per test run.
 port=$((20000 + $$ % 20000))

@@ -158,6 +158,15 @@ static void rx_open(struct rx *x, const char *dev)
 	}
 }
 
+static void rx_close(struct rx *x)
+{
+	ibv_destroy_qp(x->qp);
+	ibv_dereg_mr(x->mr);
+	ibv_destroy_cq(x->cq);
+	ibv_dealloc_pd(x->pd);
+	ibv_close_device(x->ctx);
+}
+
 static int rx_poll(struct rx *x)
 {
 	struct ibv_wc wc;
@@ -213,9 +222,11 @@ static void queries(void)
 	check(umad_get_ca("sim_ib1", &ca) == 0 && ca.numports == 1 && ca.node_type == 1 &&
 		      ca.ports[1] && !ca.ports[0],
 	      "umad_get_ca sim_ib1: a CA with port 1");
-	check(ca.node_guid == ibv_get_device_guid(ibv_get_device_list(NULL)[1]) &&
+	list = ibv_get_device_list(NULL);
+	check(list && ca.node_guid == ibv_get_device_guid(list[1]) &&
 		      !strcmp(ca.fw_ver, "20.31.1014") && !strcmp(ca.ca_type, "MT4123"),
 	      "umad_get_ca: node GUID, firmware and type as libibverbs reports them");
+	ibv_free_device_list(list);
 	check(ca.ports[1]->base_lid == pa.lid && ca.ports[1]->sm_lid == pa.sm_lid &&
 		      ca.ports[1]->state == 4 && ca.ports[1]->phys_state == 5 &&
 		      ca.ports[1]->rate == 200 &&
@@ -333,6 +344,7 @@ int main(void)
 	check(r == agent && (get16(m.mad + 4) >> 8) == UMAD_SA_STATUS_REQ_INVALID,
 	      "a second Delete: status Request Invalid (0x%04x)", get16(m.mad + 4));
 	ibv_detach_mcast(x.qp, &mgid, mlid);
+	rx_close(&x);
 	ibv_destroy_ah(ah);
 	ibv_dereg_mr(smr);
 	rdma_leave_multicast(id, (struct sockaddr *)&grp);
