@@ -36,6 +36,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1879,6 +1880,150 @@ SF_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
  * datagrams between the two event channels (struct sf_sidr_msg).
  */
 
+/*
+ * Sending a SIDR message. A receiver's socket holds net.unix.max_dgram_qlen datagrams
+ * (10 by default); a listener that is slow to read its channel (udaddy -c 30: each
+ * request costs it a QP and memory registration) would have requests refused that the
+ * IB CM delivers by retrying (16 tries, 4 s apart). A message that finds the socket
+ * full waits in this process's outbox, which a thread of its own (started on first
+ * use, all signals blocked) retries every millisecond for up to CM_SIDR_RETRY_MS; a
+ * request that still finds no room, or whose listener went away meanwhile, fails as
+ * the kernel's does (UNREACHABLE -ETIMEDOUT, or status 1). The caller may hold g.lock:
+ * the outbox has its own lock, taken after g.lock, never the other way round.
+ */
+#define CM_SIDR_RETRY_MS 65536 /* 16 tries of 4096 ms (cma.c CMA_CM_RESPONSE_TIMEOUT) */
+
+struct cm_out {
+	struct cm_out *next;
+	int32_t pid;
+	uint32_t serial;
+	uint64_t deadline_ms;
+	struct sf_sidr_msg msg;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct cm_out *head;
+	bool started;
+} cm_out = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static uint64_t cm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void cm_sidr_req_failed(const struct sf_sidr_msg *m, int status);
+
+/* A forked child has no outbox thread and none of the parent's messages. */
+static void cm_out_atfork_child(void)
+{
+	pthread_mutex_init(&cm_out.lock, NULL);
+	pthread_cond_init(&cm_out.cond, NULL);
+	cm_out.head = NULL;
+	cm_out.started = false;
+}
+
+static void *cm_out_thread(void *arg)
+{
+	struct cm_out *o, **pp, *failed;
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&cm_out.lock);
+	for (;;) {
+		struct timespec ts;
+		uint64_t now;
+
+		while (!cm_out.head)
+			pthread_cond_wait(&cm_out.cond, &cm_out.lock);
+		now = cm_now_ms();
+		failed = NULL;
+		for (pp = &cm_out.head; (o = *pp);) {
+			int r = sf_endpoint_send_buf(o->pid, o->serial, &o->msg, sizeof(o->msg));
+
+			if (r == -EAGAIN && now < o->deadline_ms) {
+				pp = &o->next;
+				continue;
+			}
+			*pp = o->next;
+			if (r && o->msg.hdr.kind == SF_MSG_CM_SIDR_REQ) {
+				o->msg.status =
+					r == -EAGAIN ? (uint32_t)-ETIMEDOUT : CM_SIDR_UNSUPPORTED;
+				o->next = failed;
+				failed = o;
+			} else {
+				free(o); /* sent, or a reply nobody can take: the client times out
+					  */
+			}
+		}
+		if (failed) {
+			pthread_mutex_unlock(&cm_out.lock);
+			while ((o = failed)) {
+				failed = o->next;
+				cm_sidr_req_failed(&o->msg, (int)o->msg.status);
+				free(o);
+			}
+			pthread_mutex_lock(&cm_out.lock);
+		}
+		if (cm_out.head) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&cm_out.cond, &cm_out.lock, &ts);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Send a SIDR message to the channel (pid, serial), or queue it when the socket is
+ * full. 0 (sent or queued), or -errno when the channel is gone (or no memory).
+ */
+static int cm_sidr_post(int32_t pid, uint32_t serial, const struct sf_sidr_msg *m)
+{
+	struct cm_out *o, **pp;
+	int r = sf_endpoint_send_buf(pid, serial, m, sizeof(*m));
+
+	if (r != -EAGAIN)
+		return r;
+	o = malloc(sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->next = NULL;
+	o->pid = pid;
+	o->serial = serial;
+	o->deadline_ms = cm_now_ms() + CM_SIDR_RETRY_MS;
+	o->msg = *m;
+	pthread_mutex_lock(&cm_out.lock);
+	if (!cm_out.started) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, cm_out_thread, NULL)) {
+			pthread_mutex_unlock(&cm_out.lock);
+			free(o);
+			return -EAGAIN;
+		}
+		pthread_detach(t);
+		pthread_atfork(NULL, NULL, cm_out_atfork_child);
+		cm_out.started = true;
+	}
+	for (pp = &cm_out.head; *pp; pp = &(*pp)->next)
+		;
+	*pp = o;
+	pthread_cond_signal(&cm_out.cond);
+	pthread_mutex_unlock(&cm_out.lock);
+	return 0;
+}
+
 /* A SIDR REP to the requester (pid, serial) for its id `cookie`, attempt `seq`. */
 static void cm_sidr_send_rep(int32_t pid, uint32_t serial, uint64_t cookie, uint32_t seq,
 			     uint32_t status, uint32_t qpn, uint32_t qkey, const void *priv,
@@ -1897,7 +2042,7 @@ static void cm_sidr_send_rep(int32_t pid, uint32_t serial, uint64_t cookie, uint
 		memcpy(rep.priv, priv, priv_len);
 		rep.priv_len = priv_len;
 	}
-	sf_endpoint_send_buf(pid, serial, &rep, sizeof(rep));
+	cm_sidr_post(pid, serial, &rep);
 }
 
 /*
@@ -2153,7 +2298,7 @@ SF_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	}
 	sf_unlock(g.fab);
 	/* A listener whose process is gone: its host's CM has no listener either. */
-	if (l && sf_endpoint_send_buf(pid, serial, &req, sizeof(req)))
+	if (l && cm_sidr_post(pid, serial, &req))
 		status = CM_SIDR_UNSUPPORTED;
 	if (status) {
 		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_UNREACHABLE, status);
@@ -2308,6 +2453,33 @@ static struct cm_event *cm_sidr_rep_locked(struct cm_chan *ch, const struct sf_s
 		return NULL;
 	}
 	return evt;
+}
+
+/*
+ * A queued request that never reached its listener (outbox thread, without g.lock):
+ * UNREACHABLE with `status` for the connecting id, if it still waits for that attempt.
+ */
+static void cm_sidr_req_failed(const struct sf_sidr_msg *m, int status)
+{
+	struct cm_event *evt = malloc(sizeof(*evt));
+	struct cm_id *idp;
+
+	if (!evt)
+		return;
+	pthread_mutex_lock(&g.lock);
+	idp = cm_id_lookup_locked(m->hdr.cookie2);
+	if (idp && idp->state == CM_CONNECT && !idp->sidr_req && idp->sidr_seq == m->seq) {
+		idp->sidr_seq++;
+		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_UNREACHABLE, status);
+		if (status > 0) {
+			evt->ev.param.ud.private_data = evt->priv;
+			evt->ev.param.ud.private_data_len = SF_SIDR_REP_PRIV;
+		}
+		cm_chan_push_locked(idp->chan, evt);
+		evt = NULL;
+	}
+	pthread_mutex_unlock(&g.lock);
+	free(evt);
 }
 
 /*

@@ -9,6 +9,8 @@
 #         roce  server on sim_roce1 (198.19.0.2), client on sim_roce2 (198.19.0.3)
 #   MODE  bound  the server binds its address (-b)
 #         any    the server listens on the wildcard address (every device)
+#         many   bound, 30 connections (-c 30): more requests at once than a channel's
+#                socket holds (net.unix.max_dgram_qlen), queued and retried
 # Before the server starts, a client must get RDMA_CM_EVENT_UNREACHABLE with status 1
 # (IB_SIDR_UNSUPPORTED: nothing listens on the service) and exit with that status.
 set -eu
@@ -16,7 +18,7 @@ set -eu
 . "$(dirname "$0")/lib.sh"
 
 usage() {
-	echo "usage: $0 ib|roce bound|any" >&2
+	echo "usage: $0 ib|roce bound|any|many" >&2
 	exit 2
 }
 
@@ -36,16 +38,21 @@ roce)
 	usage
 	;;
 esac
+conns=1
 case $mode in
 bound) sargs="-b $net.2" ;;
 any) sargs="" ;;
+many)
+	conns=30
+	sargs="-b $net.2 -c $conns"
+	;;
 *) usage ;;
 esac
 
 sf_init "udaddy-$kind-$mode"
 sf_need udaddy
 out=$SF_TMP
-count=10
+count=$((10 * conns))
 
 # No listener yet: the service is unknown to the server's CM.
 rc=0
@@ -67,14 +74,14 @@ until "$SIMFAB" listeners | grep -Eq "^udp +7174 "; do
 	sleep 0.1
 done
 "$SIMFAB" listeners >"$out/listeners.txt"
-if [ "$mode" = bound ]; then
+if [ "$mode" != any ]; then
 	want="^udp +7174 +$net\\.2 +${dev}1 +[0-9]+$"
 else
 	want='^udp +7174 +\* +\* +[0-9]+$'
 fi
 grep -Eq "$want" "$out/listeners.txt" || sf_fail "simfab listeners: no '$want'" "$out/listeners.txt"
 
-sf_start "$out/client.txt" 60 udaddy -s "$net.2" -b "$net.3"
+sf_start "$out/client.txt" 60 udaddy -s "$net.2" -b "$net.3" -c "$conns"
 cli=$SF_PID
 for who in client server; do
 	if [ "$who" = client ]; then pid=$cli; else pid=$srv; fi
@@ -86,8 +93,8 @@ for who in client server; do
 done
 grep -q '^udaddy: event' "$out/client.txt" && sf_fail "client saw an error event" "$out/client.txt"
 
-# The datagrams went between the two ports: the client's 10 to the server's QP (the QPN
-# of the ESTABLISHED event) and the server's 10 replies back; none dropped.
+# The datagrams went between the two ports: the client's 10 per connection to the
+# server's QP (the QPN of the ESTABLISHED event) and the server's replies; none dropped.
 sf_expect_counter "${dev}2" xmit_pkts "$count"
 sf_expect_counter "${dev}1" rcv_pkts "$count"
 sf_expect_counter "${dev}1" xmit_pkts "$count"
