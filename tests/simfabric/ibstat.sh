@@ -2,13 +2,14 @@
 # infiniband-diags on the simulated fabric, unmodified, through simfabric's libibumad.so.3:
 # ibstat shows every CA as ibv_devinfo does (name, port state, LIDs, GUIDs, firmware,
 # link layer) and follows a port taken down; ibaddr asks the SM agents for a port's GID
-# and LID, its own (directed route) and another's (by LID).
+# and LID, its own (directed route) and another's (by LID); smpquery reads another
+# port's NodeInfo and NodeDescription.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 sf_init ibstat
-sf_need ibstat ibaddr ibv_devinfo ibv_devices
+sf_need ibstat ibaddr smpquery ibv_devinfo ibv_devices
 out=$SF_TMP
 # ibstat never calls umad_release_ca (infiniband-diags/ibstat.c): in the sanitizer build
 # what umad_get_ca allocated for it is its leak, not the library's.
@@ -71,6 +72,13 @@ sf_tool 20 ibaddr -C sim_ib1 >"$out/ibaddr1.txt" 2>&1 || sf_fail "ibaddr failed"
 expect "$out/ibaddr1.txt" "GID fe80::2:c903:a0:b020 LID start 0x2 end 0x2"
 sf_tool 20 ibaddr -C sim_ib1 3 >"$out/ibaddr3.txt" 2>&1 || sf_fail "ibaddr 3 failed" "$out/ibaddr3.txt"
 expect "$out/ibaddr3.txt" "GID fe80::2:c903:a0:b030 LID start 0x3 end 0x3"
+# smpquery: NodeInfo and NodeDescription of LID 3 (sim_ib2).
+sf_tool 20 smpquery -C sim_ib1 nodeinfo 3 >"$out/ni.txt" 2>&1 || sf_fail "smpquery nodeinfo" "$out/ni.txt"
+expect "$out/ni.txt" "NodeType:........................Channel Adapter"
+expect "$out/ni.txt" "Guid:............................0x$(devinfo sim_ib2 node_guid | tr -d :)"
+expect "$out/ni.txt" "DevId:...........................0x101b"
+sf_tool 20 smpquery -C sim_ib1 nodedesc 3 >"$out/nd.txt" 2>&1 || sf_fail "smpquery nodedesc" "$out/nd.txt"
+expect "$out/nd.txt" "Node Description:...............simfabric sim_ib2"
 # LID 9 is nobody's: the query times out.
 if sf_tool 20 ibaddr -C sim_ib1 -t 100 9 >"$out/ibaddr9.txt" 2>&1; then
 	sf_fail "ibaddr of LID 9 succeeded" "$out/ibaddr9.txt"
