@@ -2522,7 +2522,55 @@ SF_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_pa
 				 plen ? conn_param->private_data : NULL, plen);
 	}
 	pthread_mutex_unlock(&g.lock);
-	return ret ? cm_err(ret) : 0;
+	if (ret)
+		return cm_err(ret);
+	/* librdmacm: a synchronous UD id acks the request it was handed. */
+	if (idp->sync && id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
+	return 0;
+}
+
+/*
+ * rdma_get_request: the next connection request of a synchronous listener (one made
+ * without a channel; EINVAL otherwise), as upstream: the new id with the request as
+ * its id->event. A REJECTED event: ECONNREFUSED; an event with an error: its errno;
+ * another event: EINVAL (kept in listen->event). Non-UD ids: EOPNOTSUPP, *id NULL.
+ */
+SF_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *event;
+	int ret;
+
+	if (!listen || !id)
+		return cm_err(EINVAL);
+	if (listen->qp_type != IBV_QPT_UD) {
+		*id = NULL;
+		return cm_err(EOPNOTSUPP);
+	}
+	if (!container_of(listen, struct cm_id, id)->sync)
+		return cm_err(EINVAL);
+	if (listen->event) {
+		rdma_ack_cm_event(listen->event);
+		listen->event = NULL;
+	}
+	ret = rdma_get_cm_event(listen->channel, &event);
+	if (ret)
+		return ret;
+	if (event->event == RDMA_CM_EVENT_REJECTED)
+		ret = cm_err(ECONNREFUSED);
+	else if (event->status)
+		ret = cm_err(-event->status);
+	else if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		ret = cm_err(EINVAL);
+	if (ret) {
+		listen->event = event;
+		return ret;
+	}
+	*id = event->id;
+	(*id)->event = event;
+	return 0;
 }
 
 /*
@@ -2656,6 +2704,7 @@ SF_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 		struct sf_sidr_msg sidr;
 	} buf;
 	const struct sf_msg *m = &buf.msg;
+	bool migrate;
 	ssize_t n;
 
 	if (cm_init())
@@ -2690,7 +2739,15 @@ SF_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 		if (evt)
 			cm_event_deliver_locked(evt);
 		cm_chan_kick_locked(ch);
+		migrate = evt && evt->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && evt->idp->sync;
 		pthread_mutex_unlock(&g.lock);
+		/* ucma_process_conn_req: a synchronous listener's new id gets a channel of its own.
+		 */
+		if (migrate && rdma_migrate_id(evt->ev.id, NULL)) {
+			rdma_destroy_id(evt->ev.id);
+			rdma_ack_cm_event(&evt->ev);
+			continue;
+		}
 		if (evt) {
 			*event = &evt->ev;
 			return 0;

@@ -87,14 +87,6 @@ SF_EXPORT int rdma_establish(struct rdma_cm_id *id)
 	return conn_err(EOPNOTSUPP);
 }
 
-SF_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
-{
-	(void)listen;
-	if (id)
-		*id = NULL;
-	return conn_err(EOPNOTSUPP);
-}
-
 SF_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
 	(void)id;

@@ -434,6 +434,50 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 	rdma_destroy_event_channel(cch);
 }
 
+/* A synchronous listener (no channel): rdma_get_request hands out the requests. */
+static void sync_listener(const char *kind, const char *sip, const char *cip)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_cm_id *lid, *req = NULL, *async;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in a;
+	struct side cli = {0};
+	struct rdma_conn_param cp = {.private_data = "sync", .private_data_len = 4};
+
+	if (!cch || rdma_create_id(NULL, &lid, NULL, RDMA_PS_UDP))
+		die("rdma_create_id");
+	sin_of(&a, sip, PORT + 2);
+	if (rdma_bind_addr(lid, (struct sockaddr *)&a) || rdma_listen(lid, 1))
+		die("sync listen");
+	if (rdma_create_id(cch, &async, NULL, RDMA_PS_UDP))
+		die("rdma_create_id");
+	check(rdma_get_request(async, &req) == -1 && errno == EINVAL,
+	      "%s: rdma_get_request on an id with a channel: EINVAL", kind);
+	rdma_destroy_id(async);
+	cli.id = client(cch, cip, sip, PORT + 2, kind);
+	check(rdma_connect(cli.id, &cp) == 0, "%s: rdma_connect to a synchronous listener", kind);
+	check(rdma_get_request(lid, &req) == 0 && req && req->event &&
+		      req->event->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+		      req->event->listen_id == lid && req->channel != lid->channel &&
+		      !memcmp(req->event->param.ud.private_data, "sync", 4),
+	      "%s: rdma_get_request: the new id, the request as its event, a channel of its own",
+	      kind);
+	if (req) {
+		check(rdma_accept(req, NULL) == 0 && req->event == NULL,
+		      "%s: rdma_accept acks the request of a synchronous id", kind);
+		ev = expect(cch, RDMA_CM_EVENT_ESTABLISHED, kind);
+		if (ev) {
+			check(ev->param.ud.qkey == UDP_QKEY,
+			      "%s: ESTABLISHED from the synchronous id", kind);
+			rdma_ack_cm_event(ev);
+		}
+		rdma_destroy_id(req);
+	}
+	side_free(&cli);
+	rdma_destroy_id(lid);
+	rdma_destroy_event_channel(cch);
+}
+
 int main(void)
 {
 	int (*reset)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sf_reset");
@@ -443,5 +487,6 @@ int main(void)
 		reset(getenv("SIMFABRIC"));
 	run("IB", "198.18.0.2", "198.18.0.3", "sim_ib1", true);
 	run("RoCE", "198.19.0.2", "198.19.0.3", "sim_roce1", false);
+	sync_listener("IB", "198.18.0.2", "198.18.0.3");
 	return tap_done();
 }
