@@ -4,6 +4,7 @@
  * abstract-namespace AF_UNIX datagram sockets, named after the fabric, the owner pid and
  * a per-process serial. Any process of the fabric can post an event to any endpoint; a
  * datagram is one event, so poll(2) on the fd behaves like the kernel's event files.
+ * Most are a struct sf_msg; rdma_cm's SIDR requests and replies a struct sf_sidr_msg.
  */
 #include <errno.h>
 #include <stddef.h>

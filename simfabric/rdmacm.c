@@ -23,6 +23,12 @@
  * removal) send SF_MSG_CM_MCERR / SF_MSG_CM_DEVRM datagrams straight to the endpoint;
  * their cookies are checked against the live ids and joins before use.
  *
+ * UD "connections" (SIDR: rdma_listen, rdma_connect, rdma_accept, rdma_reject,
+ * rdma_get_request on UD ids) are here too, not in rdmacm_conn.c: they create ids, queue
+ * events and read channels with this file's kernel side, which is private to it. Their
+ * requests and replies are SF_MSG_CM_SIDR_* datagrams between channels (struct
+ * sf_sidr_msg, larger than an sf_msg), listeners records in fab->listens.
+ *
  * Locking: g.lock protects everything in this file (ids, joins, channel queues,
  * counters, per-device PDs). Order: g.lock, then the fabric lock (sf_lock). Verbs calls
  * made under g.lock do not call back into this library. rdma_get_cm_event blocks in

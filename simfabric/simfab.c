@@ -1233,7 +1233,9 @@ static int cmd_listeners(struct simfab *sf, int argc, char **argv)
 	sf_lock(fab);
 	for (int i = 0; i < SF_MAX_LISTENS; i++) {
 		const struct sf_listen *l = &fab->listens[i];
-		const char *ps = l->ps == RDMA_PS_IPOIB ? "ipoib" : l->ps == RDMA_PS_UDP ? "udp" : "?";
+		const char *ps = l->ps == RDMA_PS_IPOIB ? "ipoib"
+				 : l->ps == RDMA_PS_UDP ? "udp"
+							: "?";
 		const char *dev = l->dev < 0			  ? "*"
 				  : (uint32_t)l->dev < fab->ndevs ? fab->devs[l->dev].name
 								  : "?";
