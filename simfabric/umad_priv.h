@@ -15,28 +15,21 @@
 #include "sf.h"
 
 /* A MAD is 256 bytes; the SA data starts at 56, SMP data at 64. */
-#define MAD_LEN	       256
-#define SA_DATA	       56
-#define SMP_DATA       64
-#define DR_INIT_PATH   128
-#define DR_RETURN_PATH 192
-#define SA_COMP_MASK   48 /* the SA header's ComponentMask (RMPP 24, SM_Key 36, offset 44) */
+#define MAD_LEN	     256
+#define SA_DATA	     56
+#define SMP_DATA     64
+#define SA_COMP_MASK 48 /* the SA header's ComponentMask (RMPP 24, SM_Key 36, offset 44) */
 
 /* MAD header fields (IBA 13.4.2). */
 #define MAD_CLASS   1
-#define MAD_VERSION 2
 #define MAD_METHOD  3
 #define MAD_STATUS  4
-#define MAD_HOP_PTR 6
 #define MAD_HOP_CNT 7
 #define MAD_TID	    8
 #define MAD_ATTR    16
-#define MAD_MOD	    20
 
 /* MAD status: method/attribute combination not supported (bits 2-4 = 3). */
 #define MAD_ST_UNSUPPORTED 0x000c
-/* Invalid value in an attribute or modifier (bits 2-4 = 7). */
-#define MAD_ST_INVALID 0x001c
 /* Directed-route SMP direction bit (in the status field). */
 #define SMP_DIRECTION 0x8000
 /* SA class status (bits 8-14): no records, request invalid, insufficient components. */
