@@ -28,6 +28,8 @@
 #define MAD_TID	    8
 #define MAD_ATTR    16
 
+/* MAD status: method not supported (bits 2-4 = 2). */
+#define MAD_ST_BAD_METHOD 0x0008
 /* MAD status: method/attribute combination not supported (bits 2-4 = 3). */
 #define MAD_ST_UNSUPPORTED 0x000c
 /* Directed-route SMP direction bit (in the status field). */

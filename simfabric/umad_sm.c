@@ -103,7 +103,7 @@ bool sf_sma_answer(struct sf_fabric *fab, int self_dev, uint16_t dlid, uint8_t *
 		return false;
 	memset(a, 0, 64);
 	if (resp[MAD_METHOD] != UMAD_METHOD_GET) {
-		status = resp[MAD_METHOD] == UMAD_METHOD_SET ? MAD_ST_UNSUPPORTED : 0x0008;
+		status = resp[MAD_METHOD] == UMAD_METHOD_SET ? MAD_ST_UNSUPPORTED : MAD_ST_BAD_METHOD;
 	} else {
 		switch (attr) {
 		case UMAD_SM_ATTR_NODE_INFO:
