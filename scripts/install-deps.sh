@@ -6,10 +6,12 @@ set -eu
 # libedit-dev: bcom's line editing. prometheus: only for promtool (the metrics tests);
 # Debian ships promtool only in the server package (about 100 MB installed).
 # python3-matplotlib: the plots of bench/harness.py. perftest, qperf, ucx-utils,
-# libfabric-bin: the RDMA programs the simfabric tests run unchanged (tests/simfabric).
+# libfabric-bin, infiniband-diags (ibstat, ibaddr): the RDMA programs the simfabric
+# tests run unchanged (tests/simfabric); libibumad-dev: the headers of simfabric's
+# libibumad.so.3.
 PKGS="build-essential pkg-config meson ninja-build python3
 libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
-perftest qperf ucx-utils libfabric-bin
+perftest qperf ucx-utils libfabric-bin libibumad-dev infiniband-diags
 liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
 libpgm-dev tshark iproute2 nftables jq util-linux procps
 valgrind clang libclang-rt-14-dev clang-format

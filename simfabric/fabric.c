@@ -341,6 +341,9 @@ static void sf_unlink_files(const char *name, int32_t pid)
 /* Release everything `pid` owns. Caller holds the lock. */
 static void sf_release_pid_locked(struct sf_fabric *fab, int32_t pid)
 {
+	for (uint32_t i = 0; i < SF_MAX_LISTENS; i++)
+		if (fab->listens[i].own.pid == pid)
+			sf_owner_release(&fab->listens[i].own);
 	for (uint32_t i = 0; i < SF_MAX_JOINS; i++) {
 		struct sf_join *j = &fab->joins[i];
 

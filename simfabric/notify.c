@@ -4,6 +4,7 @@
  * abstract-namespace AF_UNIX datagram sockets, named after the fabric, the owner pid and
  * a per-process serial. Any process of the fabric can post an event to any endpoint; a
  * datagram is one event, so poll(2) on the fd behaves like the kernel's event files.
+ * Most are a struct sf_msg; rdma_cm's SIDR requests and replies a struct sf_sidr_msg.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -50,6 +51,11 @@ int sf_endpoint_open(uint32_t serial)
 
 int sf_endpoint_send(int32_t pid, uint32_t serial, const struct sf_msg *msg)
 {
+	return sf_endpoint_send_buf(pid, serial, msg, sizeof(*msg));
+}
+
+int sf_endpoint_send_buf(int32_t pid, uint32_t serial, const void *buf, size_t size)
+{
 	struct sockaddr_un a;
 	socklen_t len;
 	ssize_t n;
@@ -63,8 +69,7 @@ int sf_endpoint_send(int32_t pid, uint32_t serial, const struct sf_msg *msg)
 	pthread_mutex_unlock(&g_tx_lock);
 	if (g_tx_fd < 0)
 		return -errno;
-	n = sendto(g_tx_fd, msg, sizeof(*msg), MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a,
-		   len);
+	n = sendto(g_tx_fd, buf, size, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len);
 	return n < 0 ? -errno : 0;
 }
 

@@ -23,6 +23,12 @@
  * removal) send SF_MSG_CM_MCERR / SF_MSG_CM_DEVRM datagrams straight to the endpoint;
  * their cookies are checked against the live ids and joins before use.
  *
+ * UD "connections" (SIDR: rdma_listen, rdma_connect, rdma_accept, rdma_reject,
+ * rdma_get_request on UD ids) are here too, not in rdmacm_conn.c: they create ids, queue
+ * events and read channels with this file's kernel side, which is private to it. Their
+ * requests and replies are SF_MSG_CM_SIDR_* datagrams between channels (struct
+ * sf_sidr_msg, larger than an sf_msg), listeners records in fab->listens.
+ *
  * Locking: g.lock protects everything in this file (ids, joins, channel queues,
  * counters, per-device PDs). Order: g.lock, then the fabric lock (sf_lock). Verbs calls
  * made under g.lock do not call back into this library. rdma_get_cm_event blocks in
@@ -36,6 +42,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +88,19 @@ enum cm_state {
 	CM_ADDR_BOUND,
 	CM_ADDR_RESOLVED,
 	CM_ROUTE_RESOLVED,
+	CM_LISTEN,  /* rdma_listen on a UD id: a SIDR service */
+	CM_CONNECT, /* SIDR: request sent (client) or received (server's new id) */
 };
+
+/* enum ib_cm_sidr_status (include/rdma/ib_cm.h): the SIDR REP status field. */
+enum cm_sidr_status {
+	CM_SIDR_SUCCESS = 0,
+	CM_SIDR_UNSUPPORTED = 1, /* the CM answers this when nothing listens */
+	CM_SIDR_REJECT = 2,	 /* rdma_reject, or the request's id destroyed unanswered */
+};
+
+/* sizeof(struct cma_hdr) (cma.c): what rdma_cm puts before AF_INET/AF_INET6 private data. */
+#define CM_HDR_LEN 36
 
 /* Per simulated device: librdmacm's struct cma_device. */
 struct cm_dev {
@@ -127,6 +146,16 @@ struct cm_id {
 	int reuseaddr;
 	bool removed; /* DEVICE_REMOVAL delivered */
 
+	/* SIDR (rdma_listen / rdma_connect / rdma_accept on UD ids). */
+	int32_t listen_slot; /* index into fab->listens while listening, -1: none */
+	uint64_t listen_gen;
+	uint32_t sidr_seq; /* client: the current connect attempt (stale replies ignored) */
+	bool sidr_req;	   /* server: made from a SIDR request not yet answered */
+	int32_t req_pid;   /* ... whose requester's channel is (req_pid, req_serial) */
+	uint32_t req_serial;
+	uint64_t req_cookie; /* the requesting id */
+	uint32_t req_seq;
+
 	/* Library state. */
 	int cma_dev; /* device whose reference (and PD) this id holds, -1: none */
 	struct cm_mc *mcs;
@@ -155,8 +184,9 @@ struct cm_mc {
 struct cm_event {
 	struct rdma_cm_event ev; /* what the application holds */
 	struct cm_event *next;
-	struct cm_id *idp;
+	struct cm_id *idp; /* the id the event counts for (the listener's for CONNECT_REQUEST) */
 	struct cm_mc *mc;
+	uint8_t priv[SF_SIDR_REQ_PRIV]; /* param.ud.private_data of SIDR events */
 };
 
 /* Process-wide state of the library (librdmacm's globals: cma_dev_list, mut, ...). */
@@ -643,6 +673,8 @@ SF_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
 /* ---- ids ---- */
 
+static void cm_sidr_release_locked(struct cm_id *idp);
+
 /* A live id of this process by its cookie (the kernel's uid → ctx lookup), or NULL. */
 static struct cm_id *cm_id_lookup_locked(uint64_t cookie)
 {
@@ -704,6 +736,7 @@ SF_EXPORT int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_
 	idp->state = CM_IDLE;
 	idp->dev = -1;
 	idp->cma_dev = -1;
+	idp->listen_slot = -1;
 	/* cma.c: id_priv->seq_num = get_random_u32() & 0xffffff (the RTR rq_psn). */
 	idp->seq_num = cm_random() & 0xffffff;
 
@@ -764,6 +797,7 @@ SF_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 	*pp = idp->next;
 	for (mc = idp->mcs; mc; mc = mc->next)
 		cm_mc_release_locked(mc);
+	cm_sidr_release_locked(idp);
 	cm_chan_take_locked(idp->chan, idp, NULL, false);
 	pthread_mutex_unlock(&g.lock);
 
@@ -1819,6 +1853,766 @@ SF_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 	return 0;
 }
 
+/* ---- SIDR: UD "connections" (rdma_listen, rdma_connect, rdma_accept, rdma_reject) ---- */
+
+/*
+ * On a real host an rdma_connect on a UD id (PS_UDP, PS_IPOIB) does no connection: the
+ * kernel's rdma_cm sends an IB CM SIDR REQ (service ID resolution) for the service
+ * ID ps << 16 | port to the destination, and the IB CM there hands it to the listener
+ * of that service, which answers with rdma_accept (its QPN and Q_Key) or rdma_reject.
+ * Sources: Linux drivers/infiniband/core/cma.c (rdma_listen, cma_resolve_ib_udp,
+ * cma_ib_req_handler / cma_ib_new_udp_id, cma_send_sidr_rep, rdma_accept, rdma_reject,
+ * cma_sidr_rep_handler), cm.c (a SIDR REQ for a service nobody listens on is answered
+ * IB_SIDR_UNSUPPORTED; destroying the request's id unanswered sends IB_SIDR_REJECT), and
+ * rdma-core 44 librdmacm/cma.c (rdma_accept on a UD id does not touch the QP; the
+ * CONNECT_REQUEST event makes a new id, ucma_process_conn_req; ucma_copy_ud_event). The
+ * client sees:
+ *  - ESTABLISHED, status 0, param.ud: the listener's QPN and Q_Key, an AH attribute made
+ *    from the id's path (ib_init_ah_attr_from_path: DLID on IB, a GRH when the path has a
+ *    hop limit or on RoCE), the 136 bytes of REP private data;
+ *  - UNREACHABLE with the REP status: 1 (IB_SIDR_UNSUPPORTED) when nothing listens on the
+ *    service, 2 (IB_SIDR_REJECT) after rdma_reject (the kernel reports a SIDR reject as
+ *    UNREACHABLE, never REJECTED), with the REP's private data;
+ *  - UNREACHABLE -ETIMEDOUT (110) when no device of its segment owns the destination or a
+ *    port on the way is down: the kernel gives up after 16 tries of 4 s; the simulation
+ *    answers at once.
+ * The server sees CONNECT_REQUEST on the listener's channel with a new id (event->id, its
+ * context the listener's, listen_id the listener), param.ud.private_data the requester's
+ * private data (216 bytes of SIDR REQ private data less the 36-byte rdma_cm header on
+ * AF_INET/AF_INET6), qp_num/qkey 0.
+ *
+ * In the fabric: a listener is a record in fab->listens (claimed by rdma_listen, dropped
+ * by rdma_destroy_id or when its process dies); REQ and REP are SF_MSG_CM_SIDR_*
+ * datagrams between the two event channels (struct sf_sidr_msg).
+ */
+
+/*
+ * Sending a SIDR message. A receiver's socket holds net.unix.max_dgram_qlen datagrams
+ * (10 by default); a listener that is slow to read its channel (udaddy -c 30: each
+ * request costs it a QP and memory registration) would have requests refused that the
+ * IB CM delivers by retrying (16 tries, 4 s apart). A message that finds the socket
+ * full waits in this process's outbox, which a thread of its own (started on first
+ * use, all signals blocked) retries every millisecond for up to CM_SIDR_RETRY_MS; a
+ * request that still finds no room, or whose listener went away meanwhile, fails as
+ * the kernel's does (UNREACHABLE -ETIMEDOUT, or status 1). The caller may hold g.lock:
+ * the outbox has its own lock, taken after g.lock, never the other way round.
+ */
+#define CM_SIDR_RETRY_MS 65536 /* 16 tries of 4096 ms (cma.c CMA_CM_RESPONSE_TIMEOUT) */
+
+struct cm_out {
+	struct cm_out *next;
+	int32_t pid;
+	uint32_t serial;
+	uint64_t deadline_ms;
+	struct sf_sidr_msg msg;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct cm_out *head;
+	bool started;
+} cm_out = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static uint64_t cm_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void cm_sidr_req_failed(const struct sf_sidr_msg *m, int status);
+
+/* A forked child has no outbox thread and none of the parent's messages. */
+static void cm_out_atfork_child(void)
+{
+	pthread_mutex_init(&cm_out.lock, NULL);
+	pthread_cond_init(&cm_out.cond, NULL);
+	cm_out.head = NULL;
+	cm_out.started = false;
+}
+
+static void *cm_out_thread(void *arg)
+{
+	struct cm_out *o, **pp, *failed;
+	sigset_t all;
+
+	(void)arg;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	pthread_mutex_lock(&cm_out.lock);
+	for (;;) {
+		struct timespec ts;
+		uint64_t now;
+
+		while (!cm_out.head)
+			pthread_cond_wait(&cm_out.cond, &cm_out.lock);
+		now = cm_now_ms();
+		failed = NULL;
+		for (pp = &cm_out.head; (o = *pp);) {
+			int r = sf_endpoint_send_buf(o->pid, o->serial, &o->msg, sizeof(o->msg));
+
+			if (r == -EAGAIN && now < o->deadline_ms) {
+				pp = &o->next;
+				continue;
+			}
+			*pp = o->next;
+			if (r && o->msg.hdr.kind == SF_MSG_CM_SIDR_REQ) {
+				o->msg.status =
+					r == -EAGAIN ? (uint32_t)-ETIMEDOUT : CM_SIDR_UNSUPPORTED;
+				o->next = failed;
+				failed = o;
+			} else {
+				free(o); /* sent, or a reply nobody can take: the client times out
+					  */
+			}
+		}
+		if (failed) {
+			pthread_mutex_unlock(&cm_out.lock);
+			while ((o = failed)) {
+				failed = o->next;
+				cm_sidr_req_failed(&o->msg, (int)o->msg.status);
+				free(o);
+			}
+			pthread_mutex_lock(&cm_out.lock);
+		}
+		if (cm_out.head) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&cm_out.cond, &cm_out.lock, &ts);
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Send a SIDR message to the channel (pid, serial), or queue it when the socket is
+ * full. 0 (sent or queued), or -errno when the channel is gone (or no memory).
+ */
+static int cm_sidr_post(int32_t pid, uint32_t serial, const struct sf_sidr_msg *m)
+{
+	struct cm_out *o, **pp;
+	int r = sf_endpoint_send_buf(pid, serial, m, sizeof(*m));
+
+	if (r != -EAGAIN)
+		return r;
+	o = malloc(sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	o->next = NULL;
+	o->pid = pid;
+	o->serial = serial;
+	o->deadline_ms = cm_now_ms() + CM_SIDR_RETRY_MS;
+	o->msg = *m;
+	pthread_mutex_lock(&cm_out.lock);
+	if (!cm_out.started) {
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, cm_out_thread, NULL)) {
+			pthread_mutex_unlock(&cm_out.lock);
+			free(o);
+			return -EAGAIN;
+		}
+		pthread_detach(t);
+		pthread_atfork(NULL, NULL, cm_out_atfork_child);
+		cm_out.started = true;
+	}
+	for (pp = &cm_out.head; *pp; pp = &(*pp)->next)
+		;
+	*pp = o;
+	pthread_cond_signal(&cm_out.cond);
+	pthread_mutex_unlock(&cm_out.lock);
+	return 0;
+}
+
+/* A SIDR REP to the requester (pid, serial) for its id `cookie`, attempt `seq`. */
+static void cm_sidr_send_rep(int32_t pid, uint32_t serial, uint64_t cookie, uint32_t seq,
+			     uint32_t status, uint32_t qpn, uint32_t qkey, const void *priv,
+			     uint8_t priv_len)
+{
+	struct sf_sidr_msg rep;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.hdr.kind = SF_MSG_CM_SIDR_REP;
+	rep.hdr.cookie = cookie;
+	rep.seq = seq;
+	rep.status = status;
+	rep.qpn = qpn;
+	rep.qkey = qkey;
+	if (priv && priv_len) {
+		memcpy(rep.priv, priv, priv_len);
+		rep.priv_len = priv_len;
+	}
+	cm_sidr_post(pid, serial, &rep);
+}
+
+/*
+ * What rdma_destroy_id does for SIDR: a listener gives up its service; an id made from a
+ * request that was neither accepted nor rejected answers IB_SIDR_REJECT (cm.c,
+ * cm_destroy_id in state IB_CM_SIDR_REQ_RCVD).
+ */
+static void cm_sidr_release_locked(struct cm_id *idp)
+{
+	if (idp->listen_slot >= 0) {
+		struct sf_listen *l = &g.fab->listens[idp->listen_slot];
+
+		sf_lock(g.fab);
+		if (l->own.pid == getpid() && l->own.gen == idp->listen_gen)
+			sf_owner_release(&l->own);
+		sf_unlock(g.fab);
+		idp->listen_slot = -1;
+	}
+	if (idp->sidr_req) {
+		idp->sidr_req = false;
+		cm_sidr_send_rep(idp->req_pid, idp->req_serial, idp->req_cookie, idp->req_seq,
+				 CM_SIDR_REJECT, 0, 0, NULL, 0);
+	}
+}
+
+/* IPv4 address of an AF_INET sockaddr (network order), 0 otherwise. */
+static uint32_t cm_sa_ipv4(const struct sockaddr *sa)
+{
+	return sa->sa_family == AF_INET ? ((const struct sockaddr_in *)sa)->sin_addr.s_addr : 0;
+}
+
+/*
+ * Claim the service in the fabric. Another process's listener on the same port space
+ * and port: EADDRINUSE for the same address, EADDRNOTAVAIL when one of the two is the
+ * wildcard (cma_check_port, which the kernel applies to every id of the network
+ * namespace; ids of this process were checked by bind already). Returns 0 or -errno.
+ */
+static int cm_listen_locked(struct cm_id *idp)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&idp->ksrc;
+	struct sf_fabric *fab = g.fab;
+	uint32_t ipv4 = cm_sa_ipv4(sa);
+	bool any = cm_addr_zero(sa);
+	int slot = -1, ret = 0;
+
+	sf_lock(fab);
+	for (int i = 0; i < SF_MAX_LISTENS; i++) {
+		struct sf_listen *l = &fab->listens[i];
+
+		if (!l->own.pid) {
+			if (slot < 0)
+				slot = i;
+			continue;
+		}
+		if (l->own.pid == getpid() || l->ps != (uint32_t)idp->id.ps || l->port != idp->port)
+			continue;
+		if (!sf_pid_alive(l->own.pid, 0)) {
+			sf_owner_release(&l->own);
+			if (slot < 0)
+				slot = i;
+			continue;
+		}
+		if (any || (l->dev < 0 && !l->ipv4)) {
+			ret = -EADDRNOTAVAIL;
+			break;
+		}
+		if (l->family == sa->sa_family && l->dev == idp->dev && l->ipv4 == ipv4) {
+			ret = -EADDRINUSE;
+			break;
+		}
+	}
+	if (!ret && slot < 0)
+		ret = -ENOMEM;
+	if (!ret) {
+		struct sf_listen *l = &fab->listens[slot];
+
+		sf_owner_claim(&l->own);
+		l->ps = (uint32_t)idp->id.ps;
+		l->port = idp->port;
+		l->family = sa->sa_family;
+		l->dev = idp->dev;
+		l->ipv4 = ipv4;
+		l->chan_serial = idp->chan->serial;
+		l->id_cookie = (uintptr_t)&idp->id;
+		idp->listen_slot = slot;
+		idp->listen_gen = l->own.gen;
+	}
+	sf_unlock(fab);
+	return ret;
+}
+
+/*
+ * rdma_listen: UD ids only (connected QPs are not simulated: EOPNOTSUPP). An idle id is
+ * bound to the IPv4 wildcard first, as the kernel does; a second listen: EINVAL. The
+ * backlog has no meaning for SIDR.
+ */
+SF_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct cm_id *idp;
+	int ret = 0;
+
+	(void)backlog;
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp_type != IBV_QPT_UD)
+		return cm_err(EOPNOTSUPP);
+	idp = container_of(id, struct cm_id, id);
+	pthread_mutex_lock(&g.lock);
+	if (idp->state == CM_IDLE) {
+		struct sockaddr_in any = {.sin_family = AF_INET};
+
+		ret = cm_bind_locked(idp, (struct sockaddr *)&any, sizeof(any));
+	}
+	if (!ret && idp->state != CM_ADDR_BOUND)
+		ret = -EINVAL;
+	if (!ret)
+		ret = cm_listen_locked(idp);
+	if (!ret) {
+		idp->state = CM_LISTEN;
+		ret = cm_id_publish_locked(idp);
+	} else {
+		ret = cm_err(-ret);
+	}
+	pthread_mutex_unlock(&g.lock);
+	return ret;
+}
+
+/* The device a SIDR request for the id's destination goes to, or -1. */
+static int cm_sidr_target_locked(const struct cm_id *idp)
+{
+	const struct sockaddr *dst = (const struct sockaddr *)&idp->kdst;
+	uint32_t gidx;
+
+	if (cm_addr_zero(dst) || cm_addr_loopback(dst))
+		return idp->dev;
+	if (dst->sa_family == AF_INET)
+		return cm_dev_by_ipv4(cm_sa_ipv4(dst));
+	if (dst->sa_family == AF_IB)
+		return sf_dev_by_gid(g.fab, &idp->kdgid, &gidx);
+	return -1;
+}
+
+/* A live listener of service (ps, port) on device d for IPv4 address dst (0: any), or NULL. */
+static struct sf_listen *cm_sidr_listener_locked(uint32_t ps, uint16_t port, int d, uint32_t dst)
+{
+	for (int i = 0; i < SF_MAX_LISTENS; i++) {
+		struct sf_listen *l = &g.fab->listens[i];
+
+		if (!l->own.pid || l->ps != ps || l->port != port)
+			continue;
+		if ((l->dev >= 0 && l->dev != d) || (l->ipv4 && l->ipv4 != dst))
+			continue;
+		if (l->dev < 0 && ps == RDMA_PS_IPOIB && g.fab->devs[d].link != SF_LINK_IB)
+			continue;
+		if (!sf_pid_alive(l->own.pid, 0))
+			continue;
+		return l;
+	}
+	return NULL;
+}
+
+/* The rdma_cm header (struct cma_hdr, cma_format_hdr) at the start of REQ private data. */
+static void cm_sidr_hdr(uint8_t *hdr, const struct sockaddr *src, const struct sockaddr *dst)
+{
+	memset(hdr, 0, CM_HDR_LEN);
+	hdr[0] = 0; /* CMA_VERSION */
+	if (src->sa_family == AF_INET) {
+		hdr[1] = 4 << 4;
+		memcpy(&hdr[2], &((const struct sockaddr_in *)src)->sin_port, 2);
+		memcpy(&hdr[4 + 12], &((const struct sockaddr_in *)src)->sin_addr, 4);
+		memcpy(&hdr[20 + 12], &((const struct sockaddr_in *)dst)->sin_addr, 4);
+	} else {
+		hdr[1] = 6 << 4;
+		memcpy(&hdr[2], &((const struct sockaddr_in6 *)src)->sin6_port, 2);
+		memcpy(&hdr[4], &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
+		memcpy(&hdr[20], &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
+	}
+}
+
+/*
+ * rdma_connect on a UD id: a SIDR REQ (cma_resolve_ib_udp). The route must be resolved
+ * (EINVAL otherwise); the private data and the 36-byte rdma_cm header (AF_IB: none) must
+ * fit the 216 bytes of a SIDR REQ (EINVAL). The answer comes as an event (see above);
+ * a synchronous id waits for it (UNREACHABLE: -1 with errno the status, as
+ * ucma_complete). Other QP types: EOPNOTSUPP (not simulated).
+ */
+SF_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	const struct sockaddr *src, *dst;
+	struct sf_sidr_msg req;
+	struct sf_listen *l = NULL;
+	struct cm_event *evt;
+	struct cm_id *idp;
+	uint8_t plen = conn_param && conn_param->private_data ? conn_param->private_data_len : 0;
+	int32_t pid = 0;
+	uint32_t serial = 0;
+	int d, status = 0, off;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp_type != IBV_QPT_UD)
+		return cm_err(EOPNOTSUPP);
+	idp = container_of(id, struct cm_id, id);
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return cm_err(ENOMEM);
+	pthread_mutex_lock(&g.lock);
+	src = (const struct sockaddr *)&idp->ksrc;
+	dst = (const struct sockaddr *)&idp->kdst;
+	off = src->sa_family == AF_IB ? 0 : CM_HDR_LEN;
+	if (idp->state != CM_ROUTE_RESOLVED || off + plen > SF_SIDR_REQ_PRIV) {
+		pthread_mutex_unlock(&g.lock);
+		free(evt);
+		return cm_err(EINVAL);
+	}
+	memset(&req, 0, sizeof(req));
+	req.hdr.kind = SF_MSG_CM_SIDR_REQ;
+	req.hdr.cookie2 = (uintptr_t)&idp->id;
+	req.reply_pid = getpid();
+	req.reply_serial = idp->chan->serial;
+	req.seq = ++idp->sidr_seq;
+	req.ps = (uint32_t)idp->id.ps;
+	req.src_dev = (uint32_t)idp->dev;
+	req.pkey = idp->pkey;
+	req.family = src->sa_family;
+	req.sgid = idp->ksgid;
+	req.dgid = idp->kdgid;
+	memcpy(req.src_sa, src, cm_addrlen(src));
+	memcpy(req.dst_sa, dst, cm_addrlen(dst));
+	if (off)
+		cm_sidr_hdr(req.priv, src, dst);
+	if (plen)
+		memcpy(req.priv + off, conn_param->private_data, plen);
+	req.priv_len = (uint8_t)(off + plen);
+	idp->state = CM_CONNECT;
+
+	d = cm_sidr_target_locked(idp);
+	sf_lock(g.fab);
+	if (d < 0 || !cm_dev_usable(d) || g.fab->devs[d].seg != g.fab->devs[idp->dev].seg ||
+	    atomic_load(&g.fab->devs[d].port_state) != IBV_PORT_ACTIVE ||
+	    atomic_load(&g.fab->devs[idp->dev].port_state) != IBV_PORT_ACTIVE) {
+		status = -ETIMEDOUT;
+	} else {
+		l = cm_sidr_listener_locked(req.ps, cm_addr_port(dst), d, cm_sa_ipv4(dst));
+		if (l) {
+			req.hdr.cookie = l->id_cookie;
+			req.dst_dev = (uint32_t)d;
+			pid = l->own.pid;
+			serial = l->chan_serial;
+		} else {
+			status = CM_SIDR_UNSUPPORTED;
+		}
+	}
+	sf_unlock(g.fab);
+	/* A listener whose process is gone: its host's CM has no listener either. */
+	if (l && cm_sidr_post(pid, serial, &req))
+		status = CM_SIDR_UNSUPPORTED;
+	if (status) {
+		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_UNREACHABLE, status);
+		if (status > 0) {
+			/* A REP came back (with no private data): its 136 bytes are reported. */
+			evt->ev.param.ud.private_data = evt->priv;
+			evt->ev.param.ud.private_data_len = SF_SIDR_REP_PRIV;
+		}
+		cm_chan_push_locked(idp->chan, evt);
+	} else {
+		free(evt);
+	}
+	pthread_mutex_unlock(&g.lock);
+	return cm_complete(idp);
+}
+
+/*
+ * A SIDR REQ read from a listener's channel (cma_ib_req_handler, ucma_process_conn_req):
+ * a new id on the listener's channel, bound to the device the request reached, its
+ * source the address the requester asked for (the listener's port), its destination the
+ * requester's address from the rdma_cm header; CONNECT_REQUEST counted for the listener.
+ * A listener that is gone answers IB_SIDR_UNSUPPORTED.
+ */
+static struct cm_event *cm_sidr_req_locked(struct cm_chan *ch, const struct sf_sidr_msg *m)
+{
+	struct cm_id *lst = cm_id_lookup_locked(m->hdr.cookie), *idp;
+	struct rdma_ud_param *ud;
+	struct cm_event *evt;
+	const struct sf_dev *dev;
+	int off = m->family == AF_IB ? 0 : CM_HDR_LEN;
+
+	if (!lst || lst->state != CM_LISTEN || m->dst_dev >= SF_MAX_DEVS) {
+		cm_sidr_send_rep(m->reply_pid, m->reply_serial, m->hdr.cookie2, m->seq,
+				 CM_SIDR_UNSUPPORTED, 0, 0, NULL, 0);
+		return NULL;
+	}
+	idp = calloc(1, sizeof(*idp));
+	evt = malloc(sizeof(*evt));
+	if (!idp || !evt) {
+		free(idp);
+		free(evt);
+		cm_sidr_send_rep(m->reply_pid, m->reply_serial, m->hdr.cookie2, m->seq,
+				 CM_SIDR_REJECT, 0, 0, NULL, 0);
+		return NULL;
+	}
+	dev = &g.fab->devs[m->dst_dev];
+	idp->id.context = lst->id.context;
+	idp->id.ps = lst->id.ps;
+	idp->id.qp_type = lst->id.qp_type;
+	idp->id.channel = lst->id.channel;
+	idp->chan = lst->chan;
+	idp->state = CM_CONNECT;
+	idp->dev = (int)m->dst_dev;
+	idp->cma_dev = -1;
+	idp->listen_slot = -1;
+	idp->seq_num = cm_random() & 0xffffff;
+	idp->port = lst->port;
+	idp->pkey = m->pkey;
+	idp->gid_index = dev->link == SF_LINK_IB ? 0 : sf_dev_ipv4_gid_index(dev);
+	idp->ksgid = dev->gids[idp->gid_index].gid;
+	idp->kdgid = m->sgid;
+	/* cma_save_net_info: ours is the requested address, theirs the requester's. */
+	memcpy(&idp->ksrc, m->dst_sa, sizeof(m->dst_sa));
+	memcpy(&idp->kdst, m->src_sa, sizeof(m->src_sa));
+	cm_addr_set_port((struct sockaddr *)&idp->ksrc, lst->port);
+	idp->sidr_req = true;
+	idp->req_pid = m->reply_pid;
+	idp->req_serial = m->reply_serial;
+	idp->req_cookie = m->hdr.cookie2;
+	idp->req_seq = m->seq;
+	idp->next = g.ids;
+	g.ids = idp;
+	if (cm_id_publish_locked(idp)) {
+		/* No device context for the new id: the kernel would fail the request too. */
+		g.ids = idp->next;
+		cm_sidr_send_rep(m->reply_pid, m->reply_serial, m->hdr.cookie2, m->seq,
+				 CM_SIDR_REJECT, 0, 0, NULL, 0);
+		free(idp);
+		free(evt);
+		return NULL;
+	}
+
+	cm_event_init(evt, lst, NULL, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	evt->ev.id = &idp->id;
+	evt->ev.listen_id = &lst->id;
+	ud = &evt->ev.param.ud;
+	memcpy(evt->priv, m->priv + off, SF_SIDR_REQ_PRIV - off);
+	ud->private_data = evt->priv;
+	ud->private_data_len = (uint8_t)(SF_SIDR_REQ_PRIV - off);
+	if (lst->chan != ch) {
+		cm_chan_push_locked(lst->chan, evt);
+		return NULL;
+	}
+	return evt;
+}
+
+/* ib_init_ah_attr_from_path: the AH attribute for the id's resolved path. */
+static void cm_ah_from_path(const struct cm_id *idp, struct ibv_ah_attr *ah)
+{
+	const struct ibv_sa_path_rec *p = &idp->path;
+	bool roce = g.fab->devs[idp->dev].link != SF_LINK_IB;
+
+	memset(ah, 0, sizeof(*ah));
+	ah->dlid = roce ? 0 : be16toh(p->dlid);
+	ah->sl = p->sl;
+	ah->static_rate = p->rate;
+	ah->port_num = CM_PORT_NUM;
+	if (p->hop_limit > 0 || roce) {
+		ah->is_global = 1;
+		ah->grh.dgid = p->dgid;
+		ah->grh.flow_label = be32toh(p->flow_label);
+		ah->grh.hop_limit = p->hop_limit;
+		ah->grh.sgid_index = (uint8_t)idp->gid_index;
+		ah->grh.traffic_class = p->traffic_class;
+	}
+}
+
+/*
+ * A SIDR REP read from a connecting id's channel (cma_sidr_rep_handler). Replies for an
+ * id that is gone, not connecting, or for an older attempt are dropped.
+ */
+static struct cm_event *cm_sidr_rep_locked(struct cm_chan *ch, const struct sf_sidr_msg *m)
+{
+	struct cm_id *idp = cm_id_lookup_locked(m->hdr.cookie);
+	struct rdma_ud_param *ud;
+	struct cm_event *evt;
+
+	if (!idp || idp->state != CM_CONNECT || idp->sidr_req || m->seq != idp->sidr_seq)
+		return NULL;
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return NULL;
+	idp->sidr_seq++; /* one answer per attempt */
+	if (m->status != CM_SIDR_SUCCESS) {
+		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_UNREACHABLE, (int)m->status);
+	} else if (idp->qkey && idp->qkey != m->qkey) {
+		/* cma_set_qkey refuses a second, different Q_Key. */
+		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_ADDR_ERROR, -EINVAL);
+	} else {
+		idp->qkey = m->qkey;
+		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_ESTABLISHED, 0);
+		cm_ah_from_path(idp, &evt->ev.param.ud.ah_attr);
+		evt->ev.param.ud.qp_num = m->qpn;
+		evt->ev.param.ud.qkey = m->qkey;
+	}
+	ud = &evt->ev.param.ud;
+	memcpy(evt->priv, m->priv, SF_SIDR_REP_PRIV);
+	ud->private_data = evt->priv;
+	ud->private_data_len = SF_SIDR_REP_PRIV;
+	if (idp->chan != ch) {
+		cm_chan_push_locked(idp->chan, evt);
+		return NULL;
+	}
+	return evt;
+}
+
+/*
+ * A queued request that never reached its listener (outbox thread, without g.lock):
+ * UNREACHABLE with `status` for the connecting id, if it still waits for that attempt.
+ */
+static void cm_sidr_req_failed(const struct sf_sidr_msg *m, int status)
+{
+	struct cm_event *evt = malloc(sizeof(*evt));
+	struct cm_id *idp;
+
+	if (!evt)
+		return;
+	pthread_mutex_lock(&g.lock);
+	idp = cm_id_lookup_locked(m->hdr.cookie2);
+	if (idp && idp->state == CM_CONNECT && !idp->sidr_req && idp->sidr_seq == m->seq) {
+		idp->sidr_seq++;
+		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_UNREACHABLE, status);
+		if (status > 0) {
+			evt->ev.param.ud.private_data = evt->priv;
+			evt->ev.param.ud.private_data_len = SF_SIDR_REP_PRIV;
+		}
+		cm_chan_push_locked(idp->chan, evt);
+		evt = NULL;
+	}
+	pthread_mutex_unlock(&g.lock);
+	free(evt);
+}
+
+/*
+ * rdma_accept on an id made from a SIDR request: the REP with the QP number (the id's
+ * QP, else conn_param->qp_num), the id's Q_Key (the port space's default, RDMA_UDP_QKEY
+ * for PS_UDP: librdmacm's conn_param has no Q_Key, so ucma passes 0 and cma_send_sidr_rep
+ * sets the default), and up to 136 bytes of private data (more: EINVAL). The QP is not touched
+ * (librdmacm: UD ids skip the RTR/RTS transitions). When the kernel's accept fails it rejects the
+ * request (the client sees UNREACHABLE status 2). Not such an id, or answered already: EINVAL.
+ * Non-UD ids: EOPNOTSUPP.
+ */
+SF_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct cm_id *idp;
+	uint32_t qpn;
+	uint8_t plen;
+	int ret = 0;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp_type != IBV_QPT_UD)
+		return cm_err(EOPNOTSUPP);
+	idp = container_of(id, struct cm_id, id);
+	qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
+	plen = conn_param && conn_param->private_data ? conn_param->private_data_len : 0;
+	pthread_mutex_lock(&g.lock);
+	if (idp->state != CM_CONNECT || !idp->sidr_req) {
+		pthread_mutex_unlock(&g.lock);
+		return cm_err(EINVAL);
+	}
+	idp->sidr_req = false;
+	if (plen > SF_SIDR_REP_PRIV)
+		ret = EINVAL;
+	if (ret) {
+		cm_sidr_send_rep(idp->req_pid, idp->req_serial, idp->req_cookie, idp->req_seq,
+				 CM_SIDR_REJECT, 0, 0, NULL, 0);
+	} else {
+		cm_sidr_send_rep(idp->req_pid, idp->req_serial, idp->req_cookie, idp->req_seq,
+				 CM_SIDR_SUCCESS, qpn, cm_qkey_locked(idp),
+				 plen ? conn_param->private_data : NULL, plen);
+	}
+	pthread_mutex_unlock(&g.lock);
+	if (ret)
+		return cm_err(ret);
+	/* librdmacm: a synchronous UD id acks the request it was handed. */
+	if (idp->sync && id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
+	return 0;
+}
+
+/*
+ * rdma_get_request: the next connection request of a synchronous listener (one made
+ * without a channel; EINVAL otherwise), as upstream: the new id with the request as
+ * its id->event. A REJECTED event: ECONNREFUSED; an event with an error: its errno;
+ * another event: EINVAL (kept in listen->event). Non-UD ids: EOPNOTSUPP, *id NULL.
+ */
+SF_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *event;
+	int ret;
+
+	if (!listen || !id)
+		return cm_err(EINVAL);
+	if (listen->qp_type != IBV_QPT_UD) {
+		*id = NULL;
+		return cm_err(EOPNOTSUPP);
+	}
+	if (!container_of(listen, struct cm_id, id)->sync)
+		return cm_err(EINVAL);
+	if (listen->event) {
+		rdma_ack_cm_event(listen->event);
+		listen->event = NULL;
+	}
+	ret = rdma_get_cm_event(listen->channel, &event);
+	if (ret)
+		return ret;
+	if (event->event == RDMA_CM_EVENT_REJECTED)
+		ret = cm_err(ECONNREFUSED);
+	else if (event->status)
+		ret = cm_err(-event->status);
+	else if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		ret = cm_err(EINVAL);
+	if (ret) {
+		listen->event = event;
+		return ret;
+	}
+	*id = event->id;
+	(*id)->event = event;
+	return 0;
+}
+
+/*
+ * rdma_reject on an id made from a SIDR request: a REP with status IB_SIDR_REJECT and up
+ * to 136 bytes of private data (more: EINVAL). Any other id, or one answered already:
+ * EINVAL. Non-UD ids: EOPNOTSUPP.
+ */
+SF_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	struct cm_id *idp;
+	uint8_t plen = private_data ? private_data_len : 0;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp_type != IBV_QPT_UD)
+		return cm_err(EOPNOTSUPP);
+	idp = container_of(id, struct cm_id, id);
+	pthread_mutex_lock(&g.lock);
+	if (idp->state != CM_CONNECT || !idp->sidr_req || plen > SF_SIDR_REP_PRIV) {
+		pthread_mutex_unlock(&g.lock);
+		return cm_err(EINVAL);
+	}
+	idp->sidr_req = false;
+	cm_sidr_send_rep(idp->req_pid, idp->req_serial, idp->req_cookie, idp->req_seq,
+			 CM_SIDR_REJECT, 0, 0, private_data, plen);
+	pthread_mutex_unlock(&g.lock);
+	return 0;
+}
+
+/* rdma_reject_ece: rdma_reject with reason 35, which a SIDR REP does not carry. */
+SF_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+			      uint8_t private_data_len)
+{
+	return rdma_reject(id, private_data, private_data_len);
+}
+
 /* ---- events ---- */
 
 /*
@@ -1911,7 +2705,12 @@ SF_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 {
 	struct cm_chan *ch;
 	struct cm_event *evt;
-	struct sf_msg msg;
+	union {
+		struct sf_msg msg;
+		struct sf_sidr_msg sidr;
+	} buf;
+	const struct sf_msg *m = &buf.msg;
+	bool migrate;
 	ssize_t n;
 
 	if (cm_init())
@@ -1920,20 +2719,24 @@ SF_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 		return cm_err(EINVAL);
 	ch = container_of(channel, struct cm_chan, ch);
 	for (;;) {
-		n = recv(ch->ch.fd, &msg, sizeof(msg), 0);
+		n = recv(ch->ch.fd, &buf, sizeof(buf), 0);
 		if (n < 0)
 			return -1;
 		evt = NULL;
 		pthread_mutex_lock(&g.lock);
-		if (n == (ssize_t)sizeof(msg)) {
-			switch (msg.kind) {
+		if (n == (ssize_t)sizeof(buf.sidr) && m->kind == SF_MSG_CM_SIDR_REQ)
+			evt = cm_sidr_req_locked(ch, &buf.sidr);
+		else if (n == (ssize_t)sizeof(buf.sidr) && m->kind == SF_MSG_CM_SIDR_REP)
+			evt = cm_sidr_rep_locked(ch, &buf.sidr);
+		else if (n == (ssize_t)sizeof(*m)) {
+			switch (m->kind) {
 			case SF_MSG_CM:
 				ch->token = false;
 				evt = cm_chan_pop_locked(ch);
 				break;
 			case SF_MSG_CM_MCERR:
 			case SF_MSG_CM_DEVRM:
-				evt = cm_remote_event_locked(ch, &msg);
+				evt = cm_remote_event_locked(ch, m);
 				break;
 			default:
 				break;
@@ -1942,7 +2745,15 @@ SF_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_
 		if (evt)
 			cm_event_deliver_locked(evt);
 		cm_chan_kick_locked(ch);
+		migrate = evt && evt->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && evt->idp->sync;
 		pthread_mutex_unlock(&g.lock);
+		/* ucma_process_conn_req: a synchronous listener's new id gets a channel of its own.
+		 */
+		if (migrate && rdma_migrate_id(evt->ev.id, NULL)) {
+			rdma_destroy_id(evt->ev.id);
+			rdma_ack_cm_event(&evt->ev);
+			continue;
+		}
 		if (evt) {
 			*event = &evt->ev;
 			return 0;
@@ -2101,6 +2912,12 @@ SF_EXPORT int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *
 		j = &g.fab->joins[mc->slot];
 		if (j->own.pid == getpid() && j->own.gen == mc->slot_gen)
 			j->chan_serial = newch->serial;
+	}
+	if (idp->listen_slot >= 0) {
+		struct sf_listen *l = &g.fab->listens[idp->listen_slot];
+
+		if (l->own.pid == getpid() && l->own.gen == idp->listen_gen)
+			l->chan_serial = newch->serial;
 	}
 	sf_unlock(g.fab);
 	pthread_mutex_unlock(&g.lock);

@@ -2,8 +2,9 @@
 /*
  * rdmacm_conn.c: the rest of librdmacm.so.1's ABI (rdma-core 44): connection
  * management and rsockets. The simulated fabric carries UD datagrams (unicast and
- * multicast) only; connected QPs (RC, UC, XRC) and the UD service-ID resolution that
- * rdma_connect does for a UDP port space id are not simulated. So that a program
+ * multicast) only; connected QPs (RC, UC, XRC) are not simulated (rdma_listen,
+ * rdma_connect, rdma_accept and rdma_reject work on UD ids through SIDR, rdmacm.c, and
+ * refuse other ids with EOPNOTSUPP). So that a program
  * written for real hosts loads and fails cleanly instead of dying with "undefined
  * symbol", every such call is exported and refused as librdmacm refuses a call the
  * kernel does not support: -1 with errno EOPNOTSUPP (ids, endpoints, SRQs, ECE), and
@@ -80,54 +81,10 @@ SF_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 	}
 }
 
-SF_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
-{
-	(void)id;
-	(void)conn_param;
-	return conn_err(EOPNOTSUPP);
-}
-
 SF_EXPORT int rdma_establish(struct rdma_cm_id *id)
 {
 	(void)id;
 	return conn_err(EOPNOTSUPP);
-}
-
-SF_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
-{
-	(void)id;
-	(void)backlog;
-	return conn_err(EOPNOTSUPP);
-}
-
-SF_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
-{
-	(void)listen;
-	if (id)
-		*id = NULL;
-	return conn_err(EOPNOTSUPP);
-}
-
-SF_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
-{
-	(void)id;
-	(void)conn_param;
-	return conn_err(EOPNOTSUPP);
-}
-
-SF_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data,
-			  uint8_t private_data_len)
-{
-	(void)id;
-	(void)private_data;
-	(void)private_data_len;
-	return conn_err(EOPNOTSUPP);
-}
-
-SF_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
-			      uint8_t private_data_len)
-{
-	return rdma_reject(id, private_data, private_data_len);
 }
 
 SF_EXPORT int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
@@ -302,8 +259,7 @@ SF_EXPORT int rgetsockname(int socket, struct sockaddr *addr, socklen_t *addrlen
 	return CONN_NOT_RSOCKET(socket);
 }
 
-SF_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval,
-			  socklen_t optlen)
+SF_EXPORT int rsetsockopt(int socket, int level, int optname, const void *optval, socklen_t optlen)
 {
 	(void)level;
 	(void)optname;

@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 8u
+#define SF_VERSION 9u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -58,8 +58,9 @@
 #define SF_MAX_MRS     16384
 #define SF_MAX_GROUPS  32768 /* two segments of SF_SEG_MAX_GROUPS, with room */
 #define SF_MAX_JOINS   65536
-#define SF_GROUP_SLOTS 256 /* attached QPs per group, all devices of a segment */
-#define SF_GID_MAX     4   /* GID table entries per port */
+#define SF_MAX_LISTENS 1024 /* rdma_cm UD listeners (SIDR services) */
+#define SF_GROUP_SLOTS 256  /* attached QPs per group, all devices of a segment */
+#define SF_GID_MAX     4    /* GID table entries per port */
 
 /* The fixed header space in front of every UD receive buffer. */
 #define SF_GRH_LEN 40
@@ -297,6 +298,24 @@ struct sf_join {
 	uint64_t mc_cookie; /* the owner's join record pointer */
 };
 
+/*
+ * An rdma_cm listener of a UD port space (rdmacm.c, SIDR): the service the kernel's IB CM
+ * would register (service ID = port space << 16 | port) on one device (`dev`) or on all
+ * (-1, a wildcard bind), for one IPv4 address or any (0). A SIDR request for the service
+ * is sent to the event channel (own.pid, chan_serial); id_cookie names the listening id.
+ */
+struct sf_listen {
+	struct sf_owner own;
+	uint32_t ps;
+	uint16_t port; /* host order */
+	uint16_t family;
+	int32_t dev;
+	uint32_t ipv4; /* network order, 0: any */
+	uint32_t chan_serial;
+	uint32_t pad;
+	uint64_t id_cookie;
+};
+
 struct sf_fabric {
 	uint64_t magic;
 	uint32_t version;
@@ -322,6 +341,7 @@ struct sf_fabric {
 	struct sf_mr mrs[SF_MAX_MRS];
 	struct sf_group groups[SF_MAX_GROUPS];
 	struct sf_join joins[SF_MAX_JOINS];
+	struct sf_listen listens[SF_MAX_LISTENS];
 	/*
 	 * Packet capture (capture.c, `simfab capture`): while cap_gen is not 0, every
 	 * datagram that reaches a port in cap_devs is recorded, once per port, in the
@@ -517,11 +537,13 @@ void sf_join_del_locked(struct sf_fabric *fab, struct sf_join *j);
 /* ---- notify.c: event datagrams between processes ---- */
 
 enum sf_msg_kind {
-	SF_MSG_CQ = 1,	     /* completion event: cookie = struct ibv_cq * */
-	SF_MSG_ASYNC = 2,    /* async event: type, cookie (cq/qp pointer) or port */
-	SF_MSG_CM = 3,	     /* rdma_cm: wake up for a local event */
-	SF_MSG_CM_MCERR = 4, /* rdma_cm: multicast error on a join, status */
-	SF_MSG_CM_DEVRM = 5, /* rdma_cm: device removal */
+	SF_MSG_CQ = 1,		/* completion event: cookie = struct ibv_cq * */
+	SF_MSG_ASYNC = 2,	/* async event: type, cookie (cq/qp pointer) or port */
+	SF_MSG_CM = 3,		/* rdma_cm: wake up for a local event */
+	SF_MSG_CM_MCERR = 4,	/* rdma_cm: multicast error on a join, status */
+	SF_MSG_CM_DEVRM = 5,	/* rdma_cm: device removal */
+	SF_MSG_CM_SIDR_REQ = 6, /* rdma_cm: SIDR request to a listener (struct sf_sidr_msg) */
+	SF_MSG_CM_SIDR_REP = 7, /* rdma_cm: SIDR reply to a connecting id (struct sf_sidr_msg) */
 };
 
 struct sf_msg {
@@ -533,11 +555,44 @@ struct sf_msg {
 	uint64_t cookie2;
 };
 
+/* IB CM SIDR private data sizes (IBTA 12.11; include/rdma/ib_cm.h). */
+#define SF_SIDR_REQ_PRIV 216
+#define SF_SIDR_REP_PRIV 136
+
+/*
+ * A SIDR message between rdma_cm event channels (rdmacm.c). REQ: hdr.cookie = the
+ * listening id, hdr.cookie2 = the connecting id, reply_pid/reply_serial = its channel,
+ * seq = its connect attempt; the rest describes the requester as the SIDR REQ MAD and
+ * its path carry it (private data with the rdma_cm header first). REP: hdr.cookie = the
+ * connecting id, seq echoed, status (enum ib_cm_sidr_status), qpn, qkey, private data.
+ */
+struct sf_sidr_msg {
+	struct sf_msg hdr;
+	int32_t reply_pid;
+	uint32_t reply_serial;
+	uint32_t seq;
+	uint32_t status;
+	uint32_t ps;
+	uint32_t src_dev; /* requester's device */
+	uint32_t dst_dev; /* device the request was sent to */
+	uint32_t qpn;
+	uint32_t qkey;
+	uint16_t pkey;
+	uint16_t family;		/* of the requester's addresses */
+	union ibv_gid sgid, dgid;	/* requester's and responder's GIDs */
+	uint8_t src_sa[48], dst_sa[48]; /* its id's addresses (up to a sockaddr_ib) */
+	uint8_t priv_len;
+	uint8_t priv[SF_SIDR_REQ_PRIV];
+};
+
 /* Create a datagram socket bound to the endpoint (own pid, serial). Returns fd or -errno. */
 int sf_endpoint_open(uint32_t serial);
 
 /* Send a message to the endpoint (pid, serial). 0, or -errno (endpoint gone, full). */
 int sf_endpoint_send(int32_t pid, uint32_t serial, const struct sf_msg *msg);
+
+/* Send `len` bytes starting with an sf_msg header (a SIDR message) likewise. */
+int sf_endpoint_send_buf(int32_t pid, uint32_t serial, const void *buf, size_t len);
 
 /* Post an async event to every context of device `dev`. Fabric lock not needed. */
 void sf_async_post_dev(struct sf_fabric *fab, uint32_t dev, enum ibv_event_type type);

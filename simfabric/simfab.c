@@ -24,6 +24,8 @@
 #include <endian.h>
 
 #include "devns.h"
+#include <rdma/rdma_cma.h>
+
 #include "netns.h"
 #include "pcapng.h"
 #include "sf.h"
@@ -45,6 +47,8 @@ static const char simfab_usage[] =
 	"Commands:\n"
 	"  devices                  devices, ports, addresses, GID tables, QP counts\n"
 	"  groups                   multicast groups with their attached QPs and joins\n"
+	"  listeners                rdma_cm UD listeners (SIDR services): port space, port,\n"
+	"                           address, device, pid\n"
 	"  counters [DEV] [--json]  per-port counters\n"
 	"  port DEV down|up         take a port down (PORT_ERR; on IB MULTICAST_ERROR to\n"
 	"                           every join) or up again (PORT_ACTIVE)\n"
@@ -62,6 +66,8 @@ static const char simfab_usage[] =
 	"                           run the fabric's programs in it (ip netns exec NS ...)\n"
 	"  devns CMD [ARG...]       run CMD where /dev/infiniband/uverbs<N> exist (a private\n"
 	"                           mount namespace; for programs such as UCX that check them)\n"
+	"  exec NS COMMAND [ARGS]   run COMMAND in namespace NS with /dev/infiniband holding\n"
+	"                           umad<N>, issm<N>, uverbs<N> of the devices (as root)\n"
 	"  topology [FILE]          print the fabric's topology in SIMFABRIC_TOPOLOGY format,\n"
 	"                           or check FILE and print it as it would be loaded\n"
 	"  help                     this text\n"
@@ -1197,6 +1203,23 @@ static int cmd_devns(struct simfab *sf, int argc, char **argv)
 	return SIMFAB_FAIL;
 }
 
+/* exec NS CMD...: run CMD in namespace NS with the /dev/infiniband nodes (netns.c). */
+static int cmd_exec(struct simfab *sf, int argc, char **argv)
+{
+	char err[256];
+
+	if (argc < 3)
+		return simfab_bad_usage("usage: simfab exec NS COMMAND [ARGS...]");
+	if (!simfab_name_ok(argv[1]))
+		return simfab_bad_usage("bad namespace name '%s' (1-%d characters of A-Z a-z 0-9 _ -)",
+					argv[1], SF_NAME_MAX - 1);
+	if (!simfab_attach(sf))
+		return SIMFAB_FAIL;
+	sf_netns_exec(sf->fab, argv[1], argv + 2, err, sizeof(err));
+	simfab_err("exec %s: %s", argv[1], err);
+	return SIMFAB_FAIL;
+}
+
 static int cmd_help(struct simfab *sf, int argc, char **argv)
 {
 	(void)sf;
@@ -1206,9 +1229,58 @@ static int cmd_help(struct simfab *sf, int argc, char **argv)
 	return SIMFAB_OK;
 }
 
+/*
+ * listeners: the rdma_cm UD listeners (SIDR services, rdmacm.c): port space, port,
+ * address (IPv4 or "*"), device ("*" for a wildcard bind) and owner pid.
+ */
+static int cmd_listeners(struct simfab *sf, int argc, char **argv)
+{
+	struct sf_fabric *fab;
+	struct table t;
+	int n = 0;
+
+	(void)argv;
+	if (argc != 1)
+		return simfab_bad_usage("listeners takes no arguments");
+	fab = simfab_attach(sf);
+	if (!fab)
+		return SIMFAB_FAIL;
+	table_init(&t, 5, 1ull << 1);
+	table_add(&t, "PS", "PORT", "ADDRESS", "DEVICE", "PID");
+	sf_lock(fab);
+	for (int i = 0; i < SF_MAX_LISTENS; i++) {
+		const struct sf_listen *l = &fab->listens[i];
+		const char *ps = l->ps == RDMA_PS_IPOIB ? "ipoib"
+				 : l->ps == RDMA_PS_UDP ? "udp"
+							: "?";
+		const char *dev = l->dev < 0			  ? "*"
+				  : (uint32_t)l->dev < fab->ndevs ? fab->devs[l->dev].name
+								  : "?";
+		char port[8], addr[INET_ADDRSTRLEN], pid[32];
+
+		if (!l->own.pid)
+			continue;
+		snprintf(port, sizeof(port), "%u", l->port);
+		if (l->ipv4)
+			inet_ntop(AF_INET, &l->ipv4, addr, sizeof(addr));
+		else
+			snprintf(addr, sizeof(addr), "*");
+		snprintf(pid, sizeof(pid), "%d%s", l->own.pid,
+			 sf_pid_alive(l->own.pid, 0) ? "" : " (dead)");
+		table_add(&t, ps, port, addr, dev, pid);
+		n++;
+	}
+	sf_unlock(fab);
+	if (n)
+		table_print(&t, stdout);
+	table_free(&t);
+	return 0;
+}
+
 static const struct simfab_cmd simfab_cmds[] = {
 	{"devices", cmd_devices},
 	{"groups", cmd_groups},
+	{"listeners", cmd_listeners},
 	{"counters", cmd_counters},
 	{"port", cmd_port},
 	{"reregister", cmd_reregister},
@@ -1219,6 +1291,7 @@ static const struct simfab_cmd simfab_cmds[] = {
 	{"reset", cmd_reset},
 	{"netns", cmd_netns},
 	{"devns", cmd_devns},
+	{"exec", cmd_exec},
 	{"topology", cmd_topology},
 	{"help", cmd_help},
 };

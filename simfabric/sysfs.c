@@ -346,6 +346,7 @@ static void sys_write_static(struct sf_fabric *fab, const char *root, uint32_t i
 	sys_write(root, dir, "sys_image_guid", buf);
 	sys_write(root, dir, "fw_ver", SF_FW_VER "\n");
 	sys_write(root, dir, "hca_type", SF_HCA_TYPE "\n");
+	sys_write(root, dir, "hw_rev", "0\n"); /* mlx5 prints rev_id with %x; hw_ver 0 */
 	sys_write(root, dir, "board_id", SF_BOARD_ID "\n");
 	sys_printf(root, dir, "node_desc", "simfabric %s\n", d->name);
 	sys_write_pci(root, dir, d);

@@ -1,7 +1,7 @@
 #!/bin/bash
-# The simulated libraries export the whole ABI of Debian's libibverbs.so.1 and
-# librdmacm.so.1: every symbol in its version node, default and compatibility versions
-# alike, and the same chain of version definitions. So a newer rdma-core that adds a
+# The simulated libraries export the whole ABI of Debian's libibverbs.so.1,
+# librdmacm.so.1 and libibumad.so.3: every symbol in its version node, default and
+# compatibility versions alike, and the same chain of version definitions. So a newer rdma-core that adds a
 # call shows here as a failure, not as a program dying with "undefined symbol".
 #
 # Usage: abi.sh (environment SIMLIB: the directory of the simulated libraries)
@@ -30,11 +30,11 @@ verdefs() {
 		END {if (cur) print cur}' | grep -v '^lib' | grep -v SIMFABRIC || true
 }
 
-for lib in libibverbs.so.1 librdmacm.so.1; do
+for lib in libibverbs.so.1 librdmacm.so.1 libibumad.so.3; do
 	real=$(real_lib "$lib")
 	sim=$SIMLIB/$lib
 	[ -n "$real" ] && [ -f "$real" ] || {
-		echo "not ok - $real not found (libibverbs1/librdmacm1 installed?)"
+		echo "not ok - $lib not found (libibverbs1/librdmacm1/libibumad3 installed?)"
 		exit 1
 	}
 	missing=$(comm -23 <(syms "$real") <(syms "$sim"))
