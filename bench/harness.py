@@ -13,7 +13,10 @@ bridge's forwarding rate sampled from its console, the listener's from its repor
 below-capacity phase (half the lower of the two rates: what the bridge lost there), and
 a latency phase (a fixed offered rate, one-way latency percentiles from mclisten); every
 packet of every phase is accounted for (at the listener, the bridge's NIC or named drop
-reasons, the listener's NIC; "unaccounted" must be 0); then, under callgrind,
+reasons, the listener's NIC; "unaccounted" must be 0; on the simulated fabric the NICs'
+drops are the ports' own counters, read live with `simfab counters --json`, and a phase
+ends only when the bridge has handled what its NIC took in: settle()); then, under
+callgrind,
 the engine's instructions per forwarded packet: two runs of the bridge collecting only
 inside chan_burst with N and 3N packets offered, the difference of their instruction
 counts over the difference of their forwarded packets (start-up and first sightings
@@ -492,7 +495,7 @@ def side_delta(st0, st1, name):
 # a port and was dropped there, by reason. xmit_pkts, rcv_pkts and the byte counts are not
 # drops.
 PORT_DROPS = ("out_of_buffer", "qkey_viol", "sim_loss", "port_down", "no_member",
-              "cq_overrun", "len_err", "prot_err", "mtu_drop")
+              "cq_overrun", "len_err", "prot_err", "mtu_drop", "qp_not_ready")
 
 
 def port_delta(n0, n1, dev):

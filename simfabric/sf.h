@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 8u
+#define SF_VERSION 9u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -107,6 +107,7 @@ struct sf_counters {
 	_Atomic uint64_t len_err;	/* receive buffer too small */
 	_Atomic uint64_t prot_err;	/* bad lkey in a posted receive */
 	_Atomic uint64_t mtu_drop;	/* larger than the receiving port's MTU: dropped */
+	_Atomic uint64_t qp_not_ready;	/* the receiving QP not in RTR/RTS (or going away) */
 };
 
 struct sf_segment {
