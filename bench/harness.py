@@ -13,7 +13,10 @@ bridge's forwarding rate sampled from its console, the listener's from its repor
 below-capacity phase (half the lower of the two rates: what the bridge lost there), and
 a latency phase (a fixed offered rate, one-way latency percentiles from mclisten); every
 packet of every phase is accounted for (at the listener, the bridge's NIC or named drop
-reasons, the listener's NIC; "unaccounted" must be 0); then, under callgrind,
+reasons, the listener's NIC; "unaccounted" must be 0; on the simulated fabric the NICs'
+drops are the ports' own counters, read live with `simfab counters --json`, and a phase
+ends only when the bridge has handled what its NIC took in: settle()); then, under
+callgrind,
 the engine's instructions per forwarded packet: two runs of the bridge collecting only
 inside chan_burst with N and 3N packets offered, the difference of their instruction
 counts over the difference of their forwarded packets (start-up and first sightings
@@ -145,6 +148,21 @@ class Fabric:
         if not self.args.real:
             subprocess.run([os.path.join(self.tools, "simfabric", "simfab"), "reset"],
                            env=self.env, capture_output=True)
+
+    def port_counters(self):
+        """Every simulated port's counters now (`simfab counters --json`: the live sums,
+        exact at any moment, where the simulated sysfs files the bridge and mclisten read
+        lag by a refresh period, more on a loaded machine); None on real devices."""
+        if self.args.real:
+            return None
+        r = subprocess.run([os.path.join(self.tools, "simfabric", "simfab"), "counters",
+                            "--json"], env=self.env, capture_output=True, text=True,
+                           timeout=60)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            raise BenchError("simfab counters --json: exit %d: %s %s" % (
+                r.returncode, r.stdout[-300:], r.stderr[-300:]))
 
     def start(self, name, argv):
         out = open(os.path.join(self.tmp, name + ".out"), "w")
@@ -473,13 +491,37 @@ def side_delta(st0, st1, name):
     return out
 
 
-def accounting(wire, st0, st1, rep):
+# The simulated ports' drop counters (docs/simfabric.md, "Counters"): a copy that reached
+# a port and was dropped there, by reason. xmit_pkts, rcv_pkts and the byte counts are not
+# drops.
+PORT_DROPS = ("out_of_buffer", "qkey_viol", "sim_loss", "port_down", "no_member",
+              "cq_overrun", "len_err", "prot_err", "mtu_drop", "qp_not_ready")
+
+
+def port_delta(n0, n1, dev):
+    """One simulated port's counters of n1 less those of n0 (`simfab counters --json`)."""
+    a, b = (n0 or {}).get(dev, {}), (n1 or {}).get(dev, {})
+    return {k: v - a.get(k, 0) for k, v in b.items()}
+
+
+def port_drops(d):
+    """A port's drops by counter, the non-zero ones: {"out_of_buffer": 12, ...}."""
+    return {k: d[k] for k in PORT_DROPS if d.get(k)}
+
+
+def accounting(wire, st0, st1, rep, ports=None):
     """Where the packets a phase put on the wire went (InfiniBand senders, RoCE listener):
 
       wire = at the listener + its NIC's drops          (direct: no bridge)
-      wire = the bridge's NIC drops (IB nic_rx_dropped) + the bridge's named drops
-             (IB receive drops, RoCE tx_full and tx_error) + at the listener + the
-             listener NIC's drops + unaccounted
+      wire = the senders' NIC drops + the bridge's NIC drops + the bridge's named drops
+             (IB receive drops, RoCE tx_full and tx_error) + still in the bridge's
+             receive queue + at the listener + the listener NIC's drops + unaccounted
+
+    On the simulated fabric the NICs' drops are the ports' own counters (`ports`: the
+    deltas of `simfab counters` over the phase, keys "sender", "bridge", "bridge_out",
+    "listener"), every drop counter of the port: out_of_buffer, and also Q_Key
+    violations, injected loss, a port down, ... (PORT_DROPS). On real devices they are
+    the out_of_buffer counters the bridge and mclisten read (nic_rx_dropped).
 
     unaccounted is what no counter names: it must be 0 (a loss on the simulated wire, or
     in the bridge without a counter). A NIC counter that is unavailable (no hw_counters)
@@ -487,7 +529,17 @@ def accounting(wire, st0, st1, rep):
     got = sum(g.get("packets", 0) for g in rep.get("groups", []))
     lnic = rep.get("totals", {}).get("nic_rx_dropped")
     a = {"wire": wire, "listener": got, "listener_nic": lnic, "bridge_nic": None,
-         "bridge_drops": {}, "bridge_lost": 0}
+         "bridge_drops": {}, "bridge_lost": 0, "sender_nic": 0, "bridge_rq": 0}
+    if ports is not None:
+        ld = port_drops(ports["listener"])
+        a["listener_nic"] = sum(ld.values())
+        a["listener_nic_by"] = ld
+        a["listener_nic_reported"] = lnic
+        # What the senders' port did not put on the wire (its port down).
+        sd = port_drops(ports["sender"])
+        a["sender_nic"] = sum(sd.values())
+        a["sender_nic_by"] = sd
+        a["sender_port_xmit"] = ports["sender"].get("xmit_pkts")
     if st1 is not None:
         ib, roce = side_delta(st0, st1, "IB"), side_delta(st0, st1, "RoCE")
         a["bridge_nic"] = ib.get("nic_rx_dropped")
@@ -496,27 +548,83 @@ def accounting(wire, st0, st1, rep):
         for k in ("tx_full", "tx_error"):
             if roce.get("drop_" + k):
                 drops[k] = roce["drop_" + k]
-        a["bridge_drops"] = drops
         a["bridge_rx"] = ib.get("rx_pkts")
         a["bridge_fwd"] = ib.get("fwd_pkts")
+        if ports is not None:
+            bd = port_drops(ports["bridge"])
+            a["bridge_nic_reported"] = a["bridge_nic"]
+            a["bridge_nic"] = sum(bd.values())
+            a["bridge_nic_by"] = bd
+            # Forwarded, but its RoCE port was down: not on the wire.
+            if ports["bridge_out"].get("port_down"):
+                drops["out_port_down"] = ports["bridge_out"]["port_down"]
+            # Taken in by the bridge's NIC, not yet polled by its worker when the phase
+            # ended (settle() waits for it: 0 unless the worker stayed off its CPU).
+            a["bridge_rq"] = max(0, ports["bridge"].get("rcv_pkts", 0) - (a["bridge_rx"] or 0))
+        a["bridge_drops"] = drops
         a["bridge_lost"] = (a["bridge_nic"] or 0) + sum(drops.values())
-    a["unaccounted"] = wire - got - (lnic or 0) - a["bridge_lost"]
+    a["unaccounted"] = (wire - got - (a["listener_nic"] or 0) - a["bridge_lost"] -
+                        a["sender_nic"] - a["bridge_rq"])
     a["loss"] = max(0.0, 1.0 - got / wire) if wire else None
     return a
+
+
+def settle(fab, ctl, st0, n0, args, timeout=60):
+    """Waits (at most `timeout` seconds) until a phase's packets have all gone through:
+    the bridge's worker polled what its NIC took in (IB rx_pkts against the port's
+    rcv_pkts on the simulated fabric), and handled it (forwarded or dropped), and nothing
+    moved on the listener's port since the last look. A worker kept off its CPU for a
+    second by other processes still holds packets when the senders end: read then, they
+    were in no counter (the listener stopped before the bridge forwarded them). Returns
+    True when settled."""
+    end = time.monotonic() + timeout
+    prev = None
+    while True:
+        st = bridge_stats(fab, ctl) if ctl else None
+        n = fab.port_counters()
+        key = []
+        done = True
+        if st is not None:
+            ib = side_delta(st0, st, "IB")
+            handled = (ib.get("fwd_pkts") or 0) + sum(
+                v for k, v in ib.items() if k.startswith("drop_") and v and
+                k not in ("drop_tx_full", "drop_tx_error"))
+            key += [ib.get("rx_pkts"), handled, side_delta(st0, st, "RoCE").get("tx_pkts")]
+            done = handled >= (ib.get("rx_pkts") or 0)
+            if n is not None:
+                done = done and (ib.get("rx_pkts") or 0) >= port_delta(n0, n, args.ib).get(
+                    "rcv_pkts", 0)
+        if n is not None:
+            key.append(n.get(fab.listen_port, {}))
+        if done and key == prev:
+            return True
+        if time.monotonic() > end:
+            return False
+        prev = key
+        time.sleep(0.2)
 
 
 def where(a):
     """Where a phase's lost packets went, in words: "bridge NIC 239 000, ..."."""
     parts = []
+    if a.get("sender_nic"):
+        parts.append("sender NIC %d (%s)" % (a["sender_nic"], ", ".join(
+            "%s %d" % kv for kv in sorted(a.get("sender_nic_by", {}).items()))))
     if a.get("bridge_nic"):
-        parts.append("bridge NIC %d" % a["bridge_nic"])
+        by = a.get("bridge_nic_by")
+        parts.append("bridge NIC %d" % a["bridge_nic"] + (" (%s)" % ", ".join(
+            "%s %d" % kv for kv in sorted(by.items())) if by else ""))
     for k, v in sorted(a.get("bridge_drops", {}).items()):
         parts.append("bridge drop_%s %d" % (k, v))
+    if a.get("bridge_rq"):
+        parts.append("in the bridge's receive queue %d" % a["bridge_rq"])
     if a.get("listener_nic"):
-        parts.append("listener NIC %d" % a["listener_nic"])
+        by = a.get("listener_nic_by")
+        parts.append("listener NIC %d" % a["listener_nic"] + (" (%s)" % ", ".join(
+            "%s %d" % kv for kv in sorted(by.items())) if by else ""))
     if a.get("unaccounted"):
         parts.append("UNACCOUNTED %d" % a["unaccounted"])
-    if a.get("bridge_nic") and a.get("worker_wait_ms") is not None:
+    if (a.get("bridge_nic") or a.get("bridge_rq")) and a.get("worker_wait_ms") is not None:
         parts.append("while the worker waited %.1f ms for a CPU, preempted %d times" % (
             a["worker_wait_ms"], a["worker_preempted"]))
     return ", ".join(parts) or "none lost"
@@ -530,11 +638,15 @@ def accounting_totals(acc_detail, scenario, label):
             continue
         for ph, a in d["phases"].items():
             t = tot.setdefault(ph, {"wire": 0, "listener": 0, "bridge_nic": 0,
-                                    "listener_nic": 0, "unaccounted": 0, "bridge_drops": {}})
-            for k in ("wire", "listener", "bridge_nic", "listener_nic", "unaccounted"):
+                                    "listener_nic": 0, "sender_nic": 0, "bridge_rq": 0,
+                                    "unaccounted": 0, "bridge_drops": {}})
+            for k in ("wire", "listener", "bridge_nic", "listener_nic", "sender_nic",
+                      "bridge_rq", "unaccounted"):
                 t[k] += a.get(k) or 0
-            for k, v in a.get("bridge_drops", {}).items():
-                t["bridge_drops"][k] = t["bridge_drops"].get(k, 0) + v
+            for by in ("bridge_drops", "bridge_nic_by", "listener_nic_by", "sender_nic_by"):
+                for k, v in a.get(by, {}).items():
+                    t.setdefault(by, {})
+                    t[by][k] = t[by].get(k, 0) + v
             for k in ("worker_wait_ms", "worker_preempted"):
                 if a.get(k) is not None:
                     t[k] = t.get(k, 0) + a[k]
@@ -547,15 +659,18 @@ def timed_run(args, fab, bridge, sc, quick):
     its packets are accounted for (accounting()) from the bridge's counters."""
     groups = group_addrs(sc["groups"])
     fab.reset()
+    fab.listen_port = args.direct_dev if sc.get("direct") else args.listen_dev
     b = None
     ctl = os.path.join(fab.tmp, "bridge.sock")
     acc = {}
 
     def phase(label, lname, busy, count, rate, sid, warmup=0, sample=False):
-        st0 = bridge_stats(fab, ctl) if b is not None else None
-        ws0 = worker_sched(b.pid) if b is not None else None
         lst = fab.start(lname, listen_argv(args, fab, sc, groups, busy))
         fab.wait_for(lname, lst, r"mclisten: joined", 1, 120)
+        # The baselines after the listener joined: its port's counters are its own.
+        st0 = bridge_stats(fab, ctl) if b is not None else None
+        n0 = fab.port_counters()
+        ws0 = worker_sched(b.pid) if b is not None else None
         smp = None
         if sample and b is not None:
             smp = FwdSampler(ctl)
@@ -564,6 +679,7 @@ def timed_run(args, fab, bridge, sc, quick):
         try:
             snd = run_senders(fab, sender_cmds(args, fab, sc, groups, count, rate, sid,
                                                warmup), "send_" + label)
+            settled = settle(fab, ctl if b is not None else None, st0, n0, args)
             rep = listen_report(fab, lst, lname)
         finally:
             if smp:
@@ -571,7 +687,15 @@ def timed_run(args, fab, bridge, sc, quick):
         if smp and smp.error:
             raise BenchError("console sampler: %s" % smp.error)
         st1 = bridge_stats(fab, ctl) if b is not None else None
-        acc[label] = accounting(snd["wire"], st0, st1, rep)
+        n1 = fab.port_counters()
+        ports = None
+        if n1 is not None:
+            ports = {"sender": port_delta(n0, n1, args.send_dev),
+                     "bridge": port_delta(n0, n1, args.ib),
+                     "bridge_out": port_delta(n0, n1, args.roce),
+                     "listener": port_delta(n0, n1, fab.listen_port)}
+        acc[label] = accounting(snd["wire"], st0, st1, rep, ports)
+        acc[label]["settled"] = settled
         ws1 = worker_sched(b.pid) if b is not None else None
         if ws0 and ws1:
             # A worker kept off its CPU (two vCPUs for sender, worker and listener) drops
@@ -880,8 +1004,15 @@ def main():
     for f in ("control/ib2roce", "tools/mcsender", "tools/mclisten", "simfabric/simfab"):
         if not os.access(os.path.join(build, f), os.X_OK):
             ap.error("build first: missing %s/%s" % (build, f))
+    # What the harness needs, checked before anything runs (a missing plotting library
+    # used to fail after all the measurements).
+    try:
+        import matplotlib  # noqa: F401 (plots())
+    except ImportError:
+        ap.error("python3-matplotlib missing: the plots need it (scripts/install-deps.sh)")
     if not args.no_callgrind and not shutil.which("valgrind"):
-        ap.error("valgrind missing (or --no-callgrind)")
+        ap.error("valgrind missing: callgrind measures the instructions per packet "
+                 "(scripts/install-deps.sh, or --no-callgrind)")
 
     tmp = tempfile.mkdtemp(prefix="harness.")
     wt = None

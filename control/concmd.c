@@ -90,6 +90,10 @@ const struct concmd *concmd_find(const void *table, size_t size, const char *nam
 	return hit;
 }
 
+/* The widest syntax "name args" the help column follows; a longer one has a line of its
+ * own, its help on the next. */
+#define CONCMD_HELP_COL 40
+
 void concmd_help(const void *table, size_t size, const char *what, FILE *out)
 {
 	const struct concmd *k;
@@ -98,17 +102,21 @@ void concmd_help(const void *table, size_t size, const char *what, FILE *out)
 	for (size_t i = 0; (k = entry(table, size, i))->name; i++) {
 		int n = (int)strlen(k->name) + (k->args ? 1 + (int)strlen(k->args) : 0);
 
-		if (n > w)
+		if (n > w && n <= CONCMD_HELP_COL)
 			w = n;
 	}
 	for (size_t i = 0; (k = entry(table, size, i))->name; i++) {
-		char head[64];
+		int n = (int)strlen(k->name) + (k->args ? 1 + (int)strlen(k->args) : 0);
 
 		if (what && strncmp(k->name, what, strlen(what)))
 			continue;
-		snprintf(head, sizeof(head), "%s%s%s", k->name, k->args ? " " : "",
-			 k->args ? k->args : "");
-		fprintf(out, "%-*s  %s\n", w, head, k->help);
+		/* The syntax whole, however long (no fixed buffer): padded to the column of
+		 * the help, or on a line of its own when longer than that column. */
+		fprintf(out, "%s%s%s", k->name, k->args ? " " : "", k->args ? k->args : "");
+		if (n > w)
+			fprintf(out, "\n%*s  %s\n", w, "", k->help);
+		else
+			fprintf(out, "%*s  %s\n", w - n, "", k->help);
 	}
 	if (what)
 		return;

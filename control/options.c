@@ -248,8 +248,24 @@ static void file_err(char *err, size_t errlen, const char *fmt, ...)
  * were given, and names of their own (features, formats) only in lists. A config file may be one
  * the reader of its errors cannot read (a console user's reload of a config that names
  * /etc/shadow): its errors name the file and line and give the reason, never the file's content.
+ * What the line names of the program's own vocabulary stays: a registered feature's or
+ * option's name (the handlers quote the canonical name, "feature 'huge': '...' is not a
+ * boolean"), the item the message is about; only the file's own text (a value, a group,
+ * a path) becomes "...".
  */
 #define SCRUB_MIN 3
+static bool scrub_vocab(const char *s, size_t len)
+{
+	char name[OPT_ERR_LEN];
+	int64_t v;
+
+	if (!len || len >= sizeof(name))
+		return false;
+	memcpy(name, s, len);
+	name[len] = '\0';
+	return !feat_get(name, &v) || find_long(name);
+}
+
 static void scrub(char *msg, const char *src)
 {
 	size_t srclen = strlen(src), n = strlen(msg), o = 0;
@@ -261,11 +277,13 @@ static void scrub(char *msg, const char *src)
 		const char *close = msg[i] == '\'' ? strchr(msg + i + 1, '\'') : NULL;
 
 		if (close && close > msg + i + 1 &&
-		    memmem(src, srclen, msg + i + 1, (size_t)(close - msg - i - 1))) {
+		    memmem(src, srclen, msg + i + 1, (size_t)(close - msg - i - 1)) &&
+		    !scrub_vocab(msg + i + 1, (size_t)(close - msg - i - 1))) {
 			memcpy(out + o, "'...'", 5);
 			o += 5;
 			i = (size_t)(close - msg) + 1;
-		} else if (srclen >= SCRUB_MIN && !strncmp(msg + i, src, srclen)) {
+		} else if (srclen >= SCRUB_MIN && !strncmp(msg + i, src, srclen) &&
+			   !scrub_vocab(src, srclen)) {
 			memcpy(out + o, "...", 3);
 			o += 3;
 			i += srclen;

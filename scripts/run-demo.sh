@@ -8,7 +8,7 @@
 # end the bridge prints its final counters. Installs the dependencies and builds first.
 #
 # Usage: scripts/run-demo.sh [BUILDDIR]
-# Runs on the fabric "demo" (reset at the start and at the end). About 15 s after the
+# Runs on the fabric $SIMFABRIC, "demo" if unset (reset at the start and at the end). About 15 s after the
 # build. Exit status 0 if every receiver got every message and the bridge exited cleanly.
 set -euo pipefail
 
@@ -23,7 +23,8 @@ else
 fi
 ninja -C "$builddir" >/dev/null
 
-export SIMFABRIC=demo
+# The user's fabric name if set (it is reset at the start and at the end), else "demo".
+export SIMFABRIC=${SIMFABRIC:-demo}
 case $builddir in
 /*) export LD_LIBRARY_PATH="$builddir/simfabric" ;;
 *) export LD_LIBRARY_PATH="$PWD/$builddir/simfabric" ;;
@@ -50,8 +51,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# Bold headings on a terminal only: no escape codes in a file or a pipe.
+if [ -t 1 ]; then
+	bold=$'\033[1m' plain=$'\033[0m'
+else
+	bold= plain=
+fi
 say() {
-	printf '\n\033[1m== %s\033[0m\n' "$*"
+	printf '\n%s== %s%s\n' "$bold" "$*" "$plain"
 }
 
 # start NAME CMD...: a background program, stdout line-buffered into $tmp/NAME, bounded.
@@ -143,8 +150,14 @@ for d in sim_ib1 sim_ib2 sim_roce1 sim_roce2; do
 	printf '%-10s rcv_pkts %s\n' "$d" \
 		"$("$simfab" counters "$d" --json | sed -n 's/.*"rcv_pkts": \([0-9]*\).*/\1/p')"
 done
-echo "(out_of_buffer on sim_ib3: the IB sender is a full member, so its own QP gets the"
-echo " loopback copies and the bridged ones, and has no receive posted.)"
+# The IB sender (mckey -s) is a full member with no receive posted: its QP drops its own
+# loopback copy of each of its messages, and the bridged copy of each RoCE message that
+# arrives while it is joined (how many depends on how the two senders of a round overlap).
+oob=$("$simfab" counters sim_ib3 --json | sed -n 's/.*"out_of_buffer": \([0-9]*\).*/\1/p')
+own=$((rounds * per_round))
+echo "(out_of_buffer $oob on sim_ib3: the IB sender is a full member with no receive posted;"
+echo " its QP dropped the loopback copies of its own $own messages and $((oob - own)) bridged"
+echo " copies of the RoCE sender's messages that arrived while it was joined.)"
 
 say "the console (bcom): status, multicast, workers"
 for c in status multicast workers; do

@@ -108,6 +108,7 @@ struct sf_counters {
 	_Atomic uint64_t len_err;	/* receive buffer too small */
 	_Atomic uint64_t prot_err;	/* bad lkey in a posted receive */
 	_Atomic uint64_t mtu_drop;	/* larger than the receiving port's MTU: dropped */
+	_Atomic uint64_t qp_not_ready;	/* the receiving QP not in RTR/RTS (or going away) */
 };
 
 struct sf_segment {

@@ -628,7 +628,7 @@ static const struct {
 	SIMFAB_CTR(rcv_bytes),	SIMFAB_CTR(out_of_buffer), SIMFAB_CTR(qkey_viol),
 	SIMFAB_CTR(sim_loss),	SIMFAB_CTR(port_down),	   SIMFAB_CTR(no_member),
 	SIMFAB_CTR(cq_overrun), SIMFAB_CTR(len_err),	   SIMFAB_CTR(prot_err),
-	SIMFAB_CTR(mtu_drop),
+	SIMFAB_CTR(mtu_drop),	SIMFAB_CTR(qp_not_ready),
 };
 #undef SIMFAB_CTR
 

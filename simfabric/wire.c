@@ -258,9 +258,16 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 	uint64_t head;
 	uint32_t st;
 
+	/* A QP that is not ready to receive (a QP receives from RTR on, ibv_modify_qp(3);
+	 * in Reset, Init or Error what reaches it is discarded), or one being destroyed:
+	 * counted, so that no copy leaves the fabric without a counter naming it. */
 	st = atomic_load_explicit(&r->state, memory_order_acquire);
-	if (!own.pid || (st != IBV_QPS_RTR && st != IBV_QPS_RTS))
+	if (!own.pid)
+		return; /* a free slot: no QP, no port to count on */
+	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS) {
+		SF_CTR_ADD(fab, r->dev, qp_not_ready, 1);
 		return;
+	}
 	/* Only the sender's MTU was checked at post time: a packet larger than the receiving
 	 * port's MTU is dropped on the way (the switch port, or the NIC's MAC). */
 	if (tx->len > sf_mtu_bytes(rdev->active_mtu)) {
@@ -296,13 +303,18 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 			 (size_t)r->rq_size * sf_rwqe_stride(r->max_recv_sge));
 	ring = sf_ring_get(&g_cq_maps[r->recv_cq], &cq->own, "cq",
 			   cq->size * sizeof(struct sf_cqe));
-	if (!rq || !ring)
+	if (!rq || !ring) {
+		/* Its queues cannot be mapped: the QP's process is going away. */
+		SF_CTR_ADD(fab, r->dev, qp_not_ready, 1);
 		return;
+	}
 
 	sf_qp_lock(r);
 	if (r->own.gen != own.gen || atomic_load(&r->state) < IBV_QPS_RTR ||
-	    atomic_load(&r->state) > IBV_QPS_RTS)
+	    atomic_load(&r->state) > IBV_QPS_RTS) {
+		SF_CTR_ADD(fab, r->dev, qp_not_ready, 1);
 		goto out;
+	}
 	head = atomic_load_explicit(&r->rq_head, memory_order_relaxed);
 	if (head == atomic_load_explicit(&r->rq_tail, memory_order_acquire)) {
 		SF_CTR_ADD(fab, r->dev, out_of_buffer, 1);

@@ -48,8 +48,8 @@ phases = set()
 for d in doc["accounting"]:
     for ph, a in d["phases"].items():
         phases.add((d["scenario"], d["build"], ph))
-        named = ((a["bridge_nic"] or 0) + sum(a["bridge_drops"].values()) +
-                 (a["listener_nic"] or 0))
+        named = (a["sender_nic"] + (a["bridge_nic"] or 0) + sum(a["bridge_drops"].values()) +
+                 a["bridge_rq"] + (a["listener_nic"] or 0))
         assert a["listener_nic"] is not None and a["bridge_nic"] is not None, (d, ph, a)
         assert a["wire"] > 0 and a["wire"] == a["listener"] + named + a["unaccounted"], (d, ph, a)
         assert a["unaccounted"] == 0, ("packets lost where no counter names them", d, ph, a)

@@ -70,7 +70,7 @@ conf noarg2 2 "option 'debug' doesn't allow an argument" <<'C'
 
 debug yes
 C
-conf badfeature 1 "enable: feature '\.\.\.': '\.\.\.' is not a number" <<'C'
+conf badfeature 1 "enable: feature 'mcqp': '\.\.\.' is not a number" <<'C'
 enable mcqp=abc
 C
 conf unknownfeature 1 "enable: unknown feature '\.\.\.'" <<'C'

@@ -63,6 +63,9 @@ for c in buffers channels enable disable events health interfaces join leave mul
 	reload senders shutdown stats status tsi workers zap; do
 	expect_in "$out" "^$c( |$)" "help lists $c"
 done
+# A syntax longer than the help's column is shown whole (it was cut at 63 characters).
+grep -qxF 'capture start FILE [group G] [side ib|roce|both] [count N] [snaplen N] | stop | status' \
+	<<<"$out" || br_fail "help does not show the capture syntax whole: $out" bridge
 out=$(bc_ok bridge status)
 expect_in "$out" "sim_ib0" "status names the IB device"
 expect_in "$out" "\b$n\b" "status shows $n packets"

@@ -378,7 +378,7 @@ static void test_reload(void)
 	feat_running_set(true);
 	CHECK_EQ(opt_parse_file(tmpl, err, sizeof(err)), -EBUSY);
 	snprintf(want, sizeof(want),
-		 "%s:3: enable: feature '...' cannot change while running (needs a restart)", tmpl);
+		 "%s:3: enable: feature 'buffers' cannot change while running (needs a restart)", tmpl);
 	CHECK_STR(err, want);
 	CHECK_EQ(fx.statint, 30);
 	CHECK_EQ(fx.buffers, 200000);

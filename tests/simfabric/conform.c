@@ -489,6 +489,20 @@ static void test_drops(void)
 
 	check(ep_send(&tx, 4097, false, 0, 0, 1, tx.remote_qkey) == EINVAL,
 	      "a send larger than the 4096 MTU is rejected (EINVAL)");
+
+	/* A member QP in the error state receives nothing: the copy is counted. */
+	{
+		struct ibv_qp_attr qa = {.qp_state = IBV_QPS_ERR};
+		uint64_t nr = atomic_load(&ctr("sim_ib0")->qp_not_ready);
+		uint64_t rcv = atomic_load(&ctr("sim_ib0")->rcv_pkts);
+
+		check(!ibv_modify_qp(rx.id->qp, &qa, IBV_QP_STATE), "QP to the error state");
+		poll_n(rx.cq, wc, 4, 100); /* the flushed receives */
+		ep_send(&tx, 64, false, 0, 0, 1, tx.remote_qkey);
+		check(atomic_load(&ctr("sim_ib0")->qp_not_ready) == nr + 1 &&
+			      atomic_load(&ctr("sim_ib0")->rcv_pkts) == rcv,
+		      "a member QP not in RTR/RTS: the copy is dropped and counted in qp_not_ready");
+	}
 	ep_close(&tx, (struct sockaddr *)&g);
 	ep_close(&rx, (struct sockaddr *)&g);
 }
