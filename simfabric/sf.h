@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 9u
+#define SF_VERSION 10u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
