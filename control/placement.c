@@ -711,8 +711,7 @@ static int plan_machine(struct plan_ctx *c, char *err, size_t len)
 		char why[160];
 
 		if (list_to_set(in->allowed, c->allowed, why, sizeof(why)))
-			return errf(err, len, -EINVAL, "--allowed-cpus '%s': %s", in->allowed,
-				    why);
+			return errf(err, len, -EINVAL, "--allowed-cpus '%s': %s", in->allowed, why);
 		snprintf(src, sizeof(src), "--allowed-cpus");
 	} else {
 		cpu_set_t set;

@@ -85,8 +85,7 @@ static void test_cpulist(void)
 	CHECK_EQ(placement_cpulist_parse("4294967297", cpus, 8, &n, err, sizeof(err)), -EINVAL);
 	CHECK_STR(err, "CPU list '4294967297': '4294967297': CPU 4294967297 is out of range "
 		       "(0-8191)");
-	CHECK_EQ(placement_cpulist_parse("0,2-99999999999999999999", cpus, 8, &n, err,
-					 sizeof(err)),
+	CHECK_EQ(placement_cpulist_parse("0,2-99999999999999999999", cpus, 8, &n, err, sizeof(err)),
 		 -EINVAL);
 	CHECK_STR(err, "CPU list '0,2-99999999999999999999': '2-99999999999999999999': CPU "
 		       "99999999999999999999 is out of range (0-8191)");
