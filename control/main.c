@@ -1215,6 +1215,7 @@ int main(int argc, char **argv)
 		status = 1;
 		goto out_ctl;
 	}
+	capcfg.mlock = atomic_load(&f_mlock);
 	ctl.cap = capture_new(&ctl, &capcfg);
 	if (!ctl.cap) {
 		log_err("capture: %s", strerror(errno));
@@ -1234,7 +1235,7 @@ int main(int argc, char **argv)
 		char args[sizeof(capcfg.file)];
 
 		snprintf(args, sizeof(args), "%s", capcfg.file);
-		if (capture_start(ctl.cap, args, err, sizeof(err))) {
+		if (capture_start(ctl.cap, args, err, sizeof(err)) < 0) {
 			log_err("%s", err);
 			status = 1;
 			ctl.stop = true; /* ctl_run returns at once: leave and stop as usual */

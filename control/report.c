@@ -450,6 +450,8 @@ void report_json(struct ctl *c, FILE *out)
 		capture_counts_get(c->cap, &cc);
 		jw_open(&j, "capture", '{');
 		jw_bool(&j, "active", cc.active);
+		jw_bool(&j, "starting", cc.starting);
+		jw_string(&j, "stop_reason", cc.stop_reason);
 		jw_u64(&j, "written", cc.written);
 		jw_u64(&j, "dropped", cc.dropped);
 		jw_u64(&j, "bytes", cc.bytes);
