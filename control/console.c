@@ -499,6 +499,11 @@ void console_event(struct console *con, void *tag, unsigned events)
 	conserver_poll(con->srv, 0);
 }
 
+uint64_t console_tty_dropped(const struct console *con)
+{
+	return con ? conserver_tty_dropped(con->srv) : 0;
+}
+
 void console_tick(struct console *con, uint64_t now)
 {
 	(void)now;
