@@ -13,8 +13,8 @@
  * of MiB are faulted in and locked: capture_start waits CAP_ALLOC_WAIT_MS for it, and a
  * capture whose rings take longer starts when the thread is done (its eventfd). At the
  * stop the rings are unpublished (workers[i].cap = NULL) and freed after a grace period
- * (urcu_qsbr_call_rcu: a worker still in a burst that took the ring goes on using it
- * until its next quiescent state). Their size is bounded before anything is allocated
+ * by a thread of their own (a worker still in a burst that took the ring goes on using
+ * it until its next quiescent state). Their size is bounded before anything is allocated
  * (rings_budget: RLIMIT_MEMLOCK under mlock, CAP_RINGS_MAX and MemAvailable).
  */
 #include <errno.h>
@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/timerfd.h>
 
@@ -48,6 +49,8 @@
 #define CAP_BUF_SIZE  (256u << 10) /* file bytes gathered before a write */
 #define CAP_IF_IB     0
 #define CAP_IF_ROCE   1
+/* The stack of the threads that make and free the rings (mmap, memset, a grace period). */
+#define CAP_ALLOC_STACK (64u << 10)
 /* How long capture_start waits for the rings before it answers "starting". */
 #define CAP_ALLOC_WAIT_MS 50
 /* Rings in all, without mlock (and at most half of MemAvailable). */
@@ -74,6 +77,7 @@ struct capture {
 	pthread_t alloc;
 	bool allocating; /* the thread runs: the capture starts when it is done */
 	bool cancel;	 /* capture stop while allocating */
+	bool exiting;	 /* capture_free: the workers stopped, rings are freed at once */
 	char why[128];	 /* why the last capture stopped ("" while none did) */
 	/* The current (or last) capture. */
 	bool active;
@@ -89,13 +93,31 @@ struct capture {
 	int werr; /* a write failed: the capture stopped */
 };
 
+/*
+ * The set of rings is mapped, not malloc'd: the threads that make and free the rings
+ * then never call malloc or free, whose first call in a thread sets up a malloc arena
+ * (64 MiB reserved, locked under mlockall) that outlives the thread.
+ */
+static size_t rings_size(uint32_t n)
+{
+	return sizeof(struct cap_rings) + n * sizeof(struct cap_ring *);
+}
+
+static struct cap_rings *rings_new(uint32_t n)
+{
+	void *p = mmap(NULL, rings_size(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
+
+	return p == MAP_FAILED ? NULL : p; /* zero-filled */
+}
+
 static void rings_free_rcu(struct rcu_head *h)
 {
 	struct cap_rings *rs = caa_container_of(h, struct cap_rings, rcu);
 
 	for (uint32_t i = 0; i < rs->n; i++)
 		cap_ring_free(rs->ring[i]);
-	free(rs);
+	munmap(rs, rings_size(rs->n));
 }
 
 /* The allocation thread: every worker's ring, touched (faulted in, locked under mlock). */
@@ -427,18 +449,48 @@ static int64_t clock_off_ns(void)
 	return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
 }
 
-/* Unpublish the rings and free them after a grace period (workers may be in a burst). */
+/* A thread of its own waits for the grace period and frees the rings. */
+static void *rings_free_thread(void *arg)
+{
+	struct cap_rings *rs = arg;
+
+	urcu_qsbr_synchronize_rcu();
+	rings_free_rcu(&rs->rcu);
+	return NULL;
+}
+
+/*
+ * Unpublish the rings and free them after a grace period (workers may be in a burst).
+ * Not with urcu_qsbr_call_rcu: its default thread, made at the first call, keeps a
+ * stack and a malloc arena (locked under mlockall) for the rest of the run; the thread
+ * here has a small stack and allocates nothing. Control thread; never waits.
+ */
 static void rings_retire(struct capture *cap)
 {
 	struct bridge *br = cap->c->br;
 	struct cap_rings *rs = cap->rings;
+	pthread_attr_t attr;
+	pthread_t t;
+	int r;
 
 	if (!rs)
 		return;
 	for (uint32_t i = 0; i < br->nworkers && i < rs->n; i++)
 		rcu_assign_pointer(br->workers[i].cap, NULL);
 	cap->rings = NULL;
-	urcu_qsbr_call_rcu(&rs->rcu, rings_free_rcu);
+	if (cap->exiting) {
+		rings_free_rcu(&rs->rcu);
+		return;
+	}
+	r = pthread_attr_init(&attr);
+	if (!r) {
+		pthread_attr_setstacksize(&attr, CAP_ALLOC_STACK);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		r = pthread_create(&t, &attr, rings_free_thread, rs);
+		pthread_attr_destroy(&attr);
+	}
+	if (r)
+		urcu_qsbr_call_rcu(&rs->rcu, rings_free_rcu);
 }
 
 static void capture_end(struct capture *cap, const char *why)
@@ -537,20 +589,27 @@ static int rings_make(struct capture *cap, char *err, size_t errlen)
 	struct bridge *br = cap->c->br;
 	uint32_t data = pool_buf_size(br->pool);
 	struct cap_rings *rs;
+	pthread_attr_t attr;
 	struct timespec dl;
 	uint64_t one;
 	int r;
 
-	rs = calloc(1, sizeof(*rs) + br->nworkers * sizeof(rs->ring[0]));
+	rs = rings_new(br->nworkers);
 	if (!rs)
 		return opt_errf(err, errlen, -ENOMEM, "capture: rings: %s", strerror(ENOMEM));
 	rs->n = br->nworkers;
 	rs->recs = cap->cfg.ring;
 	rs->data = data;
 	rs->efd = cap->efd;
-	r = pthread_create(&cap->alloc, NULL, rings_alloc, rs);
+	/* A small stack: under mlockall it is locked, and glibc keeps it for the next. */
+	r = pthread_attr_init(&attr);
+	if (!r) {
+		pthread_attr_setstacksize(&attr, CAP_ALLOC_STACK);
+		r = pthread_create(&cap->alloc, &attr, rings_alloc, rs);
+		pthread_attr_destroy(&attr);
+	}
 	if (r) {
-		free(rs);
+		rings_free_rcu(&rs->rcu);
 		return opt_errf(err, errlen, -r, "capture: rings: thread: %s", strerror(r));
 	}
 	pthread_setname_np(cap->alloc, "ib2roce-cap");
@@ -795,6 +854,7 @@ void capture_free(struct capture *cap)
 		return;
 	br = cap->c->br;
 	(void)br;
+	cap->exiting = true;
 	if (cap->allocating) {
 		cap->cancel = true;
 		alloc_done(cap); /* joins the thread: at exit, waiting is what is left */

@@ -78,19 +78,29 @@ expect_in "$(bc_fail big 1 capture start big.pcapng)" \
 br_stop big
 
 # --- D13: the rings are freed at the stop ---
+# Locked (-e mlock) where we may lock (root: CAP_IPC_LOCK), the case of the report; VmRSS
+# counts locked pages too.
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+lck() { awk '/^VmLck:/ { print $2 }' "/proc/$1/status"; }
+lock=""
+[ "$(id -u)" != 0 ] || lock="-e mlock -e buffers=1024 -e rqdepth=64 -e sqdepth=64"
 if ldd "$IB2ROCE" | grep -q libasan; then
 	sf_log "SKIP the memory check: AddressSanitizer keeps freed memory in quarantine"
 else
+	# shellcheck disable=SC2086 # the options, split
 	br_bridge free 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g" \
-		--capture-dir "$SF_TMP/cap" --capture-ring 8192
+		--capture-dir "$SF_TMP/cap" --capture-ring 8192 $lock
 	pid=$(sf_child "$(br_pid free)")
 	before=$(rss "$pid")
+	lbefore=$(lck "$pid")
 	bc_ok free capture start free.pcapng >/dev/null
 	wait_json free '.capture.active | tostring' true
 	during=$(rss "$pid")
 	[ "$during" -ge $((before + 30000)) ] ||
 		br_fail "VmRSS $before kB before the capture, $during kB during it: 8192 x 4 KiB rings were not made" free
+	locked=$(lck "$pid")
+	[ -z "$lock" ] || [ "$locked" -ge $((lbefore + 30000)) ] ||
+		br_fail "-e mlock: VmLck $lbefore kB before, $locked kB during the capture: the rings are not locked" free
 	bc_ok free capture stop >/dev/null
 	n=0
 	until [ "$(rss "$pid")" -le $((before + 10000)) ]; do
@@ -98,6 +108,8 @@ else
 		[ "$n" -le 100 ] || br_fail "VmRSS $before kB before the capture, $during kB during it, $(rss "$pid") kB 10 s after the stop: the rings were kept" free
 		sleep 0.1
 	done
+	[ "$(lck "$pid")" -le $((lbefore + 10000)) ] ||
+		br_fail "VmLck $lbefore kB before the capture, $locked kB during it, $(lck "$pid") kB after the stop" free
 	# A second capture gets rings again, and stops.
 	expect_in "$(bc_ok free capture start again.pcapng)" \
 		'^capture (started|starting: allocating the rings)' "start again" free
@@ -113,7 +125,7 @@ else
 	wait_json free '.capture.active | tostring' true
 	bc_ok free capture stop >/dev/null
 	br_stop free
-	sf_log "D13: VmRSS $before kB, $during kB with the rings, back down after the stop"
+	sf_log "D13: VmRSS $before kB, $during kB with the rings (VmLck $lbefore kB, $locked kB), back down after the stop"
 fi
 
 # --- D13: under mlock without CAP_IPC_LOCK, RLIMIT_MEMLOCK bounds the rings ---
