@@ -52,10 +52,11 @@ static void add_line(char ***v, uint32_t *n, const char *fmt, ...)
 
 /*
  * One item of a CPU list, "N" or "N-M", checked before hwloc reads it: its parser
- * (hwloc_bitmap_list_sscanf, hwloc 2.x bitmap.c) reads numbers with strtoul into an int
- * and checks no range, so "4294967297" became CPU 1 and "-1" an open range, and it reads
- * a prefix of "3x". Own code for that check only; hwloc still builds the set. Returns 0,
- * or -EINVAL with why in err ("CPU 4294967297 is out of range (0-8191)").
+ * (hwloc_bitmap_list_sscanf, hwloc 2.x src/bitmap.c) reads numbers with strtoul (base 0:
+ * "010" is 8, and "-1" is ULONG_MAX) and hands them to hwloc_bitmap_set as unsigned int
+ * without a range check, so "4294967297" became CPU 1; it also reads a prefix of "3x".
+ * Own code for that check only; hwloc still builds the set. Returns 0, or -EINVAL with
+ * why in err ("CPU 4294967297 is out of range (0-8191)").
  */
 static int item_check(const char *item, char *err, size_t len)
 {
