@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Worker placement (placement.h): hwloc for the machine, the NICs' locality and CPU
- * lists; the kernel's files for the isolated CPUs and RT throttling. No topology code of
- * our own: every object, set and list comes from hwloc.
+ * sets; the kernel's files for the isolated CPUs and RT throttling. No topology code of
+ * our own: every object and set comes from hwloc. CPU lists are read here (item_parse:
+ * hwloc's list parser checks no range), into hwloc sets.
  */
 #include <errno.h>
 #include <sched.h>
@@ -51,14 +52,14 @@ static void add_line(char ***v, uint32_t *n, const char *fmt, ...)
 }
 
 /*
- * One item of a CPU list, "N" or "N-M", checked before hwloc reads it: its parser
- * (hwloc_bitmap_list_sscanf, hwloc 2.x src/bitmap.c) reads numbers with strtoul (base 0:
- * "010" is 8, and "-1" is ULONG_MAX) and hands them to hwloc_bitmap_set as unsigned int
- * without a range check, so "4294967297" became CPU 1; it also reads a prefix of "3x".
- * Own code for that check only; hwloc still builds the set. Returns 0, or -EINVAL with
- * why in err ("CPU 4294967297 is out of range (0-8191)").
+ * One item of a CPU list, "N" or "N-M" (decimal, as the kernel's cpulist files), into
+ * *lo..*hi. Own code, not hwloc_bitmap_list_sscanf: that parser (hwloc 2.x src/bitmap.c)
+ * reads numbers with strtoul base 0 ("010" is CPU 8, "-1" is ULONG_MAX) and hands them
+ * to hwloc_bitmap_set as unsigned int without a range check, so "4294967297" became
+ * CPU 1; it also reads a prefix of "3x". hwloc still builds the set (set_range).
+ * Returns 0, or -EINVAL with why in err ("CPU 4294967297 is out of range (0-8191)").
  */
-static int item_check(const char *item, char *err, size_t len)
+static int item_parse(const char *item, unsigned *lo, unsigned *hi, char *err, size_t len)
 {
 	const char *p = item;
 	unsigned long v[2];
@@ -89,12 +90,14 @@ static int item_check(const char *item, char *err, size_t len)
 	}
 	if (nv == 2 && v[0] > v[1])
 		return errf(err, len, -EINVAL, "'%s': a range goes up, like 4-7", item);
+	*lo = (unsigned)v[0];
+	*hi = (unsigned)v[nv - 1];
 	return 0;
 }
 
 /*
- * A finite, non-empty CPU set from a list "0-3,8" (hwloc's list syntax), every item
- * checked by item_check first. Returns 0, or -EINVAL with the item at fault in err.
+ * A finite, non-empty CPU set from a list "0-3,8" (hwloc's list syntax), every item read
+ * by item_parse. Returns 0, or -EINVAL with the item at fault in err.
  */
 static int list_to_set(const char *s, hwloc_bitmap_t set, char *err, size_t len)
 {
@@ -103,23 +106,24 @@ static int list_to_set(const char *s, hwloc_bitmap_t set, char *err, size_t len)
 
 	if (!*s)
 		return errf(err, len, -EINVAL, "empty CPU list");
+	hwloc_bitmap_zero(set);
 	for (;;) {
 		size_t n = strcspn(p, ",");
+		unsigned lo = 0, hi = 0;
 
 		if (n >= sizeof(item))
 			return errf(err, len, -EINVAL, "'%.*s...' is not a CPU or a range like 4-7",
 				    20, p);
 		memcpy(item, p, n);
 		item[n] = 0;
-		if (item_check(item, err, len))
+		if (item_parse(item, &lo, &hi, err, len))
 			return -EINVAL;
+		if (hwloc_bitmap_set_range(set, lo, (int)hi) < 0)
+			return errf(err, len, -ENOMEM, "out of memory");
 		if (!p[n])
 			break;
 		p += n + 1;
 	}
-	if (hwloc_bitmap_list_sscanf(set, s) < 0 || hwloc_bitmap_iszero(set) ||
-	    hwloc_bitmap_weight(set) < 0)
-		return errf(err, len, -EINVAL, "'%s' is not a CPU list like 0-3,8", s);
 	return 0;
 }
 

@@ -66,10 +66,10 @@ struct placement {
 
 /*
  * placement_cpulist_parse - parse a --cpus LIST into CPU numbers in worker order: a comma
- * separated list of CPUs and ranges (each item read by hwloc_bitmap_list_sscanf, so
- * "4-7" expands in ascending order; each number checked first: 0 to PLACE_CPU_MAX, a
- * range going up); a CPU given twice stays twice (placement_plan
- * refuses it without oversubscribe). Main thread. Returns 0, or -EINVAL with a message.
+ * separated list of CPUs and ranges, decimal ("4-7" expands in ascending order; each
+ * number 0 to PLACE_CPU_MAX, a range going up: own code, as hwloc's list parser checks no
+ * range); a CPU given twice stays twice (placement_plan refuses it without
+ * oversubscribe). Main thread. Returns 0, or -EINVAL with a message naming the item.
  */
 int placement_cpulist_parse(const char *list, int *cpus, uint32_t max, uint32_t *n, char *err,
 			    size_t errlen);

@@ -98,6 +98,11 @@ static void test_cpulist(void)
 	CHECK_STR(err, "CPU list '1-2-3': '1-2-3' is not a CPU or a range like 4-7");
 	CHECK_EQ(placement_cpulist_parse("5-4", cpus, 8, &n, err, sizeof(err)), -EINVAL);
 	CHECK_STR(err, "CPU list '5-4': '5-4': a range goes up, like 4-7");
+	/* Decimal, as the kernel's lists: hwloc's parser read "010" as octal 8. */
+	CHECK_EQ(placement_cpulist_parse("010,0x1", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "CPU list '010,0x1': '0x1' is not a CPU or a range like 4-7");
+	CHECK_EQ(placement_cpulist_parse("010", cpus, 8, &n, err, sizeof(err)), 0);
+	CHECK_EQ(cpus[0], 10);
 }
 
 static void test_sysfs_locality(void)
