@@ -603,8 +603,12 @@ static void tty_reply(struct conserver *srv, const char *text, size_t len)
 {
 	struct con_tty_out *t = &srv->tout;
 
-	if (t->fd < 0 || !len)
+	if (!len)
 		return;
+	if (t->fd < 0) { /* stdout could not be opened without blocking (tty_out_open) */
+		t->dropped++;
+		return;
+	}
 	if (t->off) { /* make room at the front */
 		memmove(t->buf, t->buf + t->off, t->len - t->off);
 		t->len -= t->off;
@@ -844,6 +848,7 @@ struct conserver *conserver_open(const struct conserver_cfg *cfg, char *err, siz
 		return NULL;
 	}
 	srv->cfg = *cfg;
+	srv->tout.fd = -1; /* before any path to conserver_close */
 	if (!srv->cfg.prog)
 		srv->cfg.prog = "console";
 	if (!srv->cfg.peer)
@@ -875,7 +880,6 @@ struct conserver *conserver_open(const struct conserver_cfg *cfg, char *err, siz
 		errno = -r;
 		return NULL;
 	}
-	srv->tout.fd = -1;
 	if (cfg->tty) {
 		fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
 		srv->tty = !watch(srv, EPOLL_CTL_ADD, STDIN_FILENO, EPOLLIN, &srv->tin);
