@@ -746,6 +746,11 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 					w);
 		}
 	}
+	if (cap->allocating && cap->cancel)
+		return opt_errf(err, errlen, -EBUSY,
+				"capture: %s was stopped while its rings were being made; they "
+				"still are: try again in a moment",
+				cap->name);
 	if (cap->active || cap->allocating)
 		return opt_errf(err, errlen, -EBUSY, "capture: %s is %s (capture stop first)",
 				cap->name, cap->active ? "running" : "starting");
@@ -809,7 +814,7 @@ void capture_counts_get(struct capture *cap, struct capture_counts *n)
 	if (!cap)
 		return;
 	n->active = cap->active;
-	n->starting = cap->allocating && !cap->cancel;
+	n->starting = cap->allocating; /* also when stopped meanwhile: the rings are made */
 	snprintf(n->stop_reason, sizeof(n->stop_reason), "%s", cap->why);
 	n->written = cap->written;
 	n->bytes = cap->bytes + cap->buflen;
@@ -829,11 +834,11 @@ void capture_status(struct capture *cap, FILE *out)
 	}
 	if (cap->group)
 		inet_ntop(AF_INET, &cap->group, ga, sizeof(ga));
-	if (cap->active || n.starting || !cap->why[0])
+	if (cap->active || (n.starting && !cap->cancel) || !cap->why[0])
 		fprintf(out, "capture: %s %s/%s\n",
-			cap->active  ? "running"
-			: n.starting ? "starting (allocating the rings)"
-				     : "stopped",
+			cap->active		     ? "running"
+			: n.starting && !cap->cancel ? "starting (allocating the rings)"
+						     : "stopped",
 			cap->cfg.dir, cap->name);
 	else
 		fprintf(out, "capture: stopped (%s) %s/%s\n", cap->why, cap->cfg.dir, cap->name);

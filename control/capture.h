@@ -34,7 +34,8 @@ struct capture_cfg {
 /* Counters of the current (or last) capture, for stats --json. */
 struct capture_counts {
 	bool active;
-	bool starting;	       /* its rings are being made (capture start answered "starting") */
+	bool starting;	       /* its rings are being made (capture start answered "starting";
+				* also after a capture stop meanwhile, until they are made) */
 	char stop_reason[128]; /* why the last capture stopped ("stop", "count reached",
 				* "write error: ...", ...); "" while none did */
 	uint64_t written;      /* packets written to the file */
