@@ -65,6 +65,25 @@ struct client {
 	uid_t uid;
 };
 
+/*
+ * The terminal console's replies (issue 21 D11: a stdout pipe nobody read stalled the
+ * control thread 7 s in fflush). They go through a buffer of CON_TTY_OUT_MAX bytes to a
+ * descriptor of their own that never blocks: standard output opened again (/proc/self/
+ * fd/1) with O_NONBLOCK for a pipe, FIFO or terminal (its own open file description, so
+ * stderr, which may share stdout's, is left as it is); send(MSG_DONTWAIT) for a socket;
+ * a regular file as is (its writes do not wait for a reader). What the descriptor does
+ * not take waits for EPOLLOUT; a reply that does not fit in the buffer is dropped whole
+ * and counted (conserver_tty_dropped), with a warning.
+ */
+struct con_tty_out {
+	int fd;	       /* -1: none */
+	bool sock;     /* send(MSG_DONTWAIT) instead of write */
+	bool watching; /* EPOLLOUT registered */
+	char *buf;
+	size_t len, off;
+	uint64_t dropped; /* replies dropped */
+};
+
 /* Log lines that clients cause: a burst per window, then a count of the rest. */
 struct con_ratelimit {
 	uint64_t start_ms; /* the window began */
@@ -85,6 +104,7 @@ struct conserver {
 	/* The terminal: commands from stdin, replies to stdout. */
 	bool tty;
 	struct con_line tin;
+	struct con_tty_out tout;
 };
 
 /* CLOCK_MONOTONIC in ms: the time-outs. */
@@ -517,6 +537,102 @@ static void on_accept(struct conserver *srv)
 
 /* ---- The terminal ---- */
 
+/* A descriptor for stdout that never blocks (struct con_tty_out); -1 if none. */
+static int tty_out_open(bool *sock)
+{
+	struct stat st;
+	int fd;
+
+	*sock = false;
+	if (fstat(STDOUT_FILENO, &st))
+		return -1;
+	if (S_ISREG(st.st_mode))
+		return fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (S_ISSOCK(st.st_mode)) {
+		*sock = true;
+		return fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	}
+	/* A FIFO without a reader refuses O_NONBLOCK opens (ENXIO): no terminal output. */
+	fd = open("/proc/self/fd/1", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	return fd;
+}
+
+static void tty_watch_out(struct conserver *srv, bool on)
+{
+	struct con_tty_out *t = &srv->tout;
+
+	if (on == t->watching)
+		return;
+	if (on)
+		t->watching = !watch(srv, EPOLL_CTL_ADD, t->fd, EPOLLOUT, t);
+	else {
+		unwatch(srv, t->fd);
+		t->watching = false;
+	}
+}
+
+/* Write what the descriptor takes; wait for EPOLLOUT for the rest. */
+static void tty_flush(struct conserver *srv)
+{
+	struct con_tty_out *t = &srv->tout;
+
+	while (t->off < t->len) {
+		ssize_t n = t->sock ? send(t->fd, t->buf + t->off, t->len - t->off,
+					   MSG_DONTWAIT | MSG_NOSIGNAL)
+				    : write(t->fd, t->buf + t->off, t->len - t->off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			tty_watch_out(srv, true);
+			return;
+		}
+		if (n <= 0) {
+			/* The reader is gone (EPIPE) or the file failed: what waits is lost. */
+			t->dropped++;
+			break;
+		}
+		t->off += (size_t)n;
+	}
+	t->len = t->off = 0;
+	tty_watch_out(srv, false);
+}
+
+/* Queue one reply for stdout, whole or not at all. */
+static void tty_reply(struct conserver *srv, const char *text, size_t len)
+{
+	struct con_tty_out *t = &srv->tout;
+
+	if (!len)
+		return;
+	if (t->fd < 0) { /* stdout could not be opened without blocking (tty_out_open) */
+		t->dropped++;
+		return;
+	}
+	if (t->off) { /* make room at the front */
+		memmove(t->buf, t->buf + t->off, t->len - t->off);
+		t->len -= t->off;
+		t->off = 0;
+	}
+	if (len > CON_TTY_OUT_MAX - t->len) {
+		t->dropped++;
+		con_warn(srv,
+			 "console: the terminal's output is blocked (%zu bytes unread): "
+			 "reply dropped (%" PRIu64 " so far)",
+			 t->len, t->dropped);
+		return;
+	}
+	memcpy(t->buf + t->len, text, len);
+	t->len += len;
+	if (!t->watching)
+		tty_flush(srv);
+}
+
+uint64_t conserver_tty_dropped(const struct conserver *srv)
+{
+	return srv ? srv->tout.dropped : 0;
+}
+
 static void tty_read(struct conserver *srv)
 {
 	char buf[4096];
@@ -530,15 +646,23 @@ static void tty_read(struct conserver *srv)
 	}
 	for (ssize_t i = 0; i < n; i++) {
 		const char *refused;
+		char *out = NULL;
+		size_t olen = 0;
+		FILE *f;
 
 		if (!line_put(&srv->tin, (unsigned char)buf[i]))
 			continue;
 		refused = line_refused(&srv->tin);
-		if (refused)
-			fputs(refused, stdout);
-		else
-			srv->cfg.exec(srv->cfg.exec_arg, srv->tin.buf, stdout);
-		fflush(stdout);
+		f = open_memstream(&out, &olen);
+		if (f) {
+			if (refused)
+				fputs(refused, f);
+			else
+				srv->cfg.exec(srv->cfg.exec_arg, srv->tin.buf, f);
+			if (!fclose(f))
+				tty_reply(srv, out, olen);
+			free(out);
+		}
 		line_reset(&srv->tin);
 	}
 }
@@ -624,6 +748,8 @@ int conserver_poll(struct conserver *srv, int timeout_ms)
 			on_accept(srv);
 		else if (p == &srv->tin)
 			tty_read(srv);
+		else if (p == &srv->tout)
+			tty_flush(srv);
 		else
 			client_event(srv, p, ev[i].events);
 	}
@@ -722,6 +848,7 @@ struct conserver *conserver_open(const struct conserver_cfg *cfg, char *err, siz
 		return NULL;
 	}
 	srv->cfg = *cfg;
+	srv->tout.fd = -1; /* before any path to conserver_close */
 	if (!srv->cfg.prog)
 		srv->cfg.prog = "console";
 	if (!srv->cfg.peer)
@@ -756,6 +883,9 @@ struct conserver *conserver_open(const struct conserver_cfg *cfg, char *err, siz
 	if (cfg->tty) {
 		fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
 		srv->tty = !watch(srv, EPOLL_CTL_ADD, STDIN_FILENO, EPOLLIN, &srv->tin);
+		srv->tout.buf = malloc(CON_TTY_OUT_MAX);
+		if (srv->tout.buf)
+			srv->tout.fd = tty_out_open(&srv->tout.sock);
 	}
 	return srv;
 }
@@ -770,6 +900,11 @@ void conserver_close(struct conserver *srv)
 	evicted_free(srv);
 	if (srv->tty)
 		unwatch(srv, STDIN_FILENO);
+	if (srv->tout.fd >= 0) {
+		tty_watch_out(srv, false);
+		close(srv->tout.fd);
+	}
+	free(srv->tout.buf);
 	if (srv->lfd >= 0)
 		close(srv->lfd);
 	if (srv->own_path)

@@ -34,6 +34,7 @@
 #define CON_WARN_BURST	   10	       /* client warnings logged per window, then counted */
 #define CON_WARN_WINDOW_MS 10000       /* ... the window */
 #define CON_IDLE_DEFAULT_S 300	       /* a client without a command is closed (no idle_s) */
+#define CON_TTY_OUT_MAX	   (1u << 20)  /* terminal reply bytes waiting for stdout */
 
 /* What an exec callback returns besides its reply. */
 #define CONSERVER_FAIL	-1 /* the command failed: status '1' */
@@ -58,7 +59,8 @@ struct conserver_cfg {
 	int listen_fd;	  /* a listening socket to adopt (systemd's), else -1 */
 	gid_t admit_gid;  /* group admitted besides root and our uid; (gid_t)-1: our gid */
 	bool set_group;	  /* chown the socket to admit_gid */
-	bool tty;	  /* also run lines read from stdin, replies to stdout unframed */
+	bool tty;	  /* also run lines read from stdin, replies to stdout unframed (never
+			   * blocking: a bounded buffer, replies dropped and counted when full) */
 	const char *prog; /* names us in a refusal: "PROG: permission denied (uid U, gid G)" */
 	const char *peer; /* what a live socket at path is: "another PEER is listening on" */
 	conserver_exec_fn *exec;
@@ -91,6 +93,12 @@ int conserver_fd(const struct conserver *srv);
  * from epoll_wait.
  */
 int conserver_poll(struct conserver *srv, int timeout_ms);
+
+/*
+ * conserver_tty_dropped - replies of the terminal console dropped because standard
+ * output did not take them (CON_TTY_OUT_MAX bytes waiting) or failed. The polling thread.
+ */
+uint64_t conserver_tty_dropped(const struct conserver *srv);
 
 /* conserver_close - close every client and the socket (unlink it unless adopted). NULL:
  * nothing. */

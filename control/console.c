@@ -339,6 +339,7 @@ static int cmd_tuning(struct ctl *c, char *args, FILE *out)
 static int cmd_capture(struct ctl *c, char *args, FILE *out)
 {
 	char *sub = concmd_word(&args), err[OPT_ERR_LEN];
+	int r;
 
 	if (!c->cap) {
 		fprintf(out, "capture: not available\n");
@@ -364,11 +365,14 @@ static int cmd_capture(struct ctl *c, char *args, FILE *out)
 		fprintf(out, "capture: unknown '%s' (start, stop, status)\n", sub);
 		return -1;
 	}
-	if (capture_start(c->cap, args, err, sizeof(err))) {
+	r = capture_start(c->cap, args, err, sizeof(err));
+	if (r < 0) {
 		fprintf(out, "%s\n", err);
 		return -1;
 	}
-	fprintf(out, "capture started\n");
+	fprintf(out, r ? "capture starting: allocating the rings (capture status shows when it "
+			 "runs)\n"
+		       : "capture started\n");
 	return 0;
 }
 
@@ -493,6 +497,11 @@ void console_event(struct console *con, void *tag, unsigned events)
 	(void)tag;
 	(void)events;
 	conserver_poll(con->srv, 0);
+}
+
+uint64_t console_tty_dropped(const struct console *con)
+{
+	return con ? conserver_tty_dropped(con->srv) : 0;
 }
 
 void console_tick(struct console *con, uint64_t now)

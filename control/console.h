@@ -49,6 +49,10 @@ void console_tick(struct console *con, uint64_t now_ms);
 /* Close every client and the socket (and unlink it unless it came from systemd). */
 void console_close(struct console *con);
 
+/* Replies of the terminal console (--debug) dropped because stdout did not take them
+ * (conserver_tty_dropped); NULL: 0. Control thread. */
+uint64_t console_tty_dropped(const struct console *con);
+
 /*
  * Run one command line, output to out. Returns 0 on success, -1 when the command failed
  * (its message was written to out). Also used by tests through the socket only.

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "placement.h"
 #include "capture.h"
+#include "console.h"
 #include "show.h"
 #include "show_priv.h"
 #include "version_line.h"
@@ -428,6 +429,7 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "ctl_stall_max_ms", c->stall_max_ms);
 	jw_u64(&j, "ctl_stall_last_ms", c->stall_last_ms);
 	jw_u64(&j, "log_dropped", log_dropped());
+	jw_u64(&j, "console_tty_dropped", console_tty_dropped(c->con));
 	{
 		struct health hl;
 
@@ -450,6 +452,8 @@ void report_json(struct ctl *c, FILE *out)
 		capture_counts_get(c->cap, &cc);
 		jw_open(&j, "capture", '{');
 		jw_bool(&j, "active", cc.active);
+		jw_bool(&j, "starting", cc.starting);
+		jw_string(&j, "stop_reason", cc.stop_reason);
 		jw_u64(&j, "written", cc.written);
 		jw_u64(&j, "dropped", cc.dropped);
 		jw_u64(&j, "bytes", cc.bytes);
