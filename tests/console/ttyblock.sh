@@ -2,7 +2,7 @@
 # The terminal console (--debug, commands on stdin) must not stop the control thread
 # when standard output is not read (issue 21, D11: a full stdout pipe stalled it 7 s in
 # fflush). The bridge reads commands from a FIFO and writes the replies into a FIFO
-# (shrunk to one page) that nobody reads until told: 400 "help" commands (1.5 MB of
+# (shrunk to one page) that nobody reads until told: 800 "help" commands (over 2 MB of
 # replies) fill the pipe and the 1 MiB buffer behind it. Meanwhile the console socket
 # must answer; the replies that did not fit are counted in stats --json
 # (console_tty_dropped). Once the reader drains the pipe, a new command's reply comes
@@ -49,7 +49,7 @@ until timeout 5 "$BCOM" --control "$SF_TMP/bridge.sock" status >/dev/null 2>&1; 
 	sleep 0.1
 done
 
-for _ in $(seq 1 400); do echo help; done >"$cmd"
+for _ in $(seq 1 800); do echo help; done >"$cmd"
 # The socket console answers while stdout is blocked (bcom waits 10 s at most).
 for i in 1 2 3 4 5; do
 	timeout 10 "$BCOM" --control "$SF_TMP/bridge.sock" status >"$SF_TMP/bcom.out" 2>&1 ||
@@ -61,7 +61,7 @@ until drops=$(timeout 10 "$BCOM" --control "$SF_TMP/bridge.sock" stats --json |
 	jq -e '.console_tty_dropped') && [ "$drops" -gt 0 ]; do
 	n=$((n + 1))
 	[ "$n" -le 100 ] ||
-		sf_fail "stats --json: console_tty_dropped=${drops:-none} after 1.5 MB of replies into a blocked pipe" \
+		sf_fail "stats --json: console_tty_dropped=${drops:-none} after 2 MB of replies into a blocked pipe" \
 			"$SF_TMP/bridge.err"
 	sleep 0.1
 done
