@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,11 @@ struct conserver {
 	/* The terminal: commands from stdin, replies to stdout. */
 	bool tty;
 	struct con_line tin;
+	/* The socket client whose command runs now (NULL: none, or the terminal's), and
+	 * what conserver_reply_confirm asked of its reply. */
+	struct client *running;
+	void (*undo)(void *arg);
+	void *undo_arg;
 };
 
 /* CLOCK_MONOTONIC in ms: the time-outs. */
@@ -316,6 +322,47 @@ static bool client_flush(struct conserver *srv, struct client *k)
 	return true;
 }
 
+/*
+ * A reply under conserver_reply_confirm: out to the socket now, all of it, or the
+ * command undone and the client closed (what was not sent is dropped). Nothing else is
+ * queued for the client (a command runs only when its earlier replies are out).
+ */
+static void client_reply_confirmed(struct conserver *srv, struct client *k, const char *reply,
+				   size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t w = send(k->fd, reply + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (off == len)
+		return;
+	srv_log(srv, LOG_DEBUG, "console: pid %d: reply not taken (%zu of %zu bytes): undone",
+		(int)k->pid, off, len);
+	srv->undo(srv->undo_arg);
+	k->close_after = true;
+}
+
+int conserver_reply_confirm(struct conserver *srv, void (*undo)(void *arg), void *arg)
+{
+	struct pollfd pfd;
+
+	if (!srv->running)
+		return -ENOTCONN;
+	pfd = (struct pollfd){.fd = srv->running->fd, .events = POLLOUT | POLLRDHUP};
+	if (poll(&pfd, 1, 0) < 0 || pfd.revents & (POLLHUP | POLLERR | POLLRDHUP))
+		return -EPIPE;
+	srv->undo = undo;
+	srv->undo_arg = arg;
+	return 0;
+}
+
 static void client_line(struct conserver *srv, struct client *k)
 {
 	const char *refused = line_refused(&k->in);
@@ -326,9 +373,19 @@ static void client_line(struct conserver *srv, struct client *k)
 	if (refused) {
 		client_reply(k, refused, false);
 	} else {
+		srv->running = k;
+		srv->undo = NULL;
 		reply = run_line(srv, k->in.buf, &len, &quit);
+		srv->running = NULL;
 		k->close_after |= quit;
-		if (!reply) {
+		if (reply && srv->undo) {
+			client_reply_confirmed(srv, k, reply, len);
+			srv->undo = NULL;
+			free(reply);
+		} else if (!reply) {
+			if (srv->undo) /* no answer can go out: nothing may stay done */
+				srv->undo(srv->undo_arg);
+			srv->undo = NULL;
 			client_reply(k, "out of memory\n", false);
 		} else {
 			if (!client_queue(k, reply, len)) {

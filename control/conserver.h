@@ -92,6 +92,21 @@ int conserver_fd(const struct conserver *srv);
  */
 int conserver_poll(struct conserver *srv, int timeout_ms);
 
+/*
+ * conserver_reply_confirm - from inside an exec callback serving a socket client: the
+ * reply of the command now running must reach the client, or undo(arg) is called. The
+ * server sends the reply as soon as exec returns; if the socket does not take all of it
+ * at once (the client closed or shut its end down, an error, a full buffer), it calls
+ * undo(arg), drops the rest and closes the client. A client that shuts its reading side
+ * down (shutdown(SHUT_RD)) therefore either has the whole reply in its buffer or the
+ * command is undone: the kernel serialises the two on the socket. Used by a commit that
+ * must not take effect when the asker has given up (control/ha.c, takeover commit).
+ * Returns 0; -EPIPE when the client has closed its end already (do not act: nobody
+ * would read the answer); -ENOTCONN outside a socket client's command (the terminal).
+ * The polling thread.
+ */
+int conserver_reply_confirm(struct conserver *srv, void (*undo)(void *arg), void *arg);
+
 /* conserver_close - close every client and the socket (unlink it unless adopted). NULL:
  * nothing. */
 void conserver_close(struct conserver *srv);

@@ -73,9 +73,9 @@ static int cmd_shutdown(struct ctl *c, char *args, FILE *out)
 		return -1;
 	log_notice("console: shutdown: stopping the bridge");
 	/* As SIGTERM: with a peer, make-before-break first; if the peer cannot take over,
-	 * the bridge stops anyway (what it asked for). */
+	 * the bridge stops anyway (what it asked for): each partition's outcome is said. */
 	if (c->ha && ha_peer(c->ha))
-		ha_handover(c->ha, c, NULL, "console shutdown", out);
+		ha_handover(c->ha, c, NULL, "console shutdown", true, out);
 	fprintf(out, "stopping the bridge\n");
 	c->stop = true;
 	return 0;
@@ -117,7 +117,20 @@ static int cmd_handover(struct ctl *c, char *args, FILE *out)
 
 	if (concmd_no_args("handover", args, out))
 		return -1;
-	return ha_handover(c->ha, c, part, "console handover", out) ? -1 : 0;
+	return ha_handover(c->ha, c, part, "console handover", false, out) ? -1 : 0;
+}
+
+/* The peer's side of a handover (ha.h): sent by the other bridge's handover. */
+static int cmd_takeover(struct ctl *c, char *args, FILE *out)
+{
+	return ha_takeover(c->ha, c, args, out) ? -1 : 0;
+}
+
+int console_reply_confirm(struct ctl *c, void (*undo)(void *arg), void *arg)
+{
+	if (!c->con)
+		return -ENOTCONN;
+	return conserver_reply_confirm(c->con->srv, undo, arg);
 }
 
 static int cmd_status(struct ctl *c, char *args, FILE *out)
@@ -425,6 +438,9 @@ static const struct cmd cmds[] = {
 	{{"status", NULL,
 	  "health, per-side counters, drops by reason, join summary (fails if unhealthy)", false},
 	 cmd_status},
+	{{"takeover", "prepare|commit partition id",
+	  "HA: the peer's side of a handover (sent by the other bridge's handover)", false},
+	 cmd_takeover},
 	{{"tsi", "[filter]", "PGM streams (lines containing filter)", false}, cmd_tsi},
 	{{"tuning", NULL, "host tuning report: isolation, IRQs, SMT, C-states (as --tune-check)",
 	  false},

@@ -55,4 +55,11 @@ void console_close(struct console *con);
  */
 int console_exec(struct ctl *c, const char *line, FILE *out);
 
+/*
+ * From inside a command run for a socket client: conserver_reply_confirm on the
+ * console's server (the reply must reach the client, or undo(arg) is called). 0,
+ * -EPIPE (the client has gone), -ENOTCONN (no console, or the terminal). Control thread.
+ */
+int console_reply_confirm(struct ctl *c, void (*undo)(void *arg), void *arg);
+
 #endif /* CONTROL_CONSOLE_H */

@@ -550,6 +550,24 @@ bool ctl_data_drain(struct ctl *c)
 	return true;
 }
 
+static void watchdog_tick(struct ctl *c, uint64_t now);
+
+void ctl_wait_serve(struct ctl *c)
+{
+	struct bridge *br = c->br;
+
+	if (!br->cfg.nworkers) {
+		struct worker *w = &br->workers[0];
+
+		for (uint32_t i = 0; i < w->nchan; i++) {
+			while (chan_poll(w, w->chan[i]) + chan_poll(w, w->chan[i]->peer))
+				;
+			chan_refill(w, w->chan[i]);
+		}
+	}
+	watchdog_tick(c, mono_ms());
+}
+
 int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 {
 	sigset_t ss;
@@ -754,7 +772,7 @@ static void on_signal(struct ctl *c)
 			FILE *devnull = fopen("/dev/null", "w");
 
 			if (devnull) {
-				ha_handover(c->ha, c, NULL, "SIGTERM", devnull);
+				ha_handover(c->ha, c, NULL, "SIGTERM", true, devnull);
 				fclose(devnull);
 			}
 		}

@@ -151,6 +151,13 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen);
 bool ctl_data_drain(struct ctl *c);
 #define CTL_DRAIN_MS 500
 
+/*
+ * While the control thread waits on something outside the loop (the HA peer, ha.c),
+ * every few milliseconds: keep the data path going (--workers 0: poll every channel, as
+ * on_comp) and the systemd watchdog pinged (as the timer does). Control thread.
+ */
+void ctl_wait_serve(struct ctl *c);
+
 /* Issue the joins of every group on both sides (answers arrive in ctl_run). */
 void ctl_start_joins(struct ctl *c);
 

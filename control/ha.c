@@ -4,11 +4,14 @@
  *
  * The peer is reached through its console socket with the console's own protocol (a
  * command line; the reply is text, NUL, a status byte, newline): a few lines of socket
- * code rather than a library, as bcom does.
+ * code rather than a library, as bcom does. A handover (ha_handover) is a blocking
+ * exchange of the control thread, bounded by one deadline, non-blocking sockets and a
+ * fixed reply buffer; ha.h says what it guarantees and how.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +21,15 @@
 #include <unistd.h>
 
 #include "bridge.h"
+#include "concmd.h"
+#include "console.h"
 #include "ctl.h"
 #include "ha.h"
+#include "health.h"
 #include "log.h"
 #include "options.h"
 #include "show.h"
+#include "show_priv.h"
 
 struct ha_map {
 	uint32_t addr; /* group address, network order */
@@ -36,6 +43,10 @@ struct ha {
 	struct ha_map *map;
 	uint32_t nmap;
 	char *peer;
+	uint64_t start_ns; /* CLOCK_MONOTONIC at the first handover: in each exchange's id */
+	uint32_t seq;	   /* exchanges started */
+	int undo_idx;	   /* the partition a takeover commit made active (undo_takeover) */
+	struct ctl *undo_ctl;
 };
 
 static int part_find(const struct ha *ha, const char *name)
@@ -360,67 +371,403 @@ int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, co
 	return 0;
 }
 
+uint32_t ha_part_ngroups(struct ha *ha, struct ctl *c, uint32_t i)
+{
+	count_groups(ha, c->br);
+	return ha->part[i].ngroups;
+}
+
+/* ---- The peer's side of a handover: takeover prepare / commit ---- */
+
 /*
- * Send one console command to the peer and wait for its reply. Returns 0 if the peer
- * answered success, -EREMOTEIO if it answered failure, another negative errno if it
- * could not be asked. The reply text goes to out.
+ * Can this bridge forward partition idx now? Both sides up without broken channels, a
+ * group in the partition, each of its groups forwarding in every direction it has
+ * (joined), the worker of each alive. false with the first reason in why.
  */
-static int peer_command(const char *path, const char *cmd, FILE *out)
+static bool part_healthy(struct ha *ha, struct ctl *c, uint32_t idx, char *why, size_t len)
+{
+	struct bridge *br = c->br;
+	uint64_t now = mono_ms(), limit = health_stall_ms(c);
+	uint32_t n = 0;
+
+	if (!c->ready) {
+		snprintf(why, len, "not ready (waiting for the first joins)");
+		return false;
+	}
+	for (int s = 0; s < NSIDES; s++) {
+		const struct side_ctx *sd = &br->sd[s];
+		uint32_t broken = side_broken(br, s);
+
+		if (sd->state != SIDE_UP) {
+			snprintf(why, len, "%s %s port %u %s", side_name[s], sd->dev, sd->port,
+				 side_state_str(sd->state));
+			return false;
+		}
+		if (broken) {
+			snprintf(why, len, "%s: %u channel%s in the error state", side_name[s],
+				 broken, broken == 1 ? "" : "s");
+			return false;
+		}
+	}
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		struct group *g = br->groups[i];
+		struct worker *w = g->out_chan[SIDE_IB]->w;
+
+		if (g->part != idx)
+			continue;
+		n++;
+		if (group_fwd_state(g) != FWD_YES) {
+			snprintf(why, len, "group %s not joined on both sides (forwarding: %s)",
+				 g->spec, group_forwarding(g));
+			return false;
+		}
+		if (br->cfg.nworkers && worker_hb_age_ms(c, w, now) > limit) {
+			snprintf(why, len, "worker %u of group %s stalled (%" PRIu64 " ms)", w->id,
+				 g->spec, worker_hb_age_ms(c, w, now));
+			return false;
+		}
+	}
+	if (!n) {
+		snprintf(why, len, "no group of partition %s here", ha->part[idx].name);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * conserver_reply_confirm's undo: the asking bridge gave up before it could read the
+ * commit's answer, so it stays active: so must this one stay standby.
+ */
+static void undo_takeover(void *arg)
+{
+	struct ha *ha = arg;
+	struct ha_part *p = &ha->part[ha->undo_idx];
+
+	log_warn("partition %s: the handing-over bridge gave up before our answer came: "
+		 "taking over undone",
+		 p->name);
+	part_set(ha, ha->undo_ctl, (uint32_t)ha->undo_idx, true,
+		 "takeover undone (the peer gave up)", NULL);
+}
+
+int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out)
+{
+	char *verb = concmd_word(&args), *name = concmd_word(&args), *id = concmd_word(&args);
+	char why[160], reason[96];
+	struct ha_part *p;
+	bool commit;
+	int idx, r;
+
+	if (!verb || !name || !id || concmd_word(&args) ||
+	    (strcmp(verb, "prepare") && strcmp(verb, "commit"))) {
+		fprintf(out, "takeover: expected prepare|commit PARTITION ID\n");
+		return -1;
+	}
+	commit = !strcmp(verb, "commit");
+	if (strlen(id) >= HA_ID_MAX) {
+		fprintf(out, "takeover: exchange id '%.*s...' too long (max %d)\n", 16, id,
+			HA_ID_MAX - 1);
+		return -1;
+	}
+	idx = part_find(ha, name);
+	if (idx < 0) {
+		fprintf(out, "takeover: no partition '%s' here\n", name);
+		return -1;
+	}
+	p = &ha->part[idx];
+	if (c->stop) {
+		fprintf(out, "takeover: partition %s: refused: this bridge is stopping\n", name);
+		return -1;
+	}
+	if (!part_healthy(ha, c, (uint32_t)idx, why, sizeof(why))) {
+		fprintf(out, "takeover: partition %s: refused: cannot forward it here: %s\n", name,
+			why);
+		if (commit)
+			p->prep_id[0] = 0;
+		log_notice("takeover %s of partition %s (%s) refused: %s", verb, name, id, why);
+		return -1;
+	}
+	if (!commit) {
+		/* A newer prepare replaces an older one: only the last asker can commit. */
+		snprintf(p->prep_id, sizeof(p->prep_id), "%s", id);
+		p->prep_until_ms = mono_ms() + HA_HANDOVER_MS;
+		fprintf(out, "takeover: partition %s: prepared (%s here now)\n", name,
+			role_name(p->standby));
+		return 0;
+	}
+	if (strcmp(p->prep_id, id) || mono_ms() > p->prep_until_ms) {
+		fprintf(out,
+			"takeover: partition %s: refused: exchange %s is not prepared here (stale, "
+			"expired or replaced)\n",
+			name, id);
+		log_notice("takeover commit of partition %s (%s) refused: not prepared here "
+			   "(stale, expired or replaced)",
+			   name, id);
+		return -1;
+	}
+	p->prep_id[0] = 0;
+	if (!p->standby) {
+		fprintf(out, "takeover: partition %s: active already\n", name);
+		return 0;
+	}
+	ha->undo_idx = idx;
+	ha->undo_ctl = c;
+	r = console_reply_confirm(c, undo_takeover, ha);
+	if (r == -EPIPE) {
+		fprintf(out, "takeover: partition %s: refused: the asker has gone\n", name);
+		log_notice("takeover commit of partition %s (%s) refused: the handing-over bridge "
+			   "gave up (connection closed)",
+			   name, id);
+		return -1;
+	}
+	/* -ENOTCONN: typed on the terminal, where nobody can give up on the answer. */
+	snprintf(reason, sizeof(reason), "takeover from the peer (%s)", id);
+	part_set(ha, c, (uint32_t)idx, false, reason, out);
+	return 0;
+}
+
+/* ---- The asking side: ha_handover ---- */
+
+/* One connection to the peer's console for a whole handover. */
+struct peer_link {
+	struct ctl *c;
+	const char *path;
+	int fd;		   /* -1: not connected */
+	int err;	   /* why the link is unusable (negative errno), 0: usable */
+	uint64_t deadline; /* CLOCK_MONOTONIC ms: the peer's time is up */
+	char buf[HA_REPLY_MAX];
+	size_t have;
+};
+
+/* A SIGINT or SIGTERM waiting (the signal fd is read after the handover): stop waiting. */
+static bool stop_signal_pending(void)
+{
+	sigset_t ss;
+
+	return !sigpending(&ss) &&
+	       (sigismember(&ss, SIGTERM) == 1 || sigismember(&ss, SIGINT) == 1);
+}
+
+#define HA_WAIT_SLICE_MS 5 /* the data path (--workers 0) and watchdog are served this often */
+
+/*
+ * Wait for events on the link's fd (fd < 0: just time) for at most max_ms, keeping the
+ * data path and the watchdog going. Returns the revents (> 0), 0 when max_ms passed,
+ * -ETIMEDOUT at the deadline, -EINTR when a stop signal is pending.
+ */
+static int link_wait(struct peer_link *l, int fd, short events, uint64_t max_ms)
+{
+	uint64_t end = mono_ms() + max_ms;
+
+	for (;;) {
+		uint64_t now = mono_ms(), left;
+		struct pollfd pfd = {.fd = fd, .events = events};
+		int n;
+
+		if (now >= l->deadline)
+			return -ETIMEDOUT;
+		if (stop_signal_pending())
+			return -EINTR;
+		if (now >= end)
+			return 0;
+		left = (end < l->deadline ? end : l->deadline) - now;
+		n = poll(&pfd, 1, (int)(left < HA_WAIT_SLICE_MS ? left : HA_WAIT_SLICE_MS));
+		ctl_wait_serve(l->c);
+		if (n > 0)
+			return pfd.revents;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+#define HA_CONNECT_RETRY_MS 20 /* a full listen backlog: connect again this often */
+
+/* Connect without blocking: a full backlog (EAGAIN) is retried until the deadline. */
+static int link_connect(struct peer_link *l)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	uint64_t deadline = mono_ms() + HA_PEER_TIMEOUT_MS;
-	char buf[4096];
-	size_t have = 0;
-	int fd, r;
+	int r;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l->path);
+	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (l->fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    send(fd, cmd, strlen(cmd), MSG_NOSIGNAL) != (ssize_t)strlen(cmd) ||
-	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
 	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		uint64_t now = mono_ms();
-		char *nul;
-		ssize_t n;
-
-		if (now >= deadline) {
-			r = -ETIMEDOUT;
-			break;
-		}
-		if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+		if (!connect(l->fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return 0;
+		if (errno == EINTR)
 			continue;
-		n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		if (n <= 0) {
-			r = n < 0 ? -errno : -ECONNRESET;
-			break;
+		if (errno == EINPROGRESS) {
+			socklen_t len = sizeof(r);
+
+			r = link_wait(l, l->fd, POLLOUT, UINT64_MAX);
+			if (r < 0)
+				return r;
+			if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &r, &len))
+				return -errno;
+			return -r;
 		}
-		have += (size_t)n;
-		nul = memchr(buf, '\0', have);
-		if (nul && (size_t)(nul - buf) + 1 < have) {
-			fwrite(buf, 1, (size_t)(nul - buf), out);
-			r = nul[1] == '0' ? 0 : -EREMOTEIO;
-			break;
-		}
-		if (have == sizeof(buf) - 1) { /* a long text before the end: keep its tail */
-			fwrite(buf, 1, have / 2, out);
-			memmove(buf, buf + have / 2, have - have / 2);
-			have -= have / 2;
-		}
+		if (errno != EAGAIN)
+			return -errno;
+		r = link_wait(l, -1, 0, HA_CONNECT_RETRY_MS);
+		if (r < 0)
+			return r == -ETIMEDOUT ? -EAGAIN : r;
 	}
-	close(fd);
+}
+
+static int link_send(struct peer_link *l, const char *line)
+{
+	size_t len = strlen(line), off = 0;
+
+	while (off < len) {
+		ssize_t w = send(l->fd, line + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int r;
+
+		if (w >= 0) {
+			off += (size_t)w;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		r = link_wait(l, l->fd, POLLOUT, UINT64_MAX);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* A complete reply (text, NUL, status, newline) is in the buffer. */
+static bool link_complete(const struct peer_link *l)
+{
+	const char *nul = memchr(l->buf, '\0', l->have);
+
+	return nul && (size_t)(nul - l->buf) + 3 <= l->have;
+}
+
+/*
+ * A complete reply in the buffer: its text (without the trailing newline, at most
+ * len - 1 bytes) into txt, consumed. 0 success, -EREMOTEIO failure, -EAGAIN incomplete.
+ */
+static int link_parse(struct peer_link *l, char *txt, size_t len)
+{
+	char *nul = memchr(l->buf, '\0', l->have);
+	size_t tl, used;
+	int r;
+
+	if (!link_complete(l))
+		return -EAGAIN;
+	tl = (size_t)(nul - l->buf);
+	r = nul[1] == '0' ? 0 : -EREMOTEIO;
+	while (tl && l->buf[tl - 1] == '\n')
+		tl--;
+	snprintf(txt, len, "%.*s", (int)tl, l->buf);
+	for (char *q = txt; *q; q++) /* one line in the report */
+		if (*q == '\n')
+			*q = ' ';
+	used = (size_t)(nul - l->buf) + 3;
+	memmove(l->buf, l->buf + used, l->have - used);
+	l->have -= used;
 	return r;
 }
 
-int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, FILE *out)
+/* Read what the socket holds now without waiting. 0, -ECONNRESET at the end, -EMSGSIZE. */
+static int link_read_now(struct peer_link *l)
 {
-	int idx = -1, done = 0;
+	for (;;) {
+		ssize_t n;
+
+		if (l->have == sizeof(l->buf))
+			return memchr(l->buf, '\0', l->have) ? 0 : -EMSGSIZE;
+		n = recv(l->fd, l->buf + l->have, sizeof(l->buf) - l->have, MSG_DONTWAIT);
+		if (n > 0) {
+			l->have += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN ? 0 : -errno;
+	}
+}
+
+/* Wait for one reply (bounded by the buffer: a flood ends it with -EMSGSIZE). */
+static int link_reply(struct peer_link *l, char *txt, size_t len)
+{
+	for (;;) {
+		int r;
+
+		if (link_complete(l))
+			return link_parse(l, txt, len);
+		r = link_read_now(l);
+		if (link_complete(l))
+			continue;
+		if (r < 0)
+			return r;
+		r = link_wait(l, l->fd, POLLIN, UINT64_MAX);
+		if (r < 0)
+			return r;
+	}
+}
+
+/* One request and its reply. 0, -EREMOTEIO (refused: reason in txt) or another -errno. */
+static int link_ask(struct peer_link *l, const char *line, char *txt, size_t len)
+{
+	int r;
+
+	txt[0] = 0;
+	if (l->err)
+		return l->err;
+	r = link_send(l, line);
+	if (!r)
+		r = link_reply(l, txt, len);
+	if (r && r != -EREMOTEIO)
+		l->err = r;
+	return r;
+}
+
+/*
+ * A commit whose answer did not come: shut our reading side down, so that the peer can
+ * no longer send it (it then undoes the takeover, conserver_reply_confirm), and look at
+ * what came before that. 0 when the peer's success is here, else the link's error.
+ */
+static int link_settle(struct peer_link *l, char *txt, size_t len)
+{
+	int err = l->err;
+
+	if (l->fd < 0 || shutdown(l->fd, SHUT_RD))
+		return err;
+	link_read_now(l);
+	return link_complete(l) && !link_parse(l, txt, len) ? 0 : err;
+}
+
+static const char *link_why(int r, char *buf, size_t len)
+{
+	switch (r) {
+	case -ETIMEDOUT:
+		return "no answer within the handover's time";
+	case -EAGAIN:
+		return "it accepts no connection (listen backlog full) within the handover's time";
+	case -EINTR:
+		return "interrupted by a stop signal";
+	case -EMSGSIZE:
+		return "its reply is longer than a bridge's answer (not a bridge console?)";
+	case -ECONNRESET:
+		return "it closed the connection";
+	default:
+		snprintf(buf, len, "%s", strerror(-r));
+		return buf;
+	}
+}
+
+int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
+		FILE *out)
+{
+	struct peer_link l = {.c = c, .path = ha->peer, .fd = -1};
+	uint32_t tried = 0, moved = 0;
+	int idx = -1, last = 0;
 
 	if (!ha->peer) {
 		fprintf(out, "handover: no peer (--ha-peer-control)\n");
@@ -430,31 +777,81 @@ int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why,
 		fprintf(out, "handover: no partition '%s' (see ha)\n", name);
 		return -ENOENT;
 	}
+	if (!ha->start_ns)
+		ha->start_ns = mono_ns();
+	count_groups(ha, c->br);
+	l.deadline = mono_ms() + HA_HANDOVER_MS;
 	for (uint32_t i = 0; i < ha->nparts; i++) {
-		char cmd[64 + HA_NAME_MAX], reason[96];
+		struct ha_part *p = &ha->part[i];
+		char id[HA_ID_MAX], cmd[64 + HA_NAME_MAX + HA_ID_MAX], txt[256], eb[64];
+		const char *fail = NULL;
+		uint64_t t0;
 		int r;
 
-		if ((idx >= 0 && i != (uint32_t)idx) || ha->part[i].standby)
+		if ((idx >= 0 && i != (uint32_t)idx) || p->standby)
 			continue;
-		snprintf(cmd, sizeof(cmd), "role %s active", ha->part[i].name);
-		r = peer_command(ha->peer, cmd, out);
-		if (r) {
-			fprintf(out, "handover: partition %s: the peer at %s %s: staying active\n",
-				ha->part[i].name, ha->peer,
-				r == -EREMOTEIO ? "refused" : strerror(-r));
-			log_warn("handover of partition %s to %s failed (%s): staying active",
-				 ha->part[i].name, ha->peer,
-				 r == -EREMOTEIO ? "refused" : strerror(-r));
-			return r;
+		if (!p->ngroups) {
+			/* Nothing to forward, nothing to hand over (and the peer has the same
+			 * empty partition, active or not). */
+			if (idx >= 0)
+				fprintf(out, "partition %s: no groups here: nothing to hand over\n",
+					p->name);
+			continue;
 		}
-		snprintf(reason, sizeof(reason), "%s: peer active", why);
-		part_set(ha, c, i, true, reason, out);
-		done++;
+		tried++;
+		if (l.fd < 0 && !l.err && (r = link_connect(&l)))
+			l.err = r;
+		snprintf(id, sizeof(id), "%d.%" PRIu64 ".%u", (int)getpid(), ha->start_ns,
+			 ++ha->seq);
+		snprintf(cmd, sizeof(cmd), "takeover prepare %s %s\n", p->name, id);
+		r = link_ask(&l, cmd, txt, sizeof(txt));
+		if (!r) {
+			snprintf(cmd, sizeof(cmd), "takeover commit %s %s\n", p->name, id);
+			r = link_ask(&l, cmd, txt, sizeof(txt));
+			if (r && r != -EREMOTEIO && !link_settle(&l, txt, sizeof(txt)))
+				r = 0; /* the answer was there after all: the peer took it */
+		}
+		if (!r) {
+			char reason[96];
+
+			snprintf(reason, sizeof(reason), "%s: peer active", why);
+			log_notice("%s: partition %s: the peer took over (exchange %s)", why,
+				   p->name, id);
+			t0 = mono_ms();
+			part_set(ha, c, i, true, reason, out);
+			l.deadline += mono_ms() - t0; /* our own drain is not the peer's time */
+			moved++;
+			continue;
+		}
+		last = r;
+		if (r == -EREMOTEIO)
+			fail = txt[0] ? txt : "the peer refused";
+		else
+			fail = link_why(r, eb, sizeof(eb));
+		fprintf(out, "partition %s: not handed over: %s%s: staying active\n", p->name,
+			r == -EREMOTEIO ? "" : "the peer: ", fail);
+		if (stopping)
+			log_err("%s: partition %s goes dark when this bridge stops: not handed "
+				"over "
+				"to %s: %s%s",
+				why, p->name, ha->peer, r == -EREMOTEIO ? "" : "the peer: ", fail);
+		else
+			log_warn("%s: partition %s not handed over to %s: %s%s: staying active",
+				 why, p->name, ha->peer, r == -EREMOTEIO ? "" : "the peer: ", fail);
 	}
-	if (!done)
-		fprintf(out, "handover: no active partition%s%s here\n", name ? " " : "",
-			name ? name : "");
-	return 0;
+	if (l.fd >= 0)
+		close(l.fd);
+	if (!tried) {
+		fprintf(out, "handover: no active partition%s%s with groups here\n",
+			name ? " " : "", name ? name : "");
+		return 0;
+	}
+	fprintf(out, "handover: %u of %u partition%s handed over\n", moved, tried,
+		tried == 1 ? "" : "s");
+	if (moved)
+		log_notice("%s: %u of %u partition%s handed over to %s", why, moved, tried,
+			   tried == 1 ? "" : "s", ha->peer);
+	return last;
 }
 
 void ha_show(struct ha *ha, struct ctl *c, FILE *out)
