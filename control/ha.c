@@ -557,7 +557,8 @@ static bool stop_signal_pending(void)
  */
 static int link_wait(struct peer_link *l, int fd, short events, uint64_t max_ms)
 {
-	uint64_t end = mono_ms() + max_ms;
+	uint64_t start = mono_ms();
+	uint64_t end = max_ms < l->deadline - start ? start + max_ms : l->deadline;
 
 	for (;;) {
 		uint64_t now = mono_ms(), left;

@@ -9,13 +9,16 @@
 # 4. `shutdown` with the silent peer: the bridge reports the partition it could not hand
 #    over and stops (exit 0);
 # 5. SIGTERM with the full-backlog peer: the bridge exits 0 and its log names the
-#    partition that goes dark and why.
+#    partition that goes dark and why;
+# 6. under systemd's watchdog (NOTIFY_SOCKET, WATCHDOG_USEC), the pings go on while a
+#    handover waits for a silent peer.
 # No timing assertion: bcom and the bridge run under generous `timeout`s; a bridge stuck
 # in connect() (the old code) fails the test by hitting them.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 : "${BCOM:?BCOM must name the bcom program}"
+: "${NOTIFYLISTEN:?NOTIFYLISTEN must name the notifylisten tool}"
 
 sf_init ha-hang
 g1=239.1.2.3
@@ -95,4 +98,30 @@ sf_log "flooding peer: the bridge's VmRSS $before kB before the handover, peak $
 	br_fail "bridge c: peak memory grew by $((after - before)) kB during a handover to a flooding peer" c
 handover_fails c 'its reply is longer than a bridge.s answer \(not a bridge console\?\)'
 br_stop c
+
+# 6. The systemd watchdog keeps being pinged while a handover waits for a silent peer
+#    (WATCHDOG_USEC 1 s: a ping every 0.5 s; the handover waits its whole 2 s).
+br_start n 90 "$NOTIFYLISTEN" "$SF_TMP/n.nsock" 80
+k=0
+until [ -S "$SF_TMP/n.nsock" ]; do
+	k=$((k + 1))
+	[ "$k" -le 50 ] || sf_fail "notifylisten did not bind" "$SF_TMP/n.err"
+	sleep 0.1
+done
+br_start d 120 env NOTIFY_SOCKET="$SF_TMP/n.nsock" WATCHDOG_USEC=1000000 "$IB2ROCE" --debug \
+	--control "$SF_TMP/d.sock" --idle backoff -e statint=0 -d sim_ib0 -r sim_roce0 --workers 1 \
+	--ha-peer-control "$SF_TMP/mute.sock" -m "$g1"
+BR_BRIDGES="$BR_BRIDGES d"
+SF_PIDS="$SF_PIDS $(sf_child "$BR_PID")"
+sf_wait_line "$SF_TMP/n.out" ' READY=1$' "$BR_PID" 30
+w0=$(grep -c ' WATCHDOG=1$' "$SF_TMP/n.out" || true)
+bc d handover
+w1=$(grep -c ' WATCHDOG=1$' "$SF_TMP/n.out" || true)
+sf_log "watchdog pings: $w0 before the handover, $w1 after it"
+[ $((w1 - w0)) -ge 3 ] ||
+	br_fail "bridge d: $((w1 - w0)) watchdog pings during a 2 s handover (expected 3 or more)" d n
+[ "$BC_RC" = 1 ] && grep -q '^partition default: not handed over: the peer: no answer' "$SF_TMP/bcom.out" ||
+	br_fail "bcom d handover: exit $BC_RC: $(cat "$SF_TMP/bcom.out")" d
+role_is d default active
+br_stop d
 sf_log "PASS"

@@ -3,7 +3,8 @@
 # partition (control/ha.c; issue 21 D3, D4, D12). Bridges a (active) and b (standby),
 # groups g1 in partition p1 and g2 in p2, so that the implicit partition default has no
 # group:
-# 1. the metrics (--metrics-file) give p1 and p2 a role and default none (D12);
+# 1. the metrics (--metrics-file) give p1 and p2 a role and default none (D12), and the
+#    HA alert rules do what they say on such samples (promtool test rules, when there);
 # 2. b's RoCE port down: `handover` on a fails, each partition refused with b's reason
 #    (the port), both stay active on a, b stays standby (D3);
 # 3. port up again, b left g1 (it cannot forward p1): `handover` hands p2 over and
@@ -37,6 +38,13 @@ done
 grep -q '^ib2roce_role{partition="p1"} 1$' "$prom" || br_fail "metrics: p1 not active: $(grep role "$prom")" a
 grep -q '^ib2roce_role{partition="default"}' "$prom" &&
 	br_fail "metrics: the empty partition default has a role: $(grep role "$prom")" a
+# The alert rules on those samples (tests/ha/rules-test.yml).
+if command -v promtool >/dev/null; then
+	promtool test rules "$(dirname "$0")/rules-test.yml" >"$SF_TMP/rules.out" 2>&1 ||
+		br_fail "promtool test rules: $(cat "$SF_TMP/rules.out")" a
+else
+	sf_log "no promtool: the HA alert rules' unit test (rules-test.yml) not run"
+fi
 
 # 2. b cannot forward anything: its RoCE port is down.
 "$SIMFAB" port sim_roce3 down >/dev/null
