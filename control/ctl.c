@@ -566,6 +566,7 @@ void ctl_wait_serve(struct ctl *c)
 		}
 	}
 	watchdog_tick(c, mono_ms());
+	c->waited = true;
 }
 
 int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
@@ -1280,10 +1281,18 @@ static void ctl_heartbeat(struct ctl *c)
 		c->stall_last_ms = gap;
 		if (gap > c->stall_max_ms)
 			c->stall_max_ms = gap;
-		log_warn("control thread was stalled for %.1f s: no timers, console, joins or "
-			 "watchdog pings meanwhile (%" PRIu64 " stall%s so far)",
-			 (double)gap / 1000.0, c->stalls, c->stalls == 1 ? "" : "s");
+		if (c->waited)
+			log_warn("control thread was stalled for %.1f s waiting for the HA peer "
+				 "(handover): no timers, console or joins meanwhile; the watchdog "
+				 "and the --workers 0 data path were served (%" PRIu64
+				 " stall%s so far)",
+				 (double)gap / 1000.0, c->stalls, c->stalls == 1 ? "" : "s");
+		else
+			log_warn("control thread was stalled for %.1f s: no timers, console, joins "
+				 "or watchdog pings meanwhile (%" PRIu64 " stall%s so far)",
+				 (double)gap / 1000.0, c->stalls, c->stalls == 1 ? "" : "s");
 	}
+	c->waited = false;
 	c->loop_ms = now;
 	if (inject > 0) {
 		struct timespec ts = {inject / 1000, (inject % 1000) * 1000000L};

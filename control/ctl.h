@@ -61,6 +61,7 @@ struct ctl {
 	 */
 	uint64_t loop_ms;
 	uint64_t stalls, stall_max_ms, stall_last_ms;
+	bool waited; /* ctl_wait_serve ran since the iteration began (a handover's wait) */
 	unsigned health_failed; /* health conditions failed at the last check (health.h) */
 	/*
 	 * Health input (health.h): the NICs' receive drop counters (nic_rx_dropped) rose

@@ -123,5 +123,7 @@ sf_log "watchdog pings: $w0 before the handover, $w1 after it"
 [ "$BC_RC" = 1 ] && grep -q '^partition default: not handed over: the peer: no answer' "$SF_TMP/bcom.out" ||
 	br_fail "bcom d handover: exit $BC_RC: $(cat "$SF_TMP/bcom.out")" d
 role_is d default active
+sf_wait_line "$SF_TMP/d.err" 'control thread was stalled for [0-9.]* s waiting for the HA peer \(handover\): .* the watchdog and the --workers 0 data path were served' \
+	"$(br_pid d)" 10
 br_stop d
 sf_log "PASS"
