@@ -16,7 +16,9 @@
  *
  * Protocol (docs/console.md): the client sends a line ending in '\n' (at most
  * CON_LINE_MAX - 1 bytes before it); the reply is text, then a NUL byte, '0' (success)
- * or '1' (failure) and '\n'. The connection stays open for further commands.
+ * or '1' (failure) and '\n'. The connection stays open for further commands. A command
+ * may answer later (conserver_defer, conserver_complete: a wait the caller's loop
+ * drives); that client's next commands wait for it, the other clients do not.
  */
 #ifndef CONTROL_CONSERVER_H
 #define CONTROL_CONSERVER_H
@@ -36,9 +38,10 @@
 #define CON_IDLE_DEFAULT_S 300	       /* a client without a command is closed (no idle_s) */
 
 /* What an exec callback returns besides its reply. */
-#define CONSERVER_FAIL	-1 /* the command failed: status '1' */
-#define CONSERVER_OK	0  /* status '0' */
-#define CONSERVER_CLOSE 1  /* status '0', then close this client (quit); the terminal: OK */
+#define CONSERVER_FAIL	  -1 /* the command failed: status '1' */
+#define CONSERVER_OK	  0  /* status '0' */
+#define CONSERVER_CLOSE	  1  /* status '0', then close this client (quit); the terminal: OK */
+#define CONSERVER_PENDING 2  /* the reply comes later: conserver_complete (out is dropped) */
 
 /*
  * Run one command line (without its newline; never longer than CON_LINE_MAX - 1 bytes,
@@ -106,6 +109,23 @@ int conserver_poll(struct conserver *srv, int timeout_ms);
  * The polling thread.
  */
 int conserver_reply_confirm(struct conserver *srv, void (*undo)(void *arg), void *arg);
+
+/*
+ * conserver_defer - from inside an exec callback that will return CONSERVER_PENDING: a
+ * token naming the command's reply, for conserver_complete. Until then the client's
+ * further commands wait (its socket is not read) and it is not closed for being idle;
+ * if it goes away meanwhile, the reply is dropped. The terminal's commands have tokens
+ * too. Never 0. The polling thread.
+ */
+uint64_t conserver_defer(struct conserver *srv);
+
+/*
+ * conserver_complete - the reply of a command that returned CONSERVER_PENDING: text,
+ * then the status ('0' when ok). Sent as the socket takes it, as any reply; then the
+ * client's next commands run. The polling thread, inside or outside conserver_poll.
+ * Returns 0, or -ENOENT when the client has gone (the reply is dropped).
+ */
+int conserver_complete(struct conserver *srv, uint64_t token, const char *text, bool ok);
 
 /* conserver_close - close every client and the socket (unlink it unless adopted). NULL:
  * nothing. */

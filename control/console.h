@@ -51,7 +51,9 @@ void console_close(struct console *con);
 
 /*
  * Run one command line, output to out. Returns 0 on success, -1 when the command failed
- * (its message was written to out). Also used by tests through the socket only.
+ * (its message was written to out). A command whose reply comes later (handover,
+ * shutdown with an HA peer) needs a console client for it: here it returns 0 and the
+ * reply is dropped. Also used by tests through the socket only.
  */
 int console_exec(struct ctl *c, const char *line, FILE *out);
 

@@ -21,6 +21,7 @@ enum ev_kind {
 	EV_CONSOLE,	 /* a console fd: ptr is console.c's */
 	EV_CAPTURE,	 /* the capture's drain timer: ptr is capture.c's */
 	EV_METRICS_HTTP, /* an fd of the metrics endpoint: ptr is metrics_http.c's */
+	EV_HA,		 /* the socket of a handover to the HA peer: ptr is the struct ha */
 };
 
 struct ev_tag {
@@ -61,7 +62,6 @@ struct ctl {
 	 */
 	uint64_t loop_ms;
 	uint64_t stalls, stall_max_ms, stall_last_ms;
-	bool waited; /* ctl_wait_serve ran since the iteration began (a handover's wait) */
 	unsigned health_failed; /* health conditions failed at the last check (health.h) */
 	/*
 	 * Health input (health.h): the NICs' receive drop counters (nic_rx_dropped) rose
@@ -151,13 +151,6 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen);
  */
 bool ctl_data_drain(struct ctl *c);
 #define CTL_DRAIN_MS 500
-
-/*
- * While the control thread waits on something outside the loop (the HA peer, ha.c),
- * every few milliseconds: keep the data path going (--workers 0: poll every channel, as
- * on_comp) and the systemd watchdog pinged (as the timer does). Control thread.
- */
-void ctl_wait_serve(struct ctl *c);
 
 /* Issue the joins of every group on both sides (answers arrive in ctl_run). */
 void ctl_start_joins(struct ctl *c);

@@ -4,17 +4,16 @@
  *
  * The peer is reached through its console socket with the console's own protocol (a
  * command line; the reply is text, NUL, a status byte, newline): a few lines of socket
- * code rather than a library, as bcom does. A handover (ha_handover) is a blocking
- * exchange of the control thread, bounded by one deadline, non-blocking sockets and a
- * fixed reply buffer; ha.h says what it guarantees and how.
+ * code rather than a library, as bcom does. A handover (ha_handover) is a state machine
+ * that the control loop drives (ha_event, ha_tick), bounded by one deadline, with a
+ * non-blocking socket and a fixed reply buffer; ha.h says what it guarantees and how.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -37,6 +36,36 @@ struct ha_map {
 	char spec[80];
 };
 
+/* One connection to the peer's console for a whole handover (ha_handover). */
+struct peer_link {
+	const char *path;
+	int fd;		   /* -1: not connected */
+	int err;	   /* why the link is unusable (negative errno), 0: usable */
+	uint64_t deadline; /* CLOCK_MONOTONIC ms: the peer's time is up */
+	char buf[HA_REPLY_MAX];
+	size_t have;
+};
+
+/* The handover in progress: its partitions, where it is, its report. */
+struct ha_xfer {
+	bool on;
+	bool stopping; /* for a stop: a partition left here goes dark */
+	bool watched;  /* l.fd is in the control loop's epoll */
+	enum { X_CONNECT, X_ASK, X_PREPARE, X_COMMIT } phase;
+	struct peer_link l;
+	uint32_t *todo, ntodo, cur; /* partition indices, the one being handed over */
+	uint32_t moved;
+	int last; /* the last failure, 0: none */
+	char id[HA_ID_MAX];
+	char why[48];
+	FILE *out; /* the report, into text */
+	char *text;
+	size_t textlen;
+	ha_done_fn *done;
+	void *done_arg;
+	struct ev_tag tag;
+};
+
 struct ha {
 	struct ha_part *part;
 	uint32_t nparts;
@@ -47,6 +76,12 @@ struct ha {
 	uint32_t seq;	   /* exchanges started */
 	int undo_idx;	   /* the partition a takeover commit made active (undo_takeover) */
 	struct ctl *undo_ctl;
+	struct ha_xfer x; /* the handover in progress */
+	/* A stop asked for while a handover of the console ran (ha_stop_after). */
+	bool stop_after;
+	char stop_why[32];
+	ha_done_fn *stop_done;
+	void *stop_arg;
 };
 
 static int part_find(const struct ha *ha, const char *name)
@@ -248,6 +283,13 @@ void ha_free(struct ha *ha)
 {
 	if (!ha)
 		return;
+	if (ha->x.on) {
+		if (ha->x.l.fd >= 0)
+			close(ha->x.l.fd);
+		fclose(ha->x.out);
+		free(ha->x.text);
+	}
+	free(ha->x.todo);
 	free(ha->part);
 	free(ha->map);
 	free(ha->peer);
@@ -340,7 +382,8 @@ static void part_set(struct ha *ha, struct ctl *c, uint32_t idx, bool standby, c
 	/* Break after make: what this bridge received while active is forwarded before it
 	 * stops; the peer (made active before) forwards what comes after. */
 	if (standby && !ctl_data_drain(c))
-		log_warn("partition %s: a worker did not empty its queues in %d ms: going standby anyway",
+		log_warn("partition %s: a worker did not empty its queues in %d ms: going standby "
+			 "anyway",
 			 p->name, CTL_DRAIN_MS);
 	p->standby = standby;
 	for (uint32_t i = 0; i < br->ngroups; i++)
@@ -378,6 +421,17 @@ uint32_t ha_part_ngroups(struct ha *ha, struct ctl *c, uint32_t i)
 }
 
 /* ---- The peer's side of a handover: takeover prepare / commit ---- */
+
+/* Partition idx is in the handover in progress, not handed over yet. */
+static bool xfer_has(const struct ha *ha, uint32_t idx)
+{
+	const struct ha_xfer *x = &ha->x;
+
+	for (uint32_t i = x->cur; x->on && i < x->ntodo; i++)
+		if (x->todo[i] == idx)
+			return true;
+	return false;
+}
 
 /*
  * Can this bridge forward partition idx now? Both sides up without broken channels, a
@@ -475,8 +529,13 @@ int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out)
 		return -1;
 	}
 	p = &ha->part[idx];
-	if (c->stop) {
+	if (c->stop || ha_stopping(ha)) {
 		fprintf(out, "takeover: partition %s: refused: this bridge is stopping\n", name);
+		return -1;
+	}
+	if (xfer_has(ha, (uint32_t)idx)) {
+		fprintf(out, "takeover: partition %s: refused: this bridge is handing it over\n",
+			name);
 		return -1;
 	}
 	if (!part_healthy(ha, c, (uint32_t)idx, why, sizeof(why))) {
@@ -526,117 +585,55 @@ int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out)
 	return 0;
 }
 
-/* ---- The asking side: ha_handover ---- */
+/* ---- The asking side: a handover, driven by the control loop ---- */
 
-/* One connection to the peer's console for a whole handover. */
-struct peer_link {
-	struct ctl *c;
-	const char *path;
-	int fd;		   /* -1: not connected */
-	int err;	   /* why the link is unusable (negative errno), 0: usable */
-	uint64_t deadline; /* CLOCK_MONOTONIC ms: the peer's time is up */
-	char buf[HA_REPLY_MAX];
-	size_t have;
-};
+#define HA_ANSWER_MAX 256 /* a refusal's text kept for the report */
 
-/* A SIGINT or SIGTERM waiting (the signal fd is read after the handover): stop waiting. */
-static bool stop_signal_pending(void)
+bool ha_busy(const struct ha *ha)
 {
-	sigset_t ss;
-
-	return !sigpending(&ss) &&
-	       (sigismember(&ss, SIGTERM) == 1 || sigismember(&ss, SIGINT) == 1);
+	return ha->x.on;
 }
 
-#define HA_WAIT_SLICE_MS 5 /* the data path (--workers 0) and watchdog are served this often */
-
-/*
- * Wait for events on the link's fd (fd < 0: just time) for at most max_ms, keeping the
- * data path and the watchdog going. Returns the revents (> 0), 0 when max_ms passed,
- * -ETIMEDOUT at the deadline, -EINTR when a stop signal is pending.
- */
-static int link_wait(struct peer_link *l, int fd, short events, uint64_t max_ms)
+bool ha_stopping(const struct ha *ha)
 {
-	uint64_t start = mono_ms();
-	uint64_t end = max_ms < l->deadline - start ? start + max_ms : l->deadline;
-
-	for (;;) {
-		uint64_t now = mono_ms(), left;
-		struct pollfd pfd = {.fd = fd, .events = events};
-		int n;
-
-		if (now >= l->deadline)
-			return -ETIMEDOUT;
-		if (stop_signal_pending())
-			return -EINTR;
-		if (now >= end)
-			return 0;
-		left = (end < l->deadline ? end : l->deadline) - now;
-		n = poll(&pfd, 1, (int)(left < HA_WAIT_SLICE_MS ? left : HA_WAIT_SLICE_MS));
-		ctl_wait_serve(l->c);
-		if (n > 0)
-			return pfd.revents;
-		if (n < 0 && errno != EINTR)
-			return -errno;
-	}
+	return ha->x.on && (ha->x.stopping || ha->stop_after);
 }
 
-#define HA_CONNECT_RETRY_MS 20 /* a full listen backlog: connect again this often */
-
-/* Connect without blocking: a full backlog (EAGAIN) is retried until the deadline. */
+/* Connect without blocking. 0 connected, -EAGAIN the backlog is full (try again). */
 static int link_connect(struct peer_link *l)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int r;
 
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l->path);
-	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (l->fd < 0)
-		return -errno;
+	if (l->fd < 0) {
+		l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (l->fd < 0)
+			return -errno;
+	}
 	for (;;) {
 		if (!connect(l->fd, (struct sockaddr *)&sa, sizeof(sa)))
 			return 0;
-		if (errno == EINTR)
-			continue;
-		if (errno == EINPROGRESS) {
-			socklen_t len = sizeof(r);
-
-			r = link_wait(l, l->fd, POLLOUT, UINT64_MAX);
-			if (r < 0)
-				return r;
-			if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &r, &len))
-				return -errno;
-			return -r;
-		}
-		if (errno != EAGAIN)
-			return -errno;
-		r = link_wait(l, -1, 0, HA_CONNECT_RETRY_MS);
-		if (r < 0)
-			return r == -ETIMEDOUT ? -EAGAIN : r;
+		if (errno != EINTR)
+			break;
 	}
+	/* AF_UNIX answers at once: EAGAIN while the listener's backlog is full (then we try
+	 * again until the deadline), never EINPROGRESS. */
+	return errno == EINPROGRESS ? -EAGAIN : -errno;
 }
 
+/* A request line, all of it now (a few dozen bytes to a peer that answered everything
+ * before: its socket buffer has room), or the link's error. */
 static int link_send(struct peer_link *l, const char *line)
 {
-	size_t len = strlen(line), off = 0;
+	size_t len = strlen(line);
+	ssize_t w;
 
-	while (off < len) {
-		ssize_t w = send(l->fd, line + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-		int r;
-
-		if (w >= 0) {
-			off += (size_t)w;
-			continue;
-		}
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		r = link_wait(l, l->fd, POLLOUT, UINT64_MAX);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	do
+		w = send(l->fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (w < 0 && errno == EINTR);
+	if (w == (ssize_t)len)
+		return 0;
+	return w < 0 && errno != EAGAIN ? -errno : -ENOBUFS;
 }
 
 /* A complete reply (text, NUL, status, newline) is in the buffer. */
@@ -648,39 +645,38 @@ static bool link_complete(const struct peer_link *l)
 }
 
 /*
- * A complete reply in the buffer: its text (without the trailing newline, at most
- * len - 1 bytes) into txt, consumed. 0 success, -EREMOTEIO failure, -EAGAIN incomplete.
+ * The complete reply in the buffer: its text (without the trailing newlines, on one line,
+ * at most len - 1 bytes) into txt, consumed. 0 success, -EREMOTEIO failure.
  */
 static int link_parse(struct peer_link *l, char *txt, size_t len)
 {
 	char *nul = memchr(l->buf, '\0', l->have);
-	size_t tl, used;
-	int r;
+	size_t tl = (size_t)(nul - l->buf), used = tl + 3;
+	int r = nul[1] == '0' ? 0 : -EREMOTEIO;
 
-	if (!link_complete(l))
-		return -EAGAIN;
-	tl = (size_t)(nul - l->buf);
-	r = nul[1] == '0' ? 0 : -EREMOTEIO;
 	while (tl && l->buf[tl - 1] == '\n')
 		tl--;
 	snprintf(txt, len, "%.*s", (int)tl, l->buf);
-	for (char *q = txt; *q; q++) /* one line in the report */
+	for (char *q = txt; *q; q++)
 		if (*q == '\n')
 			*q = ' ';
-	used = (size_t)(nul - l->buf) + 3;
 	memmove(l->buf, l->buf + used, l->have - used);
 	l->have -= used;
 	return r;
 }
 
-/* Read what the socket holds now without waiting. 0, -ECONNRESET at the end, -EMSGSIZE. */
+/*
+ * Read what the socket holds now, without waiting, into the fixed buffer. 0, -ECONNRESET
+ * at the end, -EMSGSIZE when the buffer is full without a complete reply (a flood: not
+ * read any further).
+ */
 static int link_read_now(struct peer_link *l)
 {
 	for (;;) {
 		ssize_t n;
 
 		if (l->have == sizeof(l->buf))
-			return memchr(l->buf, '\0', l->have) ? 0 : -EMSGSIZE;
+			return link_complete(l) ? 0 : -EMSGSIZE;
 		n = recv(l->fd, l->buf + l->have, sizeof(l->buf) - l->have, MSG_DONTWAIT);
 		if (n > 0) {
 			l->have += (size_t)n;
@@ -694,54 +690,17 @@ static int link_read_now(struct peer_link *l)
 	}
 }
 
-/* Wait for one reply (bounded by the buffer: a flood ends it with -EMSGSIZE). */
-static int link_reply(struct peer_link *l, char *txt, size_t len)
-{
-	for (;;) {
-		int r;
-
-		if (link_complete(l))
-			return link_parse(l, txt, len);
-		r = link_read_now(l);
-		if (link_complete(l))
-			continue;
-		if (r < 0)
-			return r;
-		r = link_wait(l, l->fd, POLLIN, UINT64_MAX);
-		if (r < 0)
-			return r;
-	}
-}
-
-/* One request and its reply. 0, -EREMOTEIO (refused: reason in txt) or another -errno. */
-static int link_ask(struct peer_link *l, const char *line, char *txt, size_t len)
-{
-	int r;
-
-	txt[0] = 0;
-	if (l->err)
-		return l->err;
-	r = link_send(l, line);
-	if (!r)
-		r = link_reply(l, txt, len);
-	if (r && r != -EREMOTEIO)
-		l->err = r;
-	return r;
-}
-
 /*
  * A commit whose answer did not come: shut our reading side down, so that the peer can
  * no longer send it (it then undoes the takeover, conserver_reply_confirm), and look at
- * what came before that. 0 when the peer's success is here, else the link's error.
+ * what came before that. 0 when the peer's success is here.
  */
 static int link_settle(struct peer_link *l, char *txt, size_t len)
 {
-	int err = l->err;
-
 	if (l->fd < 0 || shutdown(l->fd, SHUT_RD))
-		return err;
+		return -ENOTCONN;
 	link_read_now(l);
-	return link_complete(l) && !link_parse(l, txt, len) ? 0 : err;
+	return link_complete(l) && !link_parse(l, txt, len) ? 0 : -ETIMEDOUT;
 }
 
 static const char *link_why(int r, char *buf, size_t len)
@@ -752,23 +711,243 @@ static const char *link_why(int r, char *buf, size_t len)
 	case -EAGAIN:
 		return "it accepts no connection (listen backlog full) within the handover's time";
 	case -EINTR:
-		return "interrupted by a stop signal";
+		return "interrupted: the bridge is stopping now";
 	case -EMSGSIZE:
 		return "its reply is longer than a bridge's answer (not a bridge console?)";
 	case -ECONNRESET:
 		return "it closed the connection";
+	case -ENOBUFS:
+		return "it does not read what it is sent";
 	default:
 		snprintf(buf, len, "%s", strerror(-r));
 		return buf;
 	}
 }
 
-int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
-		FILE *out)
+/* The report and the log of a partition that stays here. */
+static void xfer_failed(struct ha *ha, uint32_t idx, int r, const char *answer)
 {
-	struct peer_link l = {.c = c, .path = ha->peer, .fd = -1};
-	uint32_t tried = 0, moved = 0;
-	int idx = -1, last = 0;
+	struct ha_xfer *x = &ha->x;
+	const char *name = ha->part[idx].name, *fail, *pre = r == -EREMOTEIO ? "" : "the peer: ";
+	char eb[64];
+
+	x->last = r;
+	fail = r == -EREMOTEIO ? (answer[0] ? answer : "the peer refused")
+			       : link_why(r, eb, sizeof(eb));
+	fprintf(x->out, "partition %s: not handed over: %s%s: staying active\n", name, pre, fail);
+	if (x->stopping)
+		log_err("%s: partition %s goes dark when this bridge stops: not handed over to %s: "
+			"%s%s",
+			x->why, name, ha->peer, pre, fail);
+	else
+		log_warn("%s: partition %s not handed over to %s: %s%s: staying active", x->why,
+			 name, ha->peer, pre, fail);
+}
+
+/* The peer took partition idx: standby here (after our workers drained). */
+static void xfer_moved(struct ha *ha, struct ctl *c, uint32_t idx)
+{
+	struct ha_xfer *x = &ha->x;
+	char reason[96];
+	uint64_t t0 = mono_ms();
+
+	snprintf(reason, sizeof(reason), "%s: peer active", x->why);
+	log_notice("%s: partition %s: the peer took over (exchange %s)", x->why, ha->part[idx].name,
+		   x->id);
+	part_set(ha, c, idx, true, reason, x->out);
+	x->l.deadline += mono_ms() - t0; /* our own drain is not the peer's time */
+	x->moved++;
+}
+
+static void xfer_finish(struct ha *ha, struct ctl *c)
+{
+	struct ha_xfer *x = &ha->x;
+	ha_done_fn *done = x->done;
+	void *arg = x->done_arg;
+	int rc = x->last;
+
+	if (x->l.fd >= 0) {
+		if (x->watched)
+			ctl_unwatch(c, x->l.fd);
+		close(x->l.fd);
+	}
+	fprintf(x->out, "handover: %u of %u partition%s handed over\n", x->moved, x->ntodo,
+		x->ntodo == 1 ? "" : "s");
+	if (x->moved)
+		log_notice("%s: %u of %u partition%s handed over to %s", x->why, x->moved, x->ntodo,
+			   x->ntodo == 1 ? "" : "s", ha->peer);
+	fclose(x->out);
+	x->on = false;
+	done(c, arg, rc, x->text ? x->text : "");
+	free(x->text);
+	x->text = NULL;
+	free(x->todo);
+	x->todo = NULL;
+	if (ha->stop_after) {
+		/* A stop asked for during this handover: now what is still active here. */
+		ha_done_fn *sd = ha->stop_done;
+		int r;
+
+		ha->stop_after = false;
+		r = ha_handover(ha, c, NULL, ha->stop_why, true, sd, ha->stop_arg, NULL);
+		if (r != 1)
+			sd(c, ha->stop_arg, r, "");
+	}
+}
+
+/*
+ * Go on with the handover as far as it goes without waiting: connect, ask, read the
+ * answers that are here, move to the next partition; then return until the socket or the
+ * clock (ha_event, ha_tick) says more. Finishes (calls done) after the last partition.
+ */
+static void xfer_run(struct ha *ha, struct ctl *c)
+{
+	struct ha_xfer *x = &ha->x;
+
+	while (x->on) {
+		uint32_t idx;
+		char cmd[64 + HA_NAME_MAX + HA_ID_MAX], txt[HA_ANSWER_MAX];
+		int r;
+
+		if (x->cur == x->ntodo) {
+			xfer_finish(ha, c);
+			return;
+		}
+		idx = x->todo[x->cur];
+		if (x->l.err) {
+			xfer_failed(ha, idx, x->l.err, "");
+			x->cur++;
+			continue;
+		}
+		switch (x->phase) {
+		case X_CONNECT:
+			r = link_connect(&x->l);
+			if (r == -EAGAIN)
+				return; /* ha_tick tries again */
+			if (!r && ctl_watch(c, x->l.fd, EPOLLIN, &x->tag))
+				r = -errno;
+			if (r) {
+				x->l.err = r;
+				continue;
+			}
+			x->watched = true;
+			x->phase = X_ASK;
+			continue;
+		case X_ASK:
+			if (ha->part[idx].standby) {
+				fprintf(x->out, "partition %s: standby already\n",
+					ha->part[idx].name);
+				x->cur++;
+				continue;
+			}
+			snprintf(x->id, sizeof(x->id), "%d.%" PRIu64 ".%u", (int)getpid(),
+				 ha->start_ns, ++ha->seq);
+			snprintf(cmd, sizeof(cmd), "takeover prepare %s %s\n", ha->part[idx].name,
+				 x->id);
+			x->l.err = link_send(&x->l, cmd);
+			x->phase = X_PREPARE;
+			continue;
+		case X_PREPARE:
+		case X_COMMIT:
+			r = link_read_now(&x->l);
+			if (!link_complete(&x->l)) {
+				if (!r)
+					return; /* wait for the answer */
+				if (x->phase == X_COMMIT && !link_settle(&x->l, txt, sizeof(txt))) {
+					x->l.err = r;
+					goto moved;
+				}
+				x->l.err = r;
+				continue;
+			}
+			r = link_parse(&x->l, txt, sizeof(txt));
+			if (r) {
+				xfer_failed(ha, idx, r, txt);
+				x->cur++;
+				x->phase = X_ASK;
+				continue;
+			}
+			if (x->phase == X_PREPARE) {
+				snprintf(cmd, sizeof(cmd), "takeover commit %s %s\n",
+					 ha->part[idx].name, x->id);
+				x->l.err = link_send(&x->l, cmd);
+				x->phase = X_COMMIT;
+				continue;
+			}
+moved:
+			xfer_moved(ha, c, idx);
+			x->cur++;
+			x->phase = X_ASK;
+			continue;
+		}
+	}
+}
+
+/* The handover ends its wait now with error r (the deadline, a stop signal). */
+static void xfer_stop(struct ha *ha, struct ctl *c, int r)
+{
+	struct ha_xfer *x = &ha->x;
+	char txt[HA_ANSWER_MAX];
+
+	if (x->phase == X_COMMIT && !x->l.err && !link_settle(&x->l, txt, sizeof(txt))) {
+		/* The peer's yes was there after all: that partition went over. */
+		xfer_moved(ha, c, x->todo[x->cur]);
+		x->cur++;
+		x->phase = X_ASK;
+	}
+	if (!x->l.err)
+		x->l.err = r;
+	xfer_run(ha, c);
+}
+
+void ha_event(struct ha *ha, struct ctl *c, unsigned events)
+{
+	(void)events;
+	if (ha->x.on)
+		xfer_run(ha, c);
+}
+
+void ha_tick(struct ha *ha, struct ctl *c, uint64_t now)
+{
+	struct ha_xfer *x = &ha->x;
+
+	if (!x->on)
+		return;
+	if (now >= x->l.deadline)
+		xfer_stop(ha, c, x->phase == X_CONNECT ? -EAGAIN : -ETIMEDOUT);
+	else
+		xfer_run(ha, c);
+}
+
+void ha_cancel(struct ha *ha, struct ctl *c)
+{
+	if (!ha->x.on)
+		return;
+	if (ha->stop_after) {
+		/* The stop that waited for this handover does not wait any longer. */
+		ha_done_fn *sd = ha->stop_done;
+
+		ha->stop_after = false;
+		xfer_stop(ha, c, -EINTR);
+		sd(c, ha->stop_arg, -EINTR, "");
+		return;
+	}
+	xfer_stop(ha, c, -EINTR);
+}
+
+void ha_stop_after(struct ha *ha, const char *why, ha_done_fn *done, void *arg)
+{
+	ha->stop_after = true;
+	snprintf(ha->stop_why, sizeof(ha->stop_why), "%s", why);
+	ha->stop_done = done;
+	ha->stop_arg = arg;
+}
+
+static int handover_start(struct ha *ha, struct ctl *c, const char *name, const char *why,
+			  bool stopping, ha_done_fn *done, void *arg, FILE *out)
+{
+	struct ha_xfer *x = &ha->x;
+	int idx = -1;
 
 	if (!ha->peer) {
 		fprintf(out, "handover: no peer (--ha-peer-control)\n");
@@ -778,81 +957,87 @@ int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why,
 		fprintf(out, "handover: no partition '%s' (see ha)\n", name);
 		return -ENOENT;
 	}
+	if (x->on) {
+		fprintf(out,
+			"handover: a handover is in progress (%d s at most): try again after it\n",
+			HA_HANDOVER_MS / 1000);
+		return -EBUSY;
+	}
 	if (!ha->start_ns)
 		ha->start_ns = mono_ns();
 	count_groups(ha, c->br);
-	l.deadline = mono_ms() + HA_HANDOVER_MS;
+	free(x->todo);
+	x->todo = calloc(ha->nparts, sizeof(*x->todo));
+	if (!x->todo) {
+		fprintf(out, "handover: out of memory\n");
+		return -ENOMEM;
+	}
+	x->ntodo = 0;
 	for (uint32_t i = 0; i < ha->nparts; i++) {
-		struct ha_part *p = &ha->part[i];
-		char id[HA_ID_MAX], cmd[64 + HA_NAME_MAX + HA_ID_MAX], txt[256], eb[64];
-		const char *fail = NULL;
-		uint64_t t0;
-		int r;
+		const struct ha_part *p = &ha->part[i];
 
 		if ((idx >= 0 && i != (uint32_t)idx) || p->standby)
 			continue;
 		if (!p->ngroups) {
-			/* Nothing to forward, nothing to hand over (and the peer has the same
-			 * empty partition, active or not). */
+			/* Nothing to forward, nothing to hand over. */
 			if (idx >= 0)
 				fprintf(out, "partition %s: no groups here: nothing to hand over\n",
 					p->name);
 			continue;
 		}
-		tried++;
-		if (l.fd < 0 && !l.err && (r = link_connect(&l)))
-			l.err = r;
-		snprintf(id, sizeof(id), "%d.%" PRIu64 ".%u", (int)getpid(), ha->start_ns,
-			 ++ha->seq);
-		snprintf(cmd, sizeof(cmd), "takeover prepare %s %s\n", p->name, id);
-		r = link_ask(&l, cmd, txt, sizeof(txt));
-		if (!r) {
-			snprintf(cmd, sizeof(cmd), "takeover commit %s %s\n", p->name, id);
-			r = link_ask(&l, cmd, txt, sizeof(txt));
-			if (r && r != -EREMOTEIO && !link_settle(&l, txt, sizeof(txt)))
-				r = 0; /* the answer was there after all: the peer took it */
-		}
-		if (!r) {
-			char reason[96];
-
-			snprintf(reason, sizeof(reason), "%s: peer active", why);
-			log_notice("%s: partition %s: the peer took over (exchange %s)", why,
-				   p->name, id);
-			t0 = mono_ms();
-			part_set(ha, c, i, true, reason, out);
-			l.deadline += mono_ms() - t0; /* our own drain is not the peer's time */
-			moved++;
-			continue;
-		}
-		last = r;
-		if (r == -EREMOTEIO)
-			fail = txt[0] ? txt : "the peer refused";
-		else
-			fail = link_why(r, eb, sizeof(eb));
-		fprintf(out, "partition %s: not handed over: %s%s: staying active\n", p->name,
-			r == -EREMOTEIO ? "" : "the peer: ", fail);
-		if (stopping)
-			log_err("%s: partition %s goes dark when this bridge stops: not handed "
-				"over "
-				"to %s: %s%s",
-				why, p->name, ha->peer, r == -EREMOTEIO ? "" : "the peer: ", fail);
-		else
-			log_warn("%s: partition %s not handed over to %s: %s%s: staying active",
-				 why, p->name, ha->peer, r == -EREMOTEIO ? "" : "the peer: ", fail);
+		x->todo[x->ntodo++] = i;
 	}
-	if (l.fd >= 0)
-		close(l.fd);
-	if (!tried) {
+	if (!x->ntodo) {
 		fprintf(out, "handover: no active partition%s%s with groups here\n",
 			name ? " " : "", name ? name : "");
 		return 0;
 	}
-	fprintf(out, "handover: %u of %u partition%s handed over\n", moved, tried,
-		tried == 1 ? "" : "s");
-	if (moved)
-		log_notice("%s: %u of %u partition%s handed over to %s", why, moved, tried,
-			   tried == 1 ? "" : "s", ha->peer);
-	return last;
+	x->text = NULL;
+	x->textlen = 0;
+	x->out = open_memstream(&x->text, &x->textlen);
+	if (!x->out) {
+		fprintf(out, "handover: out of memory\n");
+		return -ENOMEM;
+	}
+	x->l.path = ha->peer;
+	x->l.fd = -1;
+	x->l.err = 0;
+	x->l.have = 0;
+	x->l.deadline = mono_ms() + HA_HANDOVER_MS;
+	x->watched = false;
+	x->phase = X_CONNECT;
+	x->cur = 0;
+	x->moved = 0;
+	x->last = 0;
+	x->stopping = stopping;
+	x->done = done;
+	x->done_arg = arg;
+	x->tag = (struct ev_tag){.kind = EV_HA, .ptr = ha};
+	snprintf(x->why, sizeof(x->why), "%s", why);
+	/* The first step runs from the loop (ha_tick after this batch): done is never called
+	 * from inside this function. */
+	x->on = true;
+	return 1;
+}
+
+int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
+		ha_done_fn *done, void *arg, FILE *out)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (out)
+		return handover_start(ha, c, name, why, stopping, done, arg, out);
+	/* No one to tell (a signal): the messages go nowhere, the outcomes to the log. */
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	r = handover_start(ha, c, name, why, stopping, done, arg, f);
+	fclose(f);
+	free(buf);
+	return r;
 }
 
 void ha_show(struct ha *ha, struct ctl *c, FILE *out)

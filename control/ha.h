@@ -76,6 +76,13 @@ int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, co
 		FILE *out);
 
 /*
+ * What a handover calls when it is over: rc 0 when every partition tried went over, else
+ * the negative errno of the last failure; report is its text for people, one line per
+ * partition and a summary (the same outcomes are logged). Control thread.
+ */
+typedef void ha_done_fn(struct ctl *c, void *arg, int rc, const char *report);
+
+/*
  * Make-before-break (docs/operations.md, "Handover"): hand partition `name` (NULL: every
  * partition active here that has groups) to the peer (--ha-peer-control), one at a time
  * over one connection, each in two phases with an identity of its own:
@@ -83,17 +90,18 @@ int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, co
  *                           joined on both sides, their worker alive) and remembers ID;
  *   takeover commit P ID    the peer checks again, makes P active and answers; only then
  *                           does P go standby here.
- * Every partition is tried, whatever happened to the one before; each outcome is one line
- * on out, and logged (with `stopping`, the bridge is about to exit: a partition not
- * handed over is logged as going dark, with the reason).
+ * Every partition is tried, whatever happened to the one before. With `stopping` the
+ * bridge is about to exit: a partition not handed over is logged as going dark, with
+ * the reason, and this bridge refuses takeovers meanwhile.
  *
- * Bounded: the connect is non-blocking (a peer whose listen backlog is full is retried
- * until the deadline), and one deadline, HA_HANDOVER_MS after the start, covers the
- * connect and every request and reply of the handover; the time this bridge spends
- * draining its own queues (ctl_data_drain, at most CTL_DRAIN_MS per partition) is added
- * to it, so that only the peer's time counts. A pending SIGINT or SIGTERM ends the wait at
- * once. While it waits, the control thread keeps the data path (--workers 0) and the
- * systemd watchdog going (ctl_wait_serve); console commands wait for it.
+ * Asynchronous: the handover is driven by the control loop (ha_event on the socket,
+ * ha_tick after every batch), which goes on serving the console, timers, joins, the
+ * watchdog and the data path meanwhile. One at a time. The connect is non-blocking (a
+ * peer whose listen backlog is full is tried again until the deadline), and one
+ * deadline, HA_HANDOVER_MS after the start, covers the connect and every request and
+ * answer; the time this bridge spends draining its own queues (ctl_data_drain, at most
+ * CTL_DRAIN_MS per partition, on the control thread) is added to it, so that only the
+ * peer's time counts.
  *
  * A peer that does not answer a commit in time is settled, not guessed: the connection's
  * reading side is shut down, so that the peer's answer is either already here (the peer
@@ -101,12 +109,42 @@ int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, co
  * peer undo it (conserver_reply_confirm): exactly one bridge stays active. A peer's reply
  * is read into a fixed buffer of HA_REPLY_MAX bytes; a longer one ends the handover.
  *
- * Control thread. Returns 0 when every partition tried went over, -ENOENT / -EINVAL for a
- * bad name or no peer (nothing tried), else a negative errno of the last failure (the
- * partitions that failed stay active here).
+ * Control thread. Returns 1 when the handover started: done(c, arg, rc, report) is
+ * called when it is over, from the control loop, never from inside this call. 0 when
+ * there is nothing to hand over, -EINVAL (no peer), -ENOENT (no such partition) or
+ * -EBUSY (a handover is in progress): a message on out (NULL: none), done not called.
  */
 int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
-		FILE *out);
+		ha_done_fn *done, void *arg, FILE *out);
+
+/* A handover is in progress; one for a stop is (or a stop waits for the one that is). */
+bool ha_busy(const struct ha *ha);
+bool ha_stopping(const struct ha *ha);
+
+/*
+ * A stop (SIGTERM) while a handover of the console is in progress: when it is over, hand
+ * over what is still active here (stopping), then call done. Control thread.
+ */
+void ha_stop_after(struct ha *ha, const char *why, ha_done_fn *done, void *arg);
+
+/*
+ * The handover's socket is readable (ha_event), and after every batch of the control
+ * loop (ha_tick: the deadline, a connect to try again). Control thread.
+ */
+void ha_event(struct ha *ha, struct ctl *c, unsigned events);
+void ha_tick(struct ha *ha, struct ctl *c, uint64_t now_ms);
+
+/*
+ * End the wait of the handover in progress now (a second stop signal, the loop ending):
+ * a commit whose answer is outstanding is settled as at the deadline, the partitions not
+ * handed over stay here (reported "interrupted"), done is called; a stop waiting for the
+ * handover (ha_stop_after) no longer hands anything over. Control thread.
+ */
+void ha_cancel(struct ha *ha, struct ctl *c);
+
+/* While a handover is in progress the control loop waits at most this long for events
+ * (ha_tick: the deadline and connect retries). */
+#define HA_POLL_MS 20
 
 /*
  * The console's `takeover prepare|commit PARTITION ID`: the peer's side of ha_handover.

@@ -258,8 +258,10 @@ int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, co
 }
 
 int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
-		FILE *out)
+		ha_done_fn *done, void *arg, FILE *out)
 {
+	(void)done;
+	(void)arg;
 	(void)ha;
 	(void)c;
 	(void)name;

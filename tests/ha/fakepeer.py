@@ -6,7 +6,8 @@ fakepeer.py backlog PATH   listens with a backlog of 0 and fills it itself, neve
                            accepts: a connect to PATH cannot complete (a peer whose
                            control thread stalls while keepalived's polls keep
                            connecting).
-fakepeer.py silent PATH    accepts, reads what comes, never answers.
+fakepeer.py silent PATH    accepts, reads what comes (prints "got LINE" for each line),
+                           never answers.
 fakepeer.py flood PATH     accepts, then writes bytes without a terminator as fast as
                            the socket takes them, until the client goes.
 fakepeer.py ask PATH ...   a client of a bridge's console speaking the takeover
@@ -64,9 +65,17 @@ def serve_silent(path):
 
 
 def drain(c):
+    """Read what comes; print each line received as "got LINE" (the test waits on it)."""
+    buf = b""
     try:
-        while c.recv(4096):
-            pass
+        while True:
+            d = c.recv(4096)
+            if not d:
+                return
+            buf += d
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                print("got " + line.decode(errors="replace"), flush=True)
     except OSError:
         pass
 
