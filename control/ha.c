@@ -1060,4 +1060,19 @@ void ha_show(struct ha *ha, struct ctl *c, FILE *out)
 		fprintf(out, "%s standby_pkts=%" PRIu64 "\n", side_name[s], st.standby);
 	}
 	fprintf(out, "peer_control %s\n", ha->peer ? ha->peer : "-");
+	if (ha->x.on) {
+		static const char *const phase[] = {
+			[X_CONNECT] = "connecting",
+			[X_ASK] = "asking",
+			[X_PREPARE] = "prepare sent",
+			[X_COMMIT] = "commit sent",
+		};
+		const struct ha_xfer *x = &ha->x;
+
+		fprintf(out,
+			"handover in progress (%s): partition %s, %u of %u, %s, %" PRIu64
+			" ms left\n",
+			x->why, ha->part[x->todo[x->cur < x->ntodo ? x->cur : 0]].name, x->cur + 1,
+			x->ntodo, phase[x->phase], x->l.deadline > now ? x->l.deadline - now : 0);
+	}
 }

@@ -11,9 +11,11 @@
 # 5. SIGTERM with the full-backlog peer: the bridge exits 0 and its log names the
 #    partition that goes dark and why;
 # 6. under systemd's watchdog (NOTIFY_SOCKET, WATCHDOG_USEC), the pings go on while a
-#    handover waits for a silent peer.
+#    handover waits for a silent peer;
+# 7. the console answers another client while a handover waits (and `ha` shows it).
 # No timing assertion: bcom and the bridge run under generous `timeout`s; a bridge stuck
-# in connect() (the old code) fails the test by hitting them.
+# in connect() (the old code) fails the test by hitting them. 6 and 7 count on the
+# handover's own 2 s: a ping every 0.5 s, a `status` answered within them.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -124,8 +126,8 @@ sf_log "watchdog pings: $w0 before the handover, $w1 after it"
 	br_fail "bcom d handover: exit $BC_RC: $(cat "$SF_TMP/bcom.out")" d
 role_is d default active
 # 7. The console answers while a handover waits: `status` from a second client returns
-#    while the handover (2 s against the silent peer) is still waiting. The control loop
-#    never stalled for it.
+#    while the handover (2 s against the silent peer) is still waiting, and `ha` shows
+#    the handover in progress. The control loop never stalled for it.
 got=$(grep -c '^got ' "$SF_TMP/mute.fake" || true)
 timeout -k 2 30 "$BCOM" --control "$SF_TMP/d.sock" handover >"$SF_TMP/ho-d.out" 2>&1 &
 ho=$!
@@ -139,6 +141,9 @@ done
 bc_must d status
 kill -0 "$ho" 2>/dev/null ||
 	br_fail "bridge d: status was answered only after the handover ended (the console waited)" d
+bc_must d ha
+grep -Eq '^handover in progress \(console handover\): partition default, 1 of 1, (prepare sent|connecting|asking), [0-9]+ ms left$' \
+	"$SF_TMP/bcom.out" || br_fail "bridge d: ha does not show the handover in progress: $(cat "$SF_TMP/bcom.out")" d
 sf_wait_exit "$ho"
 [ "$SF_RC" = 1 ] || br_fail "bcom d handover (second): exit $SF_RC: $(cat "$SF_TMP/ho-d.out")" d
 grep -q 'control thread was stalled' "$SF_TMP/d.err" &&
