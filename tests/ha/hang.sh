@@ -122,8 +122,9 @@ w1=$(grep -c ' WATCHDOG=1$' "$SF_TMP/n.out" || true)
 sf_log "watchdog pings: $w0 before the handover, $w1 after it"
 [ $((w1 - w0)) -ge 3 ] ||
 	br_fail "bridge d: $((w1 - w0)) watchdog pings during a 2 s handover (expected 3 or more)" d n
-[ "$BC_RC" = 1 ] && grep -q '^partition default: not handed over: the peer: no answer' "$SF_TMP/bcom.out" ||
+if [ "$BC_RC" != 1 ] || ! grep -q '^partition default: not handed over: the peer: no answer' "$SF_TMP/bcom.out"; then
 	br_fail "bcom d handover: exit $BC_RC: $(cat "$SF_TMP/bcom.out")" d
+fi
 role_is d default active
 # 7. The console answers while a handover waits: `status` from a second client returns
 #    while the handover (2 s against the silent peer) is still waiting, and `ha` shows

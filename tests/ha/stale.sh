@@ -71,9 +71,10 @@ ask "send:takeover commit default 1.2.3"
 grep -q '^fail takeover: partition default: refused: exchange 1.2.3 is not prepared here' "$SF_TMP/ask.out" ||
 	br_fail "a commit never prepared: $(cat "$SF_TMP/ask.out")" b
 ask "send:takeover prepare default 1.2.4" "send:takeover commit default 1.2.3"
-grep -q '^ok takeover: partition default: prepared (standby here now)$' "$SF_TMP/ask.out" &&
-	grep -q '^fail .*exchange 1.2.3 is not prepared here' "$SF_TMP/ask.out" ||
+if ! grep -q '^ok takeover: partition default: prepared (standby here now)$' "$SF_TMP/ask.out" ||
+	! grep -q '^fail .*exchange 1.2.3 is not prepared here' "$SF_TMP/ask.out"; then
 	br_fail "a commit of another exchange than the prepared one: $(cat "$SF_TMP/ask.out")" b
+fi
 # Longer than a handover's time (2 s, HA_HANDOVER_MS) between prepare and commit.
 ask "send:takeover prepare default 1.2.5" "sleep:3" "send:takeover commit default 1.2.5"
 grep -q '^fail .*exchange 1.2.5 is not prepared here (stale, expired or replaced)' "$SF_TMP/ask.out" ||
@@ -104,8 +105,9 @@ sf_wait_exit "$ha_pid"
 ra=$SF_RC
 sf_wait_exit "$hb_pid"
 rb=$SF_RC
-[ "$ra" -le 1 ] && [ "$rb" -le 1 ] ||
+if [ "$ra" -gt 1 ] || [ "$rb" -gt 1 ]; then
 	br_fail "handovers at once: exit $ra and $rb: $(cat "$SF_TMP/ho-a.out" "$SF_TMP/ho-b.out")" a b
+fi
 sf_log "handovers at once: a exit $ra: $(tr '\n' ' ' <"$SF_TMP/ho-a.out")"
 sf_log "handovers at once: b exit $rb: $(tr '\n' ' ' <"$SF_TMP/ho-b.out")"
 # Let a late request be read by each before looking.
