@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ struct client {
 	char *out;	  /* reply bytes not yet written */
 	size_t outlen, outoff;
 	bool close_after; /* close once out is written (refusal, quit) */
+	uint64_t pending; /* a command's reply comes later (conserver_complete): its token */
 	bool evicted;	  /* closed in the middle of an event batch: freed after it */
 	struct client *next_evicted;
 	unsigned watching; /* epoll events registered */
@@ -105,6 +107,16 @@ struct conserver {
 	bool tty;
 	struct con_line tin;
 	struct con_tty_out tout;
+	/* The socket client whose command runs now (NULL: none, or the terminal's), and
+	 * what conserver_reply_confirm asked of its reply. */
+	struct client *running;
+	void (*undo)(void *arg);
+	void *undo_arg;
+	/* Deferred replies (conserver_defer): the last token given, the one the running
+	 * command asked for, the terminal's pending one; inside an event batch (clients
+	 * then go through the evicted list, not freed at once). */
+	uint64_t next_token, deferred, tty_pending;
+	bool tty_running, in_poll;
 };
 
 /* CLOCK_MONOTONIC in ms: the time-outs. */
@@ -195,16 +207,18 @@ static void line_reset(struct con_line *l)
  * Run a line into a freshly allocated reply with the protocol's terminator; *quit tells
  * that the command asked to close the client after the reply.
  */
-static char *run_line(struct conserver *srv, const char *line, size_t *len, bool *quit)
+static char *run_line(struct conserver *srv, const char *line, size_t *len, bool *quit, int *rc)
 {
 	char *buf = NULL;
 	size_t sz = 0;
 	FILE *f = open_memstream(&buf, &sz);
 	int r;
 
+	*rc = CONSERVER_OK;
 	if (!f)
 		return NULL;
 	r = srv->cfg.exec(srv->cfg.exec_arg, line, f);
+	*rc = r;
 	*quit = r == CONSERVER_CLOSE;
 	fputc(0, f);
 	fputc(r < 0 ? '1' : '0', f);
@@ -336,6 +350,47 @@ static bool client_flush(struct conserver *srv, struct client *k)
 	return true;
 }
 
+/*
+ * A reply under conserver_reply_confirm: out to the socket now, all of it, or the
+ * command undone and the client closed (what was not sent is dropped). Nothing else is
+ * queued for the client (a command runs only when its earlier replies are out).
+ */
+static void client_reply_confirmed(struct conserver *srv, struct client *k, const char *reply,
+				   size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t w = send(k->fd, reply + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (off == len)
+		return;
+	srv_log(srv, LOG_DEBUG, "console: pid %d: reply not taken (%zu of %zu bytes): undone",
+		(int)k->pid, off, len);
+	srv->undo(srv->undo_arg);
+	k->close_after = true;
+}
+
+int conserver_reply_confirm(struct conserver *srv, void (*undo)(void *arg), void *arg)
+{
+	struct pollfd pfd;
+
+	if (!srv->running)
+		return -ENOTCONN;
+	pfd = (struct pollfd){.fd = srv->running->fd, .events = POLLOUT | POLLRDHUP};
+	if (poll(&pfd, 1, 0) < 0 || pfd.revents & (POLLHUP | POLLERR | POLLRDHUP))
+		return -EPIPE;
+	srv->undo = undo;
+	srv->undo_arg = arg;
+	return 0;
+}
+
 static void client_line(struct conserver *srv, struct client *k)
 {
 	const char *refused = line_refused(&k->in);
@@ -346,9 +401,30 @@ static void client_line(struct conserver *srv, struct client *k)
 	if (refused) {
 		client_reply(k, refused, false);
 	} else {
-		reply = run_line(srv, k->in.buf, &len, &quit);
+		int rc;
+
+		srv->running = k;
+		srv->undo = NULL;
+		srv->deferred = 0;
+		reply = run_line(srv, k->in.buf, &len, &quit, &rc);
+		srv->running = NULL;
 		k->close_after |= quit;
-		if (!reply) {
+		if (rc == CONSERVER_PENDING && srv->deferred) {
+			/* The reply comes with conserver_complete; until then nothing more is
+			 * read from this client (only a hang-up is reported). */
+			free(reply);
+			k->pending = srv->deferred;
+			srv->deferred = 0;
+			watch(srv, EPOLL_CTL_MOD, k->fd, 0, k);
+			k->watching = 0;
+		} else if (reply && srv->undo) {
+			client_reply_confirmed(srv, k, reply, len);
+			srv->undo = NULL;
+			free(reply);
+		} else if (!reply) {
+			if (srv->undo) /* no answer can go out: nothing may stay done */
+				srv->undo(srv->undo_arg);
+			srv->undo = NULL;
 			client_reply(k, "out of memory\n", false);
 		} else {
 			if (!client_queue(k, reply, len)) {
@@ -382,11 +458,13 @@ static bool client_process(struct conserver *srv, struct client *k)
 			if (!line_put(&k->in, ch))
 				continue;
 			client_line(srv, k);
-			if (k->close_after || k->outlen)
+			if (k->close_after || k->outlen || k->pending)
 				break;
 		}
 		if (k->rawoff == k->rawlen)
 			k->rawoff = k->rawlen = 0;
+		if (k->pending)
+			return true;
 		if (!client_flush(srv, k))
 			return false;
 		/* The reply went out at once: go on with the next pipelined command. */
@@ -420,6 +498,8 @@ static void client_event(struct conserver *srv, struct client *k, unsigned event
 		client_free(srv, client_slot(srv, k));
 		return;
 	}
+	if (k->pending)
+		return;
 	if (k->outlen) {
 		/* Reply written out: go on with commands already received. */
 		if (!client_flush(srv, k) || (!k->outlen && !client_process(srv, k)))
@@ -457,8 +537,11 @@ static int client_evict(struct conserver *srv, pid_t pid)
 	struct client *k;
 	int old = 0;
 
+	/* A client waiting for a deferred reply goes last. */
 	for (int i = 1; i < CON_CLIENTS_MAX; i++)
-		if (srv->cl[i]->last_ms < srv->cl[old]->last_ms)
+		if ((srv->cl[old]->pending && !srv->cl[i]->pending) ||
+		    (!srv->cl[i]->pending == !srv->cl[old]->pending &&
+		     srv->cl[i]->last_ms < srv->cl[old]->last_ms))
 			old = i;
 	con_warn(srv,
 		 "console: %d clients connected: pid %d (no command for %.1f s) disconnected "
@@ -655,10 +738,18 @@ static void tty_read(struct conserver *srv)
 		refused = line_refused(&srv->tin);
 		f = open_memstream(&out, &olen);
 		if (f) {
-			if (refused)
+			if (refused) {
 				fputs(refused, f);
-			else
-				srv->cfg.exec(srv->cfg.exec_arg, srv->tin.buf, f);
+			} else {
+				srv->tty_running = true;
+				srv->deferred = 0;
+				if (srv->cfg.exec(srv->cfg.exec_arg, srv->tin.buf, f) ==
+					    CONSERVER_PENDING &&
+				    srv->deferred)
+					srv->tty_pending = srv->deferred;
+				srv->deferred = 0;
+				srv->tty_running = false;
+			}
 			if (!fclose(f))
 				tty_reply(srv, out, olen);
 			free(out);
@@ -677,7 +768,7 @@ static void client_idle(struct conserver *srv, int i, uint64_t now)
 	uint64_t idle_ms = idle_s * 1000;
 	struct client *k = srv->cl[i];
 
-	if (k->line_ms || now - k->last_ms < idle_ms)
+	if (k->line_ms || k->pending || now - k->last_ms < idle_ms)
 		return;
 	if (k->outlen || k->close_after) {
 		/* It does not read what it was sent (or its last words) either. */
@@ -741,6 +832,7 @@ int conserver_poll(struct conserver *srv, int timeout_ms)
 			return -errno;
 		n = 0;
 	}
+	srv->in_poll = true;
 	for (int i = 0; i < n; i++) {
 		void *p = ev[i].data.ptr;
 
@@ -753,9 +845,61 @@ int conserver_poll(struct conserver *srv, int timeout_ms)
 		else
 			client_event(srv, p, ev[i].events);
 	}
+	srv->in_poll = false;
 	/* After the batch: it may have closed clients whose events were in it. */
 	tick(srv, now_ms());
 	return n;
+}
+
+uint64_t conserver_defer(struct conserver *srv)
+{
+	if (!srv->running && !srv->tty_running)
+		return 0;
+	srv->deferred = ++srv->next_token;
+	return srv->deferred;
+}
+
+/*
+ * A client that must go now: freed, or, inside an event batch that may still hold an
+ * event of it, closed and freed after the batch (as an evicted one).
+ */
+static void client_drop(struct conserver *srv, int slot)
+{
+	struct client *k = srv->cl[slot];
+
+	if (!srv->in_poll) {
+		client_free(srv, slot);
+		return;
+	}
+	unwatch(srv, k->fd);
+	close(k->fd);
+	k->evicted = true;
+	k->next_evicted = srv->evicted;
+	srv->evicted = k;
+	srv->cl[slot] = NULL;
+}
+
+int conserver_complete(struct conserver *srv, uint64_t token, const char *text, bool ok)
+{
+	if (token && token == srv->tty_pending) {
+		tty_reply(srv, text, strlen(text));
+		srv->tty_pending = 0;
+		return 0;
+	}
+	for (int i = 0; token && i < CON_CLIENTS_MAX; i++) {
+		struct client *k = srv->cl[i];
+
+		if (!k || k->pending != token)
+			continue;
+		k->pending = 0;
+		client_reply(k, text, ok);
+		k->last_ms = now_ms();
+		/* Sent as the socket takes it; then the commands it sent meanwhile. */
+		if (!client_flush(srv, k) || (!k->outlen && k->rawlen && !client_process(srv, k)))
+			client_drop(srv, i);
+		return 0;
+	}
+	return -ENOENT;
 }
 
 int conserver_fd(const struct conserver *srv)

@@ -808,12 +808,20 @@ static void prom_pgm(FILE *f, struct bridge *br)
 	fprintf(f, "ib2roce_pgm_stream_repairs %" PRIu64 "\n", gs.repairs);
 }
 
-/* The HA role of each partition (control/ha.c): alert on changes of these. */
+/*
+ * The HA role of each partition (control/ha.c): alert on changes of these. A partition
+ * without groups (the implicit "default" of a pair whose groups are all in named
+ * partitions) forwards nothing and has no role: no ib2roce_role sample, so that the sum
+ * over a pair counts only partitions that carry traffic (docs/operations.md).
+ */
 static void prom_ha(FILE *f, struct ctl *c)
 {
 	prom_head(f, "ib2roce_role", "gauge",
-		  "HA role of the partition on this bridge: 1 active, 0 standby.");
+		  "HA role of the partition on this bridge: 1 active, 0 standby "
+		  "(partitions with groups only).");
 	for (uint32_t i = 0; i < ha_nparts(c->ha); i++) {
+		if (!ha_part_ngroups(c->ha, c, i))
+			continue;
 		fprintf(f, "ib2roce_role{partition=\"");
 		prom_value(f, ha_part_get(c->ha, i)->name);
 		fprintf(f, "\"} %d\n", !ha_part_get(c->ha, i)->standby);
