@@ -872,7 +872,11 @@ static void health_tick(struct ctl *c, uint64_t now)
 {
 	struct health h;
 	unsigned changed;
+	uint64_t logd = log_dropped();
 
+	if (logd > c->log_dropped_seen)
+		c->log_dropped_ms = now;
+	c->log_dropped_seen = logd;
 	health_check(c, now, &h);
 	if (h.stalled != c->wd_stalled) {
 		if (h.stalled)
@@ -1280,6 +1284,7 @@ static void ctl_heartbeat(struct ctl *c)
 	if (c->loop_ms && gap > CTL_STALL_MS) {
 		c->stalls++;
 		c->stall_last_ms = gap;
+		c->stall_ms = now;
 		if (gap > c->stall_max_ms)
 			c->stall_max_ms = gap;
 		log_warn("control thread was stalled for %.1f s: no timers, console, joins or "

@@ -62,14 +62,16 @@ struct ctl {
 	 */
 	uint64_t loop_ms;
 	uint64_t stalls, stall_max_ms, stall_last_ms;
+	uint64_t stall_ms;	/* when the last stall was seen (mono_ms), 0: never */
 	unsigned health_failed; /* health conditions failed at the last check (health.h) */
 	/*
-	 * Health input (health.h): the NICs' receive drop counters (nic_rx_dropped) rose
-	 * during the last second (ctl_nic_sample, from the timer). False while no side
-	 * has the counter.
+	 * Health input (health.h): when the NICs' receive drop counters (nic_rx_dropped)
+	 * were last seen rising (ctl_nic_sample, from the timer; 0: never, also while no
+	 * side has the counter), and when the log's dropped count last rose (health_tick).
 	 */
-	bool nic_drops_rising;
-	uint64_t nic_drops_seen;  /* both sides' totals at the last sample */
+	uint64_t nic_drops_ms;
+	uint64_t nic_drops_seen; /* both sides' totals at the last sample */
+	uint64_t log_dropped_ms, log_dropped_seen;
 	uint64_t join_timeout_ms; /* READY=1 at the latest this long after start */
 	const char *metrics_path; /* --metrics-file, NULL: none */
 	bool metrics_final;	  /* the last metrics file, at a clean exit: ib2roce_up 0 */
@@ -135,7 +137,8 @@ static inline void ctl_nic_sample(struct ctl *c)
 	for (int s = 0; s < NSIDES; s++)
 		if (nic_ctr_get(&c->nic[s], false, &v))
 			sum += v;
-	c->nic_drops_rising = sum > c->nic_drops_seen;
+	if (sum > c->nic_drops_seen)
+		c->nic_drops_ms = mono_ms();
 	c->nic_drops_seen = sum;
 }
 

@@ -9,9 +9,31 @@
 #include "health.h"
 #include "show_priv.h"
 
+/* One line per condition: its name, and what its failing means (health.h). */
 const char *const health_cond_name[HEALTH_NCONDS] = {
-	[HEALTH_READY] = "ready", [HEALTH_GROUPS] = "groups",	    [HEALTH_WORKERS] = "workers",
-	[HEALTH_SIDES] = "sides", [HEALTH_NIC_DROPS] = "nic_drops",
+	[HEALTH_READY] = "ready",	      /* failed */
+	[HEALTH_GROUPS] = "groups",	      /* failed */
+	[HEALTH_WORKERS] = "workers",	      /* failed */
+	[HEALTH_SIDES] = "sides",	      /* failed */
+	[HEALTH_NIC_DROPS] = "nic_drops",     /* degraded */
+	[HEALTH_CTL_STALL] = "ctl_stall",     /* degraded */
+	[HEALTH_LOG_DROPPED] = "log_dropped", /* degraded */
+};
+
+const enum health_level health_cond_level[HEALTH_NCONDS] = {
+	[HEALTH_READY] = HEALTH_LEVEL_FAILED,	      /* groups not joined yet */
+	[HEALTH_GROUPS] = HEALTH_LEVEL_FAILED,	      /* a group does not forward */
+	[HEALTH_WORKERS] = HEALTH_LEVEL_FAILED,	      /* a worker stalled */
+	[HEALTH_SIDES] = HEALTH_LEVEL_FAILED,	      /* a side down */
+	[HEALTH_NIC_DROPS] = HEALTH_LEVEL_DEGRADED,   /* the standby sees the same burst */
+	[HEALTH_CTL_STALL] = HEALTH_LEVEL_DEGRADED,   /* the data path forwarded meanwhile */
+	[HEALTH_LOG_DROPPED] = HEALTH_LEVEL_DEGRADED, /* the data path forwards */
+};
+
+const char *const health_level_name[3] = {
+	[HEALTH_LEVEL_OK] = "ok",
+	[HEALTH_LEVEL_DEGRADED] = "degraded",
+	[HEALTH_LEVEL_FAILED] = "failed",
 };
 
 uint64_t health_stall_ms(const struct ctl *c)
@@ -30,7 +52,12 @@ static void fail(struct health *h, enum health_cond k, const char *fmt, ...)
 {
 	va_list ap;
 
-	h->ok = false;
+	if (health_cond_level[k] == HEALTH_LEVEL_FAILED)
+		h->ok = false;
+	else
+		h->degraded = true;
+	if (health_cond_level[k] > h->level)
+		h->level = health_cond_level[k];
 	h->failed |= 1u << k;
 	va_start(ap, fmt);
 	vsnprintf(h->why[k], sizeof(h->why[k]), fmt, ap);
@@ -101,6 +128,12 @@ static void check_sides(struct ctl *c, struct health *h)
 		fail(h, HEALTH_SIDES, "sides: %s", msg);
 }
 
+/* A DEGRADED condition's event (at ms, 0: never) is recent enough to hold. */
+static bool recent(uint64_t ms, uint64_t now_ms)
+{
+	return ms && now_ms - ms < HEALTH_DEGRADED_HOLD_MS;
+}
+
 bool health_check(struct ctl *c, uint64_t now_ms, struct health *h)
 {
 	memset(h, 0, sizeof(*h));
@@ -111,8 +144,19 @@ bool health_check(struct ctl *c, uint64_t now_ms, struct health *h)
 		check_groups(c, h);
 	check_workers(c, now_ms, h);
 	check_sides(c, h);
-	if (c->nic_drops_rising)
-		fail(h, HEALTH_NIC_DROPS, "nic_drops: the NIC's receive drop counter is rising");
+	if (recent(c->nic_drops_ms, now_ms))
+		fail(h, HEALTH_NIC_DROPS,
+		     "nic_drops: the NIC's receive drop counter rose %" PRIu64 " s ago",
+		     (now_ms - c->nic_drops_ms) / 1000);
+	if (recent(c->stall_ms, now_ms))
+		fail(h, HEALTH_CTL_STALL,
+		     "ctl_stall: the control thread stalled for %.1f s, %" PRIu64 " s ago",
+		     (double)c->stall_last_ms / 1000.0, (now_ms - c->stall_ms) / 1000);
+	if (recent(c->log_dropped_ms, now_ms))
+		fail(h, HEALTH_LOG_DROPPED,
+		     "log_dropped: log messages were dropped (log output blocked), %" PRIu64
+		     " s ago",
+		     (now_ms - c->log_dropped_ms) / 1000);
 	return h->ok;
 }
 
@@ -120,12 +164,16 @@ bool health_print(struct ctl *c, FILE *out)
 {
 	struct health h;
 
-	if (health_check(c, mono_ms(), &h)) {
+	health_check(c, mono_ms(), &h);
+	if (!h.failed) {
 		fprintf(out, "health ok\n");
 		return true;
 	}
-	for (int k = 0; k < HEALTH_NCONDS; k++)
-		if (h.failed & (1u << k))
-			fprintf(out, "health FAILED %s\n", h.why[k]);
-	return false;
+	for (int lv = HEALTH_LEVEL_FAILED; lv > HEALTH_LEVEL_OK; lv--)
+		for (int k = 0; k < HEALTH_NCONDS; k++)
+			if ((h.failed & (1u << k)) && (int)health_cond_level[k] == lv)
+				fprintf(out, "health %s %s\n",
+					lv == HEALTH_LEVEL_FAILED ? "FAILED" : "DEGRADED",
+					h.why[k]);
+	return h.ok;
 }

@@ -434,6 +434,8 @@ void report_json(struct ctl *c, FILE *out)
 		struct health hl;
 
 		jw_bool(&j, "healthy", health_check(c, mono_ms(), &hl));
+		jw_bool(&j, "degraded", hl.degraded);
+		jw_string(&j, "health_level", health_level_name[hl.level]);
 		jw_open(&j, "health", '{');
 		for (int k = 0; k < HEALTH_NCONDS; k++)
 			jw_string(&j, health_cond_name[k], hl.why[k]);
@@ -856,8 +858,19 @@ static void prom_write(FILE *f, struct ctl *c)
 		  "goes back to 0: see ib2roce_healthy.");
 	fprintf(f, "ib2roce_ready %d\n", c->ready);
 	prom_head(f, "ib2roce_healthy", "gauge",
-		  "1 while every health condition holds (docs/metrics.md), 0 otherwise.");
+		  "1 while no FAILED health condition fails (docs/metrics.md), 0 otherwise: "
+		  "what fails over.");
 	fprintf(f, "ib2roce_healthy %d\n", h.ok && !c->metrics_final);
+	prom_head(f, "ib2roce_degraded", "gauge",
+		  "1 while a DEGRADED health condition fails (page a person, no failover).");
+	fprintf(f, "ib2roce_degraded %d\n", h.degraded);
+	prom_head(f, "ib2roce_health_condition", "gauge",
+		  "1 while the health condition fails, 0 while it holds; level: what failing "
+		  "means (failed: fail over, degraded: page).");
+	for (int k = 0; k < HEALTH_NCONDS; k++)
+		fprintf(f, "ib2roce_health_condition{condition=\"%s\",level=\"%s\"} %d\n",
+			health_cond_name[k], health_level_name[health_cond_level[k]],
+			!!(h.failed & (1u << k)));
 	prom_head(f, "ib2roce_health_condition_ok", "gauge",
 		  "1 while the health condition holds, 0 when it fails.");
 	for (int k = 0; k < HEALTH_NCONDS; k++)

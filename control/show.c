@@ -1039,11 +1039,13 @@ void show_summary(struct ctl *c, char *buf, size_t len)
 		show_side_stats(br, s, false, &st[s]);
 	if (!c->ready) {
 		snprintf(pre, sizeof(pre), "waiting for joins: ");
-	} else if (!health_check(c, mono_ms(), &h)) {
-		size_t off = (size_t)snprintf(pre, sizeof(pre), "UNHEALTHY (");
+	} else if (health_check(c, mono_ms(), &h), h.failed) {
+		/* UNHEALTHY: the FAILED conditions; DEGRADED: only DEGRADED ones fail. */
+		size_t off =
+			(size_t)snprintf(pre, sizeof(pre), "%s (", h.ok ? "DEGRADED" : "UNHEALTHY");
 
 		for (int k = 0, first = 1; k < HEALTH_NCONDS && off < sizeof(pre); k++) {
-			if (!(h.failed & (1u << k)))
+			if (!(h.failed & (1u << k)) || health_cond_level[k] != h.level)
 				continue;
 			off += (size_t)snprintf(pre + off, sizeof(pre) - off, "%s%s",
 						first ? "" : ", ", health_cond_name[k]);

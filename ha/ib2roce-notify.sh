@@ -18,7 +18,10 @@
 #    two changes of one partition in quick succession (BACKUP, then MASTER) can never
 #    reach the bridge in the wrong order, as two notify scripts started together can.
 #    With --health-file FILE it also runs `bcom health` every HEALTH_INTERVAL (0.1 s)
-#    and keeps FILE at 0 (healthy) or 1 (not), for keepalived's track_file: a bridge
+#    and keeps FILE at 0 (healthy) or 1 (not), for keepalived's track_file. `bcom
+#    health` exits 1 only for a FAILED condition; a DEGRADED one (NIC drops, a control-
+#    thread stall, log lines dropped) prints its line and exits 0, so it never fails
+#    over (docs/operations.md, "Health: FAILED and DEGRADED"). A bridge
 #    that cannot forward is noticed within 0.1 s, where a vrrp_script runs at most once
 #    a second in keepalived 2.2.7.
 #
