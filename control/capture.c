@@ -819,6 +819,7 @@ void capture_counts_get(struct capture *cap, struct capture_counts *n)
 	n->written = cap->written;
 	n->bytes = cap->bytes + cap->buflen;
 	n->dropped = cap->active ? rings_full(cap->c->br) - cap->full_base : cap->dropped;
+	n->dropped_total = rings_full(cap->c->br);
 }
 
 void capture_status(struct capture *cap, FILE *out)

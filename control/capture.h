@@ -40,6 +40,7 @@ struct capture_counts {
 				* "write error: ...", ...); "" while none did */
 	uint64_t written;      /* packets written to the file */
 	uint64_t dropped;      /* captures lost to full rings (the packets were not) */
+	uint64_t dropped_total; /* the same over every capture since the start (a counter) */
 	uint64_t bytes;	       /* file bytes (written: not what a failed write left out) */
 };
 

@@ -446,7 +446,7 @@ static int cmd_reload(struct ctl *c, char *args, FILE *out)
 		fprintf(out, "reload: not available\n");
 		return -1;
 	}
-	return c->reload(c, out) ? -1 : 0;
+	return ctl_reload(c, out) ? -1 : 0;
 }
 
 static const struct cmd cmds[] = {

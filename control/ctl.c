@@ -713,6 +713,23 @@ static void arm_force_exit(void)
 	pthread_sigmask(SIG_UNBLOCK, &ss, NULL);
 }
 
+const char *const ctl_reload_outcome_name[CTL_RELOAD_NOUTCOMES] = {
+	[CTL_RELOAD_OK] = "ok",
+	[CTL_RELOAD_REFUSED] = "refused",
+	[CTL_RELOAD_FAILED] = "failed",
+};
+
+int ctl_reload(struct ctl *c, FILE *out)
+{
+	int r;
+
+	if (!c->reload)
+		return -ENOSYS;
+	r = c->reload(c, out);
+	c->reloads[!r ? CTL_RELOAD_OK : r == -ECANCELED ? CTL_RELOAD_REFUSED : CTL_RELOAD_FAILED]++;
+	return r;
+}
+
 static void do_reload(struct ctl *c, const char *why)
 {
 	char *buf = NULL;
@@ -726,7 +743,7 @@ static void do_reload(struct ctl *c, const char *why)
 	if (!f)
 		return;
 	log_notice("%s: reloading the configuration", why);
-	r = c->reload(c, f);
+	r = ctl_reload(c, f);
 	fclose(f);
 	log_text(r ? LOG_ERR : LOG_NOTICE, "reload: ", buf);
 	free(buf);

@@ -36,6 +36,10 @@ struct metrics_http;
 struct placement;
 struct capture;
 
+/* Outcomes of a reload, the ib2roce_reloads_total{outcome} label. */
+enum ctl_reload_outcome { CTL_RELOAD_OK, CTL_RELOAD_REFUSED, CTL_RELOAD_FAILED, CTL_RELOAD_NOUTCOMES };
+extern const char *const ctl_reload_outcome_name[CTL_RELOAD_NOUTCOMES];
+
 struct ctl {
 	struct bridge *br;
 	const struct placement *place; /* where the threads run (control/placement.h) */
@@ -77,7 +81,12 @@ struct ctl {
 	bool metrics_final;	  /* the last metrics file, at a clean exit: ib2roce_up 0 */
 	uint64_t last_metrics_ms, last_rate_ms, last_pps_ms;
 	const char *config_path;		 /* -c FILE (for SIGHUP), NULL: none */
-	int (*reload)(struct ctl *c, FILE *out); /* re-read the configuration (main.c) */
+	/* Re-read the configuration (main.c): 0 applied, -ECANCELED refused (nothing
+	 * changed), another -errno failed (some changes not applied). Run by ctl_reload. */
+	int (*reload)(struct ctl *c, FILE *out);
+	uint64_t reloads[CTL_RELOAD_NOUTCOMES]; /* reloads by outcome (ctl_reload) */
+	/* The monotonic PGM gap counters last reported (report.c: never lower). */
+	uint64_t pgm_gaps_reported, pgm_missed_reported;
 	/* Defaults of groups joined at run time (the last -l, -p, -t of the command line). */
 	int def_fmt, def_tos;
 	uint16_t def_port;
@@ -160,6 +169,12 @@ void ctl_start_joins(struct ctl *c);
 
 /* Run until SIGINT/SIGTERM/SIGHUP or a fatal device event. 0 or -errno. */
 int ctl_run(struct ctl *c);
+
+/*
+ * Re-read the configuration (c->reload) with its report to out, and count the outcome
+ * in c->reloads. Control thread. Returns c->reload's value; -ENOSYS without reload.
+ */
+int ctl_reload(struct ctl *c, FILE *out);
 
 /* Leave every group on both sides (shutdown, workers stopped). */
 void ctl_leave_all(struct ctl *c);

@@ -675,6 +675,7 @@ static int reload(struct ctl *c, FILE *out)
 	feat_reload_mode(false, false, NULL);
 	if (ret) {
 		fprintf(out, "%s; nothing changed\n", err);
+		ret = -ECANCELED; /* refused (ctl_reload) */
 		goto done;
 	}
 	free_want(&r);
@@ -683,6 +684,7 @@ static int reload(struct ctl *c, FILE *out)
 	feat_reload_mode(false, false, NULL);
 	if (ret) { /* the files changed between the two passes */
 		fprintf(out, "%s\n", err);
+		ret = -ECANCELED; /* nothing changed either: refused */
 		goto done;
 	}
 	/* Compare with what was given (defaults filled in later are not in shadow). */

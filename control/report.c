@@ -765,7 +765,7 @@ static void prom_workers(FILE *f, struct ctl *c, uint64_t now_ms)
 }
 
 /* PGM inspection per side, and the gaps of the streams tracked now. */
-static void prom_pgm(FILE *f, struct bridge *br)
+static void prom_pgm(FILE *f, struct ctl *c)
 {
 	static const struct {
 		const char *name, *help;
@@ -782,6 +782,7 @@ static void prom_pgm(FILE *f, struct bridge *br)
 		{"ib2roce_pgm_bad_checksum_total", "PGM packets with a wrong checksum.",
 		 offsetof(struct chan_stats, pgm_bad_csum)},
 	};
+	struct bridge *br = c->br;
 	struct pgm_gap_sum gs = {0};
 	struct chan_stats st[NSIDES];
 
@@ -799,6 +800,28 @@ static void prom_pgm(FILE *f, struct bridge *br)
 	}
 	if (br->pgm)
 		pgm_stream_table_for_each(br->pgm, gap_add, &gs);
+	{
+		/* Counters: the aged-out streams' counts plus the live ones'; a stream read
+		 * while it is removed could count twice, then once: never report lower. */
+		struct pgm_stream_table_info ti = {0};
+		uint64_t g, m;
+
+		if (br->pgm)
+			pgm_stream_table_info(br->pgm, &ti);
+		g = ti.gaps_retired + gs.gaps;
+		m = ti.missed_retired + gs.missed;
+		if (g > c->pgm_gaps_reported)
+			c->pgm_gaps_reported = g;
+		if (m > c->pgm_missed_reported)
+			c->pgm_missed_reported = m;
+		prom_head(f, "ib2roce_pgm_gaps_total", "counter",
+			  "PGM data sequence gaps since the start, every stream (also aged-out "
+			  "ones).");
+		fprintf(f, "ib2roce_pgm_gaps_total %" PRIu64 "\n", c->pgm_gaps_reported);
+		prom_head(f, "ib2roce_pgm_missed_sqns_total", "counter",
+			  "PGM sequence numbers skipped by those gaps since the start.");
+		fprintf(f, "ib2roce_pgm_missed_sqns_total %" PRIu64 "\n", c->pgm_missed_reported);
+	}
 	prom_head(f, "ib2roce_pgm_stream_gaps", "gauge",
 		  "Sequence gaps of the PGM streams tracked now (streams age out: not a counter).");
 	fprintf(f, "ib2roce_pgm_stream_gaps %" PRIu64 "\n", gs.gaps);
@@ -835,6 +858,38 @@ static void prom_ha(FILE *f, struct ctl *c)
 		prom_value(f, ha_part_get(c->ha, i)->name);
 		fprintf(f, "\"} %" PRIu64 "\n", ha_part_get(c->ha, i)->transitions);
 	}
+}
+
+/* The control plane's own counters: what the runbooks (docs/operations.md) alert on. */
+static void prom_control(FILE *f, struct ctl *c)
+{
+	struct capture_counts cc;
+
+	prom_head(f, "ib2roce_ctl_stalls_total", "counter",
+		  "Stalls of the control thread: more than 1 s between two iterations of its "
+		  "loop.");
+	fprintf(f, "ib2roce_ctl_stalls_total %" PRIu64 "\n", c->stalls);
+	prom_head(f, "ib2roce_ctl_stall_max_seconds", "gauge",
+		  "The longest control-thread stall since the start, seconds (0: none).");
+	fprintf(f, "ib2roce_ctl_stall_max_seconds %.3f\n", (double)c->stall_max_ms / 1000.0);
+	prom_head(f, "ib2roce_log_dropped_total", "counter",
+		  "Log messages dropped because the log output was blocked or gone.");
+	fprintf(f, "ib2roce_log_dropped_total %" PRIu64 "\n", log_dropped());
+	prom_head(f, "ib2roce_console_tty_dropped_total", "counter",
+		  "Replies of the terminal console dropped: standard output did not take them.");
+	fprintf(f, "ib2roce_console_tty_dropped_total %" PRIu64 "\n",
+		console_tty_dropped(c->con));
+	capture_counts_get(c->cap, &cc);
+	prom_head(f, "ib2roce_capture_dropped_total", "counter",
+		  "Packets not recorded by packet captures (a worker's capture ring was full); "
+		  "the packets themselves were forwarded or dropped as usual.");
+	fprintf(f, "ib2roce_capture_dropped_total %" PRIu64 "\n", cc.dropped_total);
+	prom_head(f, "ib2roce_reloads_total", "counter",
+		  "Configuration reloads by outcome: ok, refused (nothing changed), failed "
+		  "(some changes not applied).");
+	for (int k = 0; k < CTL_RELOAD_NOUTCOMES; k++)
+		fprintf(f, "ib2roce_reloads_total{outcome=\"%s\"} %" PRIu64 "\n",
+			ctl_reload_outcome_name[k], c->reloads[k]);
 }
 
 static void prom_write(FILE *f, struct ctl *c)
@@ -876,6 +931,7 @@ static void prom_write(FILE *f, struct ctl *c)
 	for (int k = 0; k < HEALTH_NCONDS; k++)
 		fprintf(f, "ib2roce_health_condition_ok{condition=\"%s\"} %d\n",
 			health_cond_name[k], !(h.failed & (1u << k)));
+	prom_control(f, c);
 	prom_head(f, "ib2roce_uptime_seconds", "gauge", "Seconds since the bridge started.");
 	fprintf(f, "ib2roce_uptime_seconds %" PRIu64 "\n", sub0(now, c->start_ms) / 1000);
 	prom_head(f, "ib2roce_start_time_seconds", "gauge",
@@ -885,7 +941,7 @@ static void prom_write(FILE *f, struct ctl *c)
 	prom_ha(f, c);
 	prom_nic(f, c);
 	prom_groups(f, br);
-	prom_pgm(f, br);
+	prom_pgm(f, c);
 	prom_workers(f, c, now);
 	if (br->pool) {
 		uint64_t counts[POOL_NSTATES];

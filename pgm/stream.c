@@ -82,6 +82,7 @@ struct pgm_stream_table {
 	int label_opt;
 	/* Updated with uatomic on insert/remove/free only. */
 	uint64_t streams, inserted, removed, freed, enomem;
+	uint64_t gaps_retired, missed_retired, repairs_retired; /* pgm_stream_table_age */
 };
 
 _Static_assert(offsetof(struct pgm_stream_table, head) == 0, "a table starts with its head");
@@ -767,8 +768,18 @@ size_t pgm_stream_table_age(struct pgm_stream_table *t, uint64_t now_ns, uint64_
 			if (l > last)
 				last = l;
 		}
-		if (now_ns > last && now_ns - last > idle_ns && stream_remove(t, s))
+		if (now_ns > last && now_ns - last > idle_ns) {
+			struct pgm_stream_stats ss;
+
+			/* Read before the removal: a packet racing with it may be missed. */
+			pgm_stream_snapshot(s, &ss);
+			if (!stream_remove(t, s))
+				continue;
+			uatomic_add(&t->gaps_retired, ss.gaps);
+			uatomic_add(&t->missed_retired, ss.missed);
+			uatomic_add(&t->repairs_retired, ss.repairs);
 			n++;
+		}
 	}
 	return n;
 }
@@ -780,4 +791,7 @@ void pgm_stream_table_info(struct pgm_stream_table *t, struct pgm_stream_table_i
 	out->removed = uatomic_read(&t->removed);
 	out->freed = uatomic_read(&t->freed);
 	out->enomem = uatomic_read(&t->enomem);
+	out->gaps_retired = uatomic_read(&t->gaps_retired);
+	out->missed_retired = uatomic_read(&t->missed_retired);
+	out->repairs_retired = uatomic_read(&t->repairs_retired);
 }

@@ -412,6 +412,9 @@ struct pgm_stream_table_info {
 	uint64_t removed;  /* removed by aging or free */
 	uint64_t freed;	   /* records whose memory was released */
 	uint64_t enomem;   /* new streams not tracked for lack of memory */
+	/* What the streams removed by pgm_stream_table_age had counted (their gaps,
+	 * missed and repairs), so that these plus the live streams' never go down. */
+	uint64_t gaps_retired, missed_retired, repairs_retired;
 };
 
 /* pgm_stream_table_info - read the table counters. Any thread. O(1). */

@@ -190,6 +190,20 @@ static void test_gaps_repairs_dups(void)
 	CHECK_EQ(st.odata_last, 105);
 	CHECK_EQ(st.rx_lead, 110);
 	CHECK_EQ(st.state, PGM_STREAM_ACTIVE);
+	/* Aged out, the stream's gaps stay in the table's retired counters (the
+	 * ib2roce_pgm_gaps_total counter never goes down). */
+	{
+		struct pgm_stream_table_info info;
+
+		pgm_stream_table_info(t, &info);
+		CHECK_EQ(info.gaps_retired, 0);
+		CHECK_EQ(pgm_stream_table_age(t, clock_ns + 1000000, 1), 1);
+		pgm_stream_table_info(t, &info);
+		CHECK_EQ(info.streams, 0);
+		CHECK_EQ(info.gaps_retired, 2);
+		CHECK_EQ(info.missed_retired, 3 + 5);
+		CHECK_EQ(info.repairs_retired, 2);
+	}
 	pgm_stream_table_free(t);
 }
 

@@ -1,0 +1,73 @@
+#!/bin/bash
+# The counters a runbook needs are Prometheus counters (docs/metrics.md, "Metrics"):
+# ib2roce_ctl_stalls_total, ib2roce_log_dropped_total, ib2roce_capture_dropped_total,
+# ib2roce_console_tty_dropped_total, ib2roce_reloads_total{outcome}, ib2roce_pgm_gaps_total,
+# ib2roce_pgm_missed_sqns_total and ib2roce_role_transitions_total{partition} exist from
+# the start (TYPE counter, value 0), and increase: a control-thread stall (ctlstall), a
+# reload that applies, one that is refused (an unknown option: nothing changed), a role
+# change. The file passes `promtool check metrics` (when installed).
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init console-counters
+g=239.1.2.13
+prom=$SF_TMP/ib2roce.prom
+conf=$SF_TMP/bridge.conf
+printf 'device sim_ib0\nroce sim_roce0\nmulticast %s\n' "$g" >"$conf"
+
+br_bridge bridge 1 --workers 1 -c "$conf" --metrics-file "$prom" -e statint=1
+wait_json bridge '.ready | tostring' true
+
+# wait_prom LINE: the metrics file holds LINE within 10 s.
+wait_prom() {
+	local k=0
+
+	until grep -qx -- "$1" "$prom" 2>/dev/null; do
+		k=$((k + 1))
+		[ "$k" -le 100 ] || br_fail "metrics file without '$1': $(grep -E "${1%% *}" "$prom")" bridge
+		sleep 0.1
+	done
+}
+wait_prom 'ib2roce_ready 1'
+for m in ib2roce_ctl_stalls_total ib2roce_log_dropped_total ib2roce_capture_dropped_total \
+	ib2roce_console_tty_dropped_total ib2roce_reloads_total ib2roce_pgm_gaps_total \
+	ib2roce_pgm_missed_sqns_total ib2roce_role_transitions_total; do
+	grep -q "^# TYPE $m counter$" "$prom" || br_fail "no counter $m" bridge
+done
+for l in 'ib2roce_ctl_stalls_total 0' 'ib2roce_log_dropped_total 0' \
+	'ib2roce_capture_dropped_total 0' 'ib2roce_pgm_gaps_total 0' \
+	'ib2roce_pgm_missed_sqns_total 0' 'ib2roce_reloads_total{outcome="ok"} 0' \
+	'ib2roce_reloads_total{outcome="refused"} 0' 'ib2roce_reloads_total{outcome="failed"} 0' \
+	'ib2roce_role_transitions_total{partition="default"} 0'; do
+	wait_prom "$l"
+done
+if command -v promtool >/dev/null; then
+	promtool check metrics <"$prom" >"$SF_TMP/promtool.out" 2>&1 ||
+		br_fail "promtool check metrics: $(cat "$SF_TMP/promtool.out")" bridge
+fi
+
+# A control-thread stall.
+bc_ok bridge enable ctlstall=1200 >/dev/null
+sf_wait_line "$SF_TMP/bridge.err" 'control thread was stalled for' "$(br_pid bridge)" 15
+wait_prom 'ib2roce_ctl_stalls_total 1'
+grep -qx 'ib2roce_ctl_stall_max_seconds 1\.[2-9][0-9]*' "$prom" ||
+	br_fail "ib2roce_ctl_stall_max_seconds: $(grep stall_max "$prom")" bridge
+
+# Reloads: one applied, one refused (nothing changed).
+bc_ok bridge reload >/dev/null
+wait_prom 'ib2roce_reloads_total{outcome="ok"} 1'
+printf 'frobnicate yes\n' >>"$conf"
+bc_fail bridge 1 reload >/dev/null
+wait_prom 'ib2roce_reloads_total{outcome="refused"} 1'
+wait_prom 'ib2roce_reloads_total{outcome="ok"} 1'
+wait_prom 'ib2roce_reloads_total{outcome="failed"} 0'
+
+# A role change of the partition.
+bc_ok bridge role default standby >/dev/null
+wait_prom 'ib2roce_role_transitions_total{partition="default"} 1'
+bc_ok bridge role default active >/dev/null
+wait_prom 'ib2roce_role_transitions_total{partition="default"} 2'
+
+br_stop bridge
+sf_log "PASS"
