@@ -3,7 +3,8 @@
 # Idempotent: packages already present are left as they are. Run as root.
 set -eu
 
-# libedit-dev: bcom's line editing. prometheus: only for promtool (the metrics tests);
+# libedit-dev: bcom's line editing. prometheus: promtool (the metrics tests) and the
+# server the monitoring end-to-end test starts; python3-yaml: the rules checks (tests/monitoring);
 # Debian ships promtool only in the server package (about 100 MB installed).
 # python3-matplotlib: the plots of bench/harness.py. perftest, qperf, ucx-utils,
 # libfabric-bin, infiniband-diags (ibstat, ibaddr): the RDMA programs the simfabric
@@ -15,7 +16,7 @@ perftest qperf ucx-utils libfabric-bin libibumad-dev infiniband-diags
 liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
 libpgm-dev tshark iproute2 nftables jq util-linux procps
 valgrind clang libclang-rt-14-dev clang-format
-libedit-dev prometheus keepalived python3-matplotlib"
+libedit-dev prometheus keepalived python3-matplotlib python3-yaml curl"
 
 missing=""
 for p in $PKGS; do

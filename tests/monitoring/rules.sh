@@ -1,0 +1,51 @@
+#!/bin/bash
+# The shipped alert rules (monitoring/ib2roce.rules.yml): `promtool check rules` and
+# `promtool test rules` (rules-test.yml, a healthy pair first: nothing fires; and
+# tests/ha/rules-test.yml for the partitions). Every
+# alert has a summary, a description naming a console command that exists (bcom help),
+# a test where it fires and one where it does not, and a runbook section in
+# docs/operations.md ("#### IB2RoCEName"). Skipped without promtool (Debian: prometheus).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+rules=$src/monitoring/ib2roce.rules.yml
+command -v promtool >/dev/null || { echo "SKIP: no promtool"; exit 77; }
+fail() {
+	echo "monitoring-rules: FAIL: $*" >&2
+	exit 1
+}
+promtool check rules "$rules" || fail "promtool check rules"
+# The HA pair's partition alerts are tested in tests/ha/rules-test.yml.
+promtool test rules "$here/rules-test.yml" "$src/tests/ha/rules-test.yml" ||
+	fail "promtool test rules"
+python3 - "$rules" "$here/rules-test.yml" "$src/docs/operations.md" "$src/control/console.c" \
+	"$src/tests/ha/rules-test.yml" <<'PY' || fail "rules checks"
+import re, sys, yaml
+rules, test, ops, console, test2 = (open(p).read() for p in sys.argv[1:])
+cmds = set(re.findall(r'\{\{"([a-z_]+)"', console))
+alerts = [r for g in yaml.safe_load(rules)["groups"] for r in g["rules"] if "alert" in r]
+fired, quiet = set(), set()
+for t in yaml.safe_load(test)["tests"] + yaml.safe_load(test2)["tests"]:
+    for a in t.get("alert_rule_test", []):
+        (fired if a.get("exp_alerts") else quiet).add(a["alertname"])
+bad = []
+for r in alerts:
+    n, ann = r["alert"], r.get("annotations", {})
+    if not ann.get("summary"):
+        bad.append(f"{n}: no summary")
+    used = re.findall(r"`bcom ([a-z_]+)", ann.get("description", ""))
+    if not used:
+        bad.append(f"{n}: the description names no bcom command")
+    bad += [f"{n}: bcom {c} is no console command" for c in used if c not in cmds]
+    if n not in fired:
+        bad.append(f"{n}: no test where it fires")
+    if n not in quiet:
+        bad.append(f"{n}: no test where it stays quiet")
+    if not re.search(rf"^#### {n}\b", ops, re.M):
+        bad.append(f"{n}: no runbook section '#### {n}' in docs/operations.md")
+    if "for" in r and re.search(r"increase\(.*\[1m\]", r["expr"]):
+        bad.append(f"{n}: a loss alert with a for: clause")
+print("\n".join(bad) or f"{len(alerts)} alerts checked")
+sys.exit(1 if bad else 0)
+PY
+echo "monitoring-rules: PASS"
