@@ -1,0 +1,142 @@
+#!/bin/bash
+# The shipped rules against a real Prometheus (Debian's prometheus 2.42), started here on
+# 127.0.0.1 with its own storage, scrape and evaluation every 1 s, scraping a bridge's
+# --metrics-port on the simulated fabric (job "ib2roce", as the rules expect):
+#   1. healthy: no alert at all, not even pending, for 20 s: twice the longest `for:` a
+#      running bridge can reach (IB2RoCEFailed, 10 s); the loss alerts have no `for:`
+#      and fire at the first evaluation after their counter moved, so a longer wait
+#      would only repeat the same evaluations;
+#   2. a NIC-drop burst (a worker paused with small receive queues) fires
+#      IB2RoCENICDrops within 15 s;
+#   3. a port down (simfab port ... down) fires IB2RoCEFailed{condition="sides"}; it
+#      resolves (leaves /api/v1/alerts) once the port is back up;
+#   4. kill -9 of the bridge fires IB2RoCEScrapeDown.
+# Alerts are read through Prometheus' HTTP API (/api/v1/alerts). Skipped without the
+# prometheus binary or curl.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
+. "$(dirname "$0")/../console/lib.sh"
+
+command -v prometheus >/dev/null || { echo "SKIP: no prometheus"; exit 77; }
+command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
+sf_init monitoring-e2e
+g=239.1.2.14
+src=$(cd "$(dirname "$0")/../.." && pwd)
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+mport=$(free_port)
+pport=$(free_port)
+
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -e rqdepth=64 --metrics-port "$mport" \
+	-m "$g"
+wait_json bridge '.healthy | tostring' true
+
+mkdir -p "$SF_TMP/prom"
+cat >"$SF_TMP/prom/prometheus.yml" <<P
+global:
+  scrape_interval: 1s
+  scrape_timeout: 900ms
+  evaluation_interval: 1s
+rule_files:
+  - $src/monitoring/ib2roce.rules.yml
+scrape_configs:
+  - job_name: ib2roce
+    static_configs:
+      - targets: ['127.0.0.1:$mport']
+P
+prometheus --config.file="$SF_TMP/prom/prometheus.yml" --storage.tsdb.path="$SF_TMP/prom/data" \
+	--web.listen-address="127.0.0.1:$pport" --log.level=warn >"$SF_TMP/prom/out" 2>&1 &
+PROM=$!
+SF_PIDS="$SF_PIDS $PROM"
+api=http://127.0.0.1:$pport/api/v1
+
+prom_fail() {
+	br_fail "$1; alerts: $(curl -s "$api/alerts" 2>&1 | head -c 3000)" bridge
+}
+# alerts JQ_FILTER: the alerts (name state labels) the filter selects, one per line.
+alerts() {
+	curl -sf "$api/alerts" | jq -r ".data.alerts[] | select($1) |
+		\"\\(.labels.alertname) \\(.state) \\(.labels | tostring)\""
+}
+# wait_alert SECS JQ_FILTER WHAT: an alert that the filter selects is there within SECS.
+wait_alert() {
+	local k=0 lim=$(($1 * 10))
+
+	until [ -n "$(alerts "$2" 2>/dev/null)" ]; do
+		k=$((k + 1))
+		[ "$k" -le "$lim" ] || prom_fail "$3 not within $1 s"
+		sleep 0.1
+	done
+}
+
+# Prometheus up, scraping the bridge, the rules loaded.
+k=0
+until [ "$(curl -sf "$api/query?query=up%7Bjob%3D%22ib2roce%22%7D" | jq -r '.data.result[0].value[1]' 2>/dev/null)" = 1 ]; do
+	k=$((k + 1))
+	[ "$k" -le 300 ] || br_fail "prometheus does not scrape the bridge: $(cat "$SF_TMP/prom/out")" bridge
+	sleep 0.1
+done
+[ "$(curl -sf "$api/rules" | jq '[.data.groups[].rules[]] | length')" -ge 17 ] ||
+	br_fail "prometheus did not load the rules: $(cat "$SF_TMP/prom/out")" bridge
+
+# 1. Healthy: nothing, for 20 s. Prometheus may evaluate the rules once before its first
+# scrape is stored (IB2RoCEAbsent then goes pending): start once that is over.
+k=0
+while [ -n "$(alerts true)" ]; do
+	k=$((k + 1))
+	[ "$k" -le 100 ] || prom_fail "alerts at start do not clear"
+	sleep 0.1
+done
+for _ in $(seq 20); do
+	a=$(alerts true) || br_fail "GET /api/v1/alerts failed" bridge
+	[ -z "$a" ] || prom_fail "a healthy bridge raised: $a"
+	sleep 1
+done
+sf_log "healthy: no alert in 20 s"
+
+# 2. A NIC-drop burst: pause the worker, send more than its receive queue holds.
+bc_ok bridge enable stall=1 >/dev/null
+prev=-1
+n=0
+while :; do
+	p=$(json bridge '.workers[0].passes')
+	[ "$p" != "$prev" ] || break
+	prev=$p
+	n=$((n + 1))
+	[ "$n" -le 50 ] || br_fail "worker 0 does not stall" bridge
+	sleep 0.3
+done
+br_send burst "$IB_NET.2" -g "$g" -n 500
+bc_ok bridge disable stall >/dev/null
+[ "$(sf_counter sim_ib0 out_of_buffer)" -gt 0 ] || br_fail "the burst did not overflow the receive queue" bridge
+wait_alert 15 '.labels.alertname == "IB2RoCENICDrops" and .state == "firing" and .labels.side == "IB"' \
+	"IB2RoCENICDrops firing"
+sf_log "NIC drops: $(alerts '.labels.alertname == "IB2RoCENICDrops"')"
+
+# 3. A port down: IB2RoCEFailed (sides) fires; it resolves once the port is back.
+wait_json bridge '.healthy | tostring' true
+"$SIMFAB" port sim_roce0 down >/dev/null
+wait_json bridge '.sides[1].state' down
+sel_failed='.labels.alertname == "IB2RoCEFailed" and .labels.condition == "sides"'
+wait_alert 30 "$sel_failed and .state == \"firing\"" "IB2RoCEFailed (sides) firing"
+sf_log "port down: $(alerts "$sel_failed")"
+"$SIMFAB" port sim_roce0 up >/dev/null
+wait_json bridge '.healthy | tostring' true 15
+k=0
+while [ -n "$(alerts "$sel_failed")" ]; do
+	k=$((k + 1))
+	[ "$k" -le 300 ] || prom_fail "IB2RoCEFailed (sides) did not resolve"
+	sleep 0.1
+done
+sf_log "port up: IB2RoCEFailed resolved"
+
+# 4. kill -9: the scrape fails, IB2RoCEScrapeDown fires.
+kill -KILL "$(sf_child "$(br_pid bridge)")"
+wait_alert 30 '.labels.alertname == "IB2RoCEScrapeDown" and .state == "firing"' \
+	"IB2RoCEScrapeDown firing after kill -9"
+sf_log "kill -9: $(alerts '.labels.alertname == "IB2RoCEScrapeDown"')"
+
+kill -TERM "$PROM"
+wait "$PROM" 2>/dev/null || true
+sf_log "PASS"
