@@ -4,7 +4,8 @@
 # tests/ha/rules-test.yml for the partitions). Every
 # alert has a summary, a description naming a console command that exists (bcom help),
 # a test where it fires and one where it does not, and a runbook section in
-# docs/operations.md ("#### IB2RoCEName"). Skipped without promtool (Debian: prometheus).
+# docs/operations.md ("#### IB2RoCEName"). The dashboard names only metrics the bridge
+# exports (docs/metrics.md) and shows every metric an alert reads. Skipped without promtool (Debian: prometheus).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
@@ -19,9 +20,10 @@ promtool check rules "$rules" || fail "promtool check rules"
 promtool test rules "$here/rules-test.yml" "$src/tests/ha/rules-test.yml" ||
 	fail "promtool test rules"
 python3 - "$rules" "$here/rules-test.yml" "$src/docs/operations.md" "$src/control/console.c" \
-	"$src/tests/ha/rules-test.yml" <<'PY' || fail "rules checks"
+	"$src/tests/ha/rules-test.yml" "$src/docs/metrics.md" "$src/monitoring/ib2roce.dashboard.json" \
+	<<'PY' || fail "rules checks"
 import re, sys, yaml
-rules, test, ops, console, test2 = (open(p).read() for p in sys.argv[1:])
+rules, test, ops, console, test2 = (open(p).read() for p in sys.argv[1:6])
 cmds = set(re.findall(r'\{\{"([a-z_]+)"', console))
 alerts = [r for g in yaml.safe_load(rules)["groups"] for r in g["rules"] if "alert" in r]
 fired, quiet = set(), set()
@@ -45,7 +47,32 @@ for r in alerts:
         bad.append(f"{n}: no runbook section '#### {n}' in docs/operations.md")
     if "for" in r and re.search(r"increase\(.*\[1m\]", r["expr"]):
         bad.append(f"{n}: a loss alert with a for: clause")
-print("\n".join(bad) or f"{len(alerts)} alerts checked")
+# The dashboard: every metric a query names is one the bridge exports (docs/metrics.md's
+# table; tests/console/metrics.sh checks the same against a live scrape), and every
+# ib2roce metric an alert reads has a panel.
+import json
+metrics_md = open(sys.argv[6]).read()
+doc = set(re.findall(r"^\| `(ib2roce_[a-z_]+)`", metrics_md, re.M))
+dash = json.load(open(sys.argv[7]))
+def exprs(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == "expr":
+                yield v
+            else:
+                yield from exprs(v)
+    elif isinstance(o, list):
+        for v in o:
+            yield from exprs(v)
+def names(e):
+    return {re.sub(r"_(bucket|sum|count)$", "", n) for n in re.findall(r"ib2roce_[a-z_]+", e)}
+dnames = set().union(*(names(e) for e in exprs(dash)))
+bad += [f"dashboard: {n} is not exported (not in docs/metrics.md)" for n in sorted(dnames - doc)]
+for r in alerts:
+    rn = names(r["expr"])
+    bad += [f"{r['alert']}: {n} is not exported (not in docs/metrics.md)" for n in sorted(rn - doc)]
+    bad += [f"{r['alert']}: no dashboard panel shows {n}" for n in sorted(rn - dnames)]
+print("\n".join(bad) or f"{len(alerts)} alerts checked, {len(dnames)} dashboard metrics")
 sys.exit(1 if bad else 0)
 PY
 echo "monitoring-rules: PASS"
