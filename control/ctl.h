@@ -37,7 +37,12 @@ struct placement;
 struct capture;
 
 /* Outcomes of a reload, the ib2roce_reloads_total{outcome} label. */
-enum ctl_reload_outcome { CTL_RELOAD_OK, CTL_RELOAD_REFUSED, CTL_RELOAD_FAILED, CTL_RELOAD_NOUTCOMES };
+enum ctl_reload_outcome {
+	CTL_RELOAD_OK,
+	CTL_RELOAD_REFUSED,
+	CTL_RELOAD_FAILED,
+	CTL_RELOAD_NOUTCOMES
+};
 extern const char *const ctl_reload_outcome_name[CTL_RELOAD_NOUTCOMES];
 
 struct ctl {
@@ -80,7 +85,7 @@ struct ctl {
 	const char *metrics_path; /* --metrics-file, NULL: none */
 	bool metrics_final;	  /* the last metrics file, at a clean exit: ib2roce_up 0 */
 	uint64_t last_metrics_ms, last_rate_ms, last_pps_ms;
-	const char *config_path;		 /* -c FILE (for SIGHUP), NULL: none */
+	const char *config_path; /* -c FILE (for SIGHUP), NULL: none */
 	/* Re-read the configuration (main.c): 0 applied, -ECANCELED refused (nothing
 	 * changed), another -errno failed (some changes not applied). Run by ctl_reload. */
 	int (*reload)(struct ctl *c, FILE *out);

@@ -64,7 +64,8 @@ struct opts {
 	char control[CONTROL_PATH_MAX];
 	char pidfile[256];
 	char metrics[256];
-	unsigned metrics_port; /* --metrics-port: GET /metrics on 127.0.0.1, 0 = off */
+	unsigned metrics_port;	    /* --metrics-port: GET /metrics on 127.0.0.1, 0 = off */
+	struct metrics_http_cfg mh; /* --metrics-address, --metrics-allow */
 	char control_group[64];
 	/* Reload: the groups the configuration asks for (not bridged yet). */
 	bool reloading;
@@ -341,6 +342,20 @@ static int opt_metrics_port(void *ctx, const char *arg, char *err, size_t len)
 	return r;
 }
 
+static int opt_metrics_address(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	return metrics_http_addr_parse(&o->mh, arg, err, len);
+}
+
+static int opt_metrics_allow(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	return metrics_http_allow_parse(&o->mh, arg, err, len);
+}
+
 static int opt_control_group(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct opts *o = ctx;
@@ -477,6 +492,14 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"metrics-port", 0, "n", false,
 		 "serve GET /metrics over HTTP on 127.0.0.1:n (0 = off, the default)",
 		 opt_metrics_port, o, false},
+		{"metrics-address", 0, "addr", false,
+		 "the IPv4 address --metrics-port listens on (default 127.0.0.1; another needs "
+		 "--metrics-allow)",
+		 opt_metrics_address, o, false},
+		{"metrics-allow", 0, "list", false,
+		 "clients that may scrape --metrics-port: IPv4 addresses and prefixes A.B.C.D/N, "
+		 "comma-separated (default: loopback only)",
+		 opt_metrics_allow, o, false},
 	};
 	const struct feat_def feats[] = {
 		{"bridging", FEAT_BOOL, "forward packets (off: count them as bridging_off)", 1, 0,
@@ -611,6 +634,7 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 	o->control_cpu = -1;
 	o->allowed_cpus[0] = 0;
 	o->metrics_port = 0;
+	metrics_http_cfg_init(&o->mh);
 	o->reloading = true;
 	o->want = NULL;
 	o->nwant = o->want_cap = 0;
@@ -652,6 +676,9 @@ static void note_cfg_changes(FILE *out, const struct bridge_cfg *a, const struct
 		fprintf(out, "metrics-file: changed, needs a restart\n");
 	if (o->metrics_port != n->metrics_port)
 		fprintf(out, "metrics-port: changed, needs a restart\n");
+	if (o->mh.addr.s_addr != n->mh.addr.s_addr || o->mh.nallow != n->mh.nallow ||
+	    memcmp(o->mh.allow, n->mh.allow, o->mh.nallow * sizeof(o->mh.allow[0])))
+		fprintf(out, "metrics-address or metrics-allow: changed, needs a restart\n");
 }
 
 /*
@@ -1018,6 +1045,7 @@ int main(int argc, char **argv)
 	struct ha *ha = NULL;
 	int r, status = 0;
 
+	metrics_http_cfg_init(&o.mh);
 	/*
 	 * In every mode (issue 21 D6): a reader of stderr or stdout that goes away (--debug
 	 * piped into a pager, --systemd without a journal: stderr is the fallback) must cost
@@ -1207,8 +1235,8 @@ int main(int argc, char **argv)
 	}
 	log_info("console on %s%s", ccfg.listen_fd >= 0 ? "the socket from systemd, " : "",
 		 o.control);
-	if (o.metrics_port &&
-	    !metrics_http_open(&ctl, (uint16_t)o.metrics_port, err, sizeof(err))) {
+	o.mh.port = (uint16_t)o.metrics_port;
+	if (o.metrics_port && !metrics_http_open(&ctl, &o.mh, err, sizeof(err))) {
 		log_err("%s", err);
 		status = 1;
 		goto out_ctl;

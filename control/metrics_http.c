@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * GET /metrics over HTTP on the control thread (metrics_http.h). Own code rather than a
- * library (libmicrohttpd): one request a scrape, one reply, loopback only, on the
+ * library (libmicrohttpd): one request a scrape, one reply, allowed clients only, on the
  * control thread's existing epoll; a library would bring its own threads or loop.
  *
  * A slow client must not blind it (issue 21 D7: eight connections that sent half a
@@ -47,6 +47,8 @@ struct metrics_http {
 	/* Evicted during an event batch that may still name them: freed after it. */
 	struct mh_conn *evicted;
 	uint64_t evictions; /* idle connections closed for a new one */
+	struct metrics_http_cfg cfg;
+	uint64_t refused; /* clients not in the allow-list */
 };
 
 static void conn_close(struct metrics_http *m, int slot)
@@ -185,15 +187,48 @@ static bool conn_read(struct metrics_http *m, struct mh_conn *k)
 	return !ctl_rewatch(m->c, k->fd, EPOLLOUT, &k->tag);
 }
 
+/* The client may scrape: in the allow-list, or on loopback without one. */
+static bool client_allowed(const struct metrics_http *m, const struct sockaddr_in *sa)
+{
+	uint32_t a = sa->sin_addr.s_addr;
+
+	if (sa->sin_family != AF_INET)
+		return false;
+	if (!m->cfg.nallow)
+		return (ntohl(a) >> 24) == 127;
+	for (uint32_t i = 0; i < m->cfg.nallow; i++)
+		if ((a & m->cfg.allow[i].mask) == m->cfg.allow[i].addr)
+			return true;
+	return false;
+}
+
 static void on_accept(struct metrics_http *m)
 {
 	/* Every pending connection: a backlog full of slow ones would keep a scraper out. */
 	for (;;) {
+		struct sockaddr_in sa;
+		socklen_t salen = sizeof(sa);
 		struct mh_conn *k;
-		int fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), slot;
+		int fd = accept4(m->lfd, (struct sockaddr *)&sa, &salen,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC),
+		    slot;
 
 		if (fd < 0)
 			return;
+		/* Refused before it takes a slot: closed unanswered, counted, logged once. */
+		if (!client_allowed(m, &sa)) {
+			char ip[INET_ADDRSTRLEN] = "?";
+
+			close(fd);
+			if (!m->refused++) {
+				inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof(ip));
+				log_warn("metrics: refused a connection from %s (not in the "
+					 "allow-list); further ones are counted in "
+					 "ib2roce_metrics_refused_total",
+					 ip);
+			}
+			continue;
+		}
 		slot = slot_for_new(m);
 		k = slot >= 0 ? calloc(1, sizeof(*k)) : NULL;
 		if (!k) {
@@ -255,20 +290,106 @@ void metrics_http_tick(struct metrics_http *m, uint64_t now_ms)
 	}
 }
 
-struct metrics_http *metrics_http_open(struct ctl *c, uint16_t port, char *err, size_t errlen)
+void metrics_http_cfg_init(struct metrics_http_cfg *cfg)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons(port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	struct metrics_http *m = calloc(1, sizeof(*m));
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->addr.s_addr = htonl(INADDR_LOOPBACK);
+}
+
+int metrics_http_addr_parse(struct metrics_http_cfg *cfg, const char *arg, char *err, size_t errlen)
+{
+	struct in_addr a;
+
+	if (inet_pton(AF_INET, arg, &a) != 1)
+		return opt_errf(
+			err, errlen, -EINVAL,
+			"metrics address '%s': not an IPv4 address (e.g. 10.0.0.5, 0.0.0.0)", arg);
+	cfg->addr = a;
+	return 0;
+}
+
+int metrics_http_allow_parse(struct metrics_http_cfg *cfg, const char *arg, char *err,
+			     size_t errlen)
+{
+	struct mh_net nets[MH_ALLOW_MAX];
+	uint32_t n = 0;
+	const char *p = arg;
+
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		char item[32], *slash;
+		unsigned long bits = 32;
+		struct in_addr a;
+
+		if (len == 0 || len >= sizeof(item))
+			return opt_errf(err, errlen, -EINVAL,
+					"metrics allow-list '%s': empty or too long item", arg);
+		if (n == MH_ALLOW_MAX)
+			return opt_errf(err, errlen, -EINVAL,
+					"metrics allow-list: more than %d items", MH_ALLOW_MAX);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		slash = strchr(item, '/');
+		if (slash) {
+			char *end;
+
+			*slash = '\0';
+			errno = 0;
+			bits = strtoul(slash + 1, &end, 10);
+			if (!slash[1] || *end || errno || bits > 32)
+				return opt_errf(err, errlen, -EINVAL,
+						"metrics allow-list item '%.*s': the prefix length "
+						"must be 0 to 32",
+						(int)len, p);
+		}
+		if (inet_pton(AF_INET, item, &a) != 1)
+			return opt_errf(err, errlen, -EINVAL,
+					"metrics allow-list item '%.*s': not an IPv4 address or "
+					"prefix (A.B.C.D or A.B.C.D/N)",
+					(int)len, p);
+		nets[n].mask = bits ? htonl(~0u << (32 - bits)) : 0;
+		nets[n].addr = a.s_addr & nets[n].mask;
+		n++;
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	memcpy(cfg->allow, nets, n * sizeof(nets[0]));
+	cfg->nallow = n;
+	return 0;
+}
+
+uint64_t metrics_http_refused(const struct metrics_http *m)
+{
+	return m ? m->refused : 0;
+}
+
+struct metrics_http *metrics_http_open(struct ctl *c, const struct metrics_http_cfg *cfg, char *err,
+				       size_t errlen)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET, .sin_port = htons(cfg->port), .sin_addr = cfg->addr};
+	struct metrics_http *m;
+	char ip[INET_ADDRSTRLEN];
 	int one = 1, r;
 
+	inet_ntop(AF_INET, &cfg->addr, ip, sizeof(ip));
+	if ((ntohl(cfg->addr.s_addr) >> 24) != 127 && !cfg->nallow) {
+		opt_errf(err, errlen, -EINVAL,
+			 "metrics address %s is not a loopback address: give --metrics-allow "
+			 "(the clients that may scrape)",
+			 ip);
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
 	if (!m) {
 		opt_errf(err, errlen, -ENOMEM, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
 	m->c = c;
+	m->cfg = *cfg;
 	m->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (m->lfd < 0 || setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(m->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(m->lfd, MH_BACKLOG))
@@ -277,11 +398,12 @@ struct metrics_http *metrics_http_open(struct ctl *c, uint16_t port, char *err, 
 	if (ctl_watch(c, m->lfd, EPOLLIN, &m->ltag))
 		goto fail;
 	c->mh = m;
-	log_info("metrics on http://127.0.0.1:%u/metrics", (unsigned)port);
+	log_info("metrics on http://%s:%u/metrics%s", ip, (unsigned)cfg->port,
+		 cfg->nallow ? " (clients in the allow-list)" : " (loopback clients)");
 	return m;
 fail:
 	r = errno;
-	opt_errf(err, errlen, -r, "metrics port 127.0.0.1:%u: %s", (unsigned)port, strerror(r));
+	opt_errf(err, errlen, -r, "metrics port %s:%u: %s", ip, (unsigned)cfg->port, strerror(r));
 	if (m->lfd >= 0)
 		close(m->lfd);
 	free(m);

@@ -16,6 +16,7 @@
 #include "ha.h"
 #include "health.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "placement.h"
 #include "capture.h"
 #include "console.h"
@@ -881,13 +882,15 @@ static void prom_control(FILE *f, struct ctl *c)
 	fprintf(f, "ib2roce_log_dropped_total %" PRIu64 "\n", log_dropped());
 	prom_head(f, "ib2roce_console_tty_dropped_total", "counter",
 		  "Replies of the terminal console dropped: standard output did not take them.");
-	fprintf(f, "ib2roce_console_tty_dropped_total %" PRIu64 "\n",
-		console_tty_dropped(c->con));
+	fprintf(f, "ib2roce_console_tty_dropped_total %" PRIu64 "\n", console_tty_dropped(c->con));
 	capture_counts_get(c->cap, &cc);
 	prom_head(f, "ib2roce_capture_dropped_total", "counter",
 		  "Packets not recorded by packet captures (a worker's capture ring was full); "
 		  "the packets themselves were forwarded or dropped as usual.");
 	fprintf(f, "ib2roce_capture_dropped_total %" PRIu64 "\n", cc.dropped_total);
+	prom_head(f, "ib2roce_metrics_refused_total", "counter",
+		  "Connections to --metrics-port refused: the client is not in the allow-list.");
+	fprintf(f, "ib2roce_metrics_refused_total %" PRIu64 "\n", metrics_http_refused(c->mh));
 	prom_head(f, "ib2roce_reloads_total", "counter",
 		  "Configuration reloads by outcome: ok, refused (nothing changed), failed "
 		  "(some changes not applied).");
