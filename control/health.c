@@ -7,11 +7,16 @@
 
 #include "ctl.h"
 #include "health.h"
+#include "placement.h"
 #include "show_priv.h"
 
 const char *const health_cond_name[HEALTH_NCONDS] = {
 	[HEALTH_READY] = "ready", [HEALTH_GROUPS] = "groups",	    [HEALTH_WORKERS] = "workers",
 	[HEALTH_SIDES] = "sides", [HEALTH_NIC_DROPS] = "nic_drops",
+};
+
+const char *const health_warn_name[HEALTH_NWARNS] = {
+	[HEALTH_WARN_PLACEMENT] = "placement",
 };
 
 uint64_t health_stall_ms(const struct ctl *c)
@@ -113,6 +118,13 @@ bool health_check(struct ctl *c, uint64_t now_ms, struct health *h)
 	check_sides(c, h);
 	if (c->nic_drops_rising)
 		fail(h, HEALTH_NIC_DROPS, "nic_drops: the NIC's receive drop counter is rising");
+	if (c->place && c->place->nworker_warn) {
+		h->warned |= 1u << HEALTH_WARN_PLACEMENT;
+		snprintf(h->warn[HEALTH_WARN_PLACEMENT], HEALTH_WHY_LEN,
+			 "placement: %u worker warning%s: %.100s%s", c->place->nworker_warn,
+			 c->place->nworker_warn == 1 ? "" : "s", c->place->worker_warn,
+			 strlen(c->place->worker_warn) > 100 ? "..." : "");
+	}
 	return h->ok;
 }
 
@@ -120,12 +132,15 @@ bool health_print(struct ctl *c, FILE *out)
 {
 	struct health h;
 
-	if (health_check(c, mono_ms(), &h)) {
+	bool ok = health_check(c, mono_ms(), &h);
+
+	if (ok)
 		fprintf(out, "health ok\n");
-		return true;
-	}
 	for (int k = 0; k < HEALTH_NCONDS; k++)
 		if (h.failed & (1u << k))
 			fprintf(out, "health FAILED %s\n", h.why[k]);
-	return false;
+	for (int k = 0; k < HEALTH_NWARNS; k++)
+		if (h.warned & (1u << k))
+			fprintf(out, "health WARN %s\n", h.warn[k]);
+	return ok;
 }

@@ -11,6 +11,11 @@
  *   nic_drops  the NICs' receive drop counters did not rise in the last second
  *              (ctl.nic_drops_rising, sampled from the timer by ctl_nic_sample)
  * A bridge still waiting for its first joins (not ready) is not healthy either.
+ *
+ * Warnings are named conditions that do not make the bridge unhealthy:
+ *   placement  a worker runs on a non-isolated CPU while isolated CPUs exist, on a CPU
+ *              that takes a NIC's IRQs, or inside a housekeeping affinity narrower than
+ *              the cpuset (control/placement.h, nworker_warn)
  */
 #ifndef CONTROL_HEALTH_H
 #define CONTROL_HEALTH_H
@@ -33,6 +38,11 @@ enum health_cond {
 /* The conditions' names (JSON keys, the metrics' condition label). */
 extern const char *const health_cond_name[HEALTH_NCONDS];
 
+enum health_warn { HEALTH_WARN_PLACEMENT, HEALTH_NWARNS };
+
+/* The warnings' names (JSON keys of health_warnings, the metrics' condition label). */
+extern const char *const health_warn_name[HEALTH_NWARNS];
+
 #define HEALTH_WHY_LEN 160
 
 struct health {
@@ -41,6 +51,8 @@ struct health {
 	uint32_t stalled;			 /* 1 + the first stalled worker, 0: none */
 	uint32_t nstalled;			 /* workers whose heartbeat is stale */
 	char why[HEALTH_NCONDS][HEALTH_WHY_LEN]; /* one line per failed condition, "" if ok */
+	unsigned warned;			 /* bit per health_warn that holds */
+	char warn[HEALTH_NWARNS][HEALTH_WHY_LEN]; /* one line per warning, "" if none */
 };
 
 /*
@@ -59,7 +71,8 @@ bool health_check(struct ctl *c, uint64_t now_ms, struct health *h);
 
 /*
  * The health for people (the console's health and status): "health ok", or one
- * "health FAILED <why>" line per failed condition. Control thread. Returns the health.
+ * "health FAILED <why>" line per failed condition; then one "health WARN <why>" line per
+ * warning. Control thread. Returns the health (warnings do not change it).
  */
 bool health_print(struct ctl *c, FILE *out);
 

@@ -59,7 +59,8 @@ struct opts {
 	bool tune_check;	/* --tune-check: print the tuning report and exit */
 	bool show_placement;	/* --show-placement (with --check): print the plan */
 	int control_cpu;	/* --control-cpu, -1: automatic */
-	char allowed_cpus[256]; /* --allowed-cpus (dry runs), "": the process affinity */
+	char allowed_cpus[256]; /* --allowed-cpus CPUSET (dry runs), "": the cgroup's */
+	char affinity_cpus[256]; /* --allowed-cpus CPUSET:AFFINITY, "": CPUSET or the process's */
 	char control[CONTROL_PATH_MAX];
 	char pidfile[256];
 	char metrics[256];
@@ -196,9 +197,15 @@ static int opt_allowed_cpus(void *ctx, const char *arg, char *err, size_t len)
 	if (!o->check)
 		return opt_errf(err, len, -EINVAL,
 				"allowed-cpus is for planning: only with --check --show-placement");
+	const char *colon = strchr(arg, ':');
+
 	if (strlen(arg) >= sizeof(o->allowed_cpus))
 		return opt_errf(err, len, -EINVAL, "allowed-cpus: list too long");
-	strcpy(o->allowed_cpus, arg);
+	/* CPUSET[:AFFINITY]: one list stands for both (a process whose affinity is its whole
+	 * cpuset), as before the two were told apart. */
+	snprintf(o->allowed_cpus, sizeof(o->allowed_cpus), "%.*s",
+		 colon ? (int)(colon - arg) : (int)strlen(arg), arg);
+	snprintf(o->affinity_cpus, sizeof(o->affinity_cpus), "%s", colon ? colon + 1 : "");
 	return 0;
 }
 
@@ -435,9 +442,10 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"show-placement", 0, NULL, false,
 		 "with --check: print where workers, control thread and memory would go",
 		 opt_show_placement, o, false},
-		{"allowed-cpus", 0, "list", false,
-		 "with --check --show-placement: plan for these allowed CPUs instead of the "
-		 "process affinity",
+		{"allowed-cpus", 0, "cpuset[:affinity]", false,
+		 "with --check --show-placement: plan for this cgroup cpuset (CPUs workers may "
+		 "use) and inherited affinity (housekeeping; default: the cpuset) instead of "
+		 "this process's",
 		 opt_allowed_cpus, o, false},
 		{"idle", 0, "spin|backoff", false,
 		 "worker idle policy: spin, or spin then yield and sleep (default spin)", opt_idle,
@@ -609,6 +617,7 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 	o->control[0] = o->pidfile[0] = o->metrics[0] = o->control_group[0] = 0;
 	o->control_cpu = -1;
 	o->allowed_cpus[0] = 0;
+	o->affinity_cpus[0] = 0;
 	o->metrics_port = 0;
 	o->reloading = true;
 	o->want = NULL;
@@ -780,6 +789,7 @@ static void place_input(const struct opts *o, const struct bridge *br, struct pl
 	in->ncpus = br->cfg.ncpus;
 	in->control_cpu = o->control_cpu;
 	in->allowed = o->allowed_cpus[0] ? o->allowed_cpus : NULL;
+	in->affinity = o->affinity_cpus[0] ? o->affinity_cpus : NULL;
 	in->oversubscribe = atomic_load(&f_oversub) != 0;
 	in->rt_prio = (int)atomic_load(&f_rt);
 	for (int s = 0; s < NSIDES; s++) {
@@ -811,8 +821,8 @@ static void place_log(const struct placement *pl, const struct bridge *br)
 {
 	char line[256];
 
-	log_info("placement: %s; allowed CPUs %s; isolated CPUs %s", pl->topo, pl->allowed,
-		 pl->isolated);
+	log_info("placement: %s; allowed CPUs %s; housekeeping CPUs %s; isolated CPUs %s", pl->topo,
+		 pl->allowed, pl->housekeeping, pl->isolated);
 	log_info("NICs: IB %s; RoCE %s", pl->nic[SIDE_IB], pl->nic[SIDE_ROCE]);
 	log_info("workers' and pool's node: %s", pl->node_why);
 	for (uint32_t i = 0; i < pl->nworkers; i++) {

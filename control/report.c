@@ -436,6 +436,10 @@ void report_json(struct ctl *c, FILE *out)
 		for (int k = 0; k < HEALTH_NCONDS; k++)
 			jw_string(&j, health_cond_name[k], hl.why[k]);
 		jw_close(&j, '}');
+		jw_open(&j, "health_warnings", '{');
+		for (int k = 0; k < HEALTH_NWARNS; k++)
+			jw_string(&j, health_warn_name[k], hl.warn[k]);
+		jw_close(&j, '}');
 	}
 	jw_string(&j, "build", version_line);
 	json_sides(&j, c);
@@ -851,6 +855,11 @@ static void prom_write(FILE *f, struct ctl *c)
 	for (int k = 0; k < HEALTH_NCONDS; k++)
 		fprintf(f, "ib2roce_health_condition_ok{condition=\"%s\"} %d\n",
 			health_cond_name[k], !(h.failed & (1u << k)));
+	prom_head(f, "ib2roce_health_warning", "gauge",
+		  "1 while the warning holds (not a failure: ib2roce_healthy is unchanged).");
+	for (int k = 0; k < HEALTH_NWARNS; k++)
+		fprintf(f, "ib2roce_health_warning{condition=\"%s\"} %d\n", health_warn_name[k],
+			!!(h.warned & (1u << k)));
 	prom_head(f, "ib2roce_uptime_seconds", "gauge", "Seconds since the bridge started.");
 	fprintf(f, "ib2roce_uptime_seconds %" PRIu64 "\n", sub0(now, c->start_ms) / 1000);
 	prom_head(f, "ib2roce_start_time_seconds", "gauge",
