@@ -75,6 +75,7 @@ struct ctl {
 	uint64_t last_metrics_ms, last_rate_ms, last_pps_ms;
 	const char *config_path;		 /* -c FILE (for SIGHUP), NULL: none */
 	int (*reload)(struct ctl *c, FILE *out); /* re-read the configuration (main.c) */
+	int (*config)(struct ctl *c, FILE *out); /* the settings a reload cannot change */
 	/* Defaults of groups joined at run time (the last -l, -p, -t of the command line). */
 	int def_fmt, def_tos;
 	uint16_t def_port;
