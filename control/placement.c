@@ -1030,6 +1030,10 @@ int placement_plan(const struct place_in *in, struct placement *pl, char *err, s
 		goto out;
 	}
 	hwloc_topology_set_io_types_filter(c.t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	/* Every CPU of the machine, also those the cgroup cpuset leaves out (hwloc drops
+	 * them by default): the cpuset is read and judged here (read_cpuset), so that a
+	 * CPU outside it is named as such, not as a CPU that does not exist. */
+	hwloc_topology_set_flags(c.t, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
 	if (hwloc_topology_load(c.t)) {
 		r = errf(err, errlen, -errno, "hwloc: loading the topology: %s", strerror(errno));
 		goto out;
