@@ -285,10 +285,11 @@ size_t pcapng_epb(uint8_t *out, uint32_t ifid, uint64_t ts_ns, const uint8_t *da
 	return len;
 }
 
-int pcapng_write_all(int fd, const void *buf, size_t len)
+int pcapng_write_part(int fd, const void *buf, size_t len, size_t *done)
 {
 	const uint8_t *p = buf;
 
+	*done = 0;
 	while (len) {
 		ssize_t n = write(fd, p, len);
 
@@ -299,6 +300,14 @@ int pcapng_write_all(int fd, const void *buf, size_t len)
 		}
 		p += n;
 		len -= (size_t)n;
+		*done += (size_t)n;
 	}
 	return 0;
+}
+
+int pcapng_write_all(int fd, const void *buf, size_t len)
+{
+	size_t done;
+
+	return pcapng_write_part(fd, buf, len, &done);
 }

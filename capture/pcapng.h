@@ -106,4 +106,8 @@ size_t pcapng_epb(uint8_t *out, uint32_t ifid, uint64_t ts_ns, const uint8_t *da
 /* Write all of buf to fd, retrying short writes and EINTR. 0 or -errno. */
 int pcapng_write_all(int fd, const void *buf, size_t len);
 
+/* As pcapng_write_all, and *done = the bytes written (all of len on success, fewer when a
+ * write failed: a full disk, RLIMIT_FSIZE). */
+int pcapng_write_part(int fd, const void *buf, size_t len, size_t *done);
+
 #endif /* CAPTURE_PCAPNG_H */

@@ -5,12 +5,22 @@
  *
  * A capture has a generation (bridge->cap_gen, never 0 while it runs). Workers stamp
  * their records with the generation they read at the start of a burst; records of an
- * earlier capture still in a ring when the next one starts are skipped. The rings are
- * made at the first capture and kept until the bridge stops (a worker may still be in a
- * burst that read the generation when a capture stops).
+ * earlier capture are skipped.
+ *
+ * The rings live as long as one capture (issue 21 D13: they were made at the first
+ * capture and kept until exit, locked under -e mlock). A thread of its own ("ib2roce-cap")
+ * allocates and touches them, so that the control thread does not stall while hundreds
+ * of MiB are faulted in and locked: capture_start waits CAP_ALLOC_WAIT_MS for it, and a
+ * capture whose rings take longer starts when the thread is done (its eventfd). At the
+ * stop the rings are unpublished (workers[i].cap = NULL) and freed after a grace period
+ * by a thread of their own (a worker still in a burst that took the ring goes on using
+ * it until its next quiescent state). Their size is bounded before anything is allocated
+ * (rings_budget: RLIMIT_MEMLOCK under mlock, CAP_RINGS_MAX and MemAvailable).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -18,6 +28,9 @@
 #include <arpa/inet.h>
 #include <sys/stat.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/timerfd.h>
 
 #include "bridge.h"
@@ -27,6 +40,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "options.h"
+#include "paths.h"
 #include "pcapng.h"
 #include "pool.h"
 
@@ -35,13 +49,36 @@
 #define CAP_BUF_SIZE  (256u << 10) /* file bytes gathered before a write */
 #define CAP_IF_IB     0
 #define CAP_IF_ROCE   1
+/* The stack of the threads that make and free the rings (mmap, memset, a grace period). */
+#define CAP_ALLOC_STACK (64u << 10)
+/* How long capture_start waits for the rings before it answers "starting". */
+#define CAP_ALLOC_WAIT_MS 50
+/* Rings in all, without mlock (and at most half of MemAvailable). */
+#define CAP_RINGS_MAX	 (1ull << 30)
+#define CAP_IPC_LOCK_BIT 14 /* CAP_IPC_LOCK in /proc/self/status CapEff (linux/capability.h) */
+
+/* The rings of one capture, made by the allocation thread; freed after a grace period. */
+struct cap_rings {
+	struct rcu_head rcu;
+	uint32_t n; /* workers */
+	uint32_t recs, data;
+	int err; /* 0, or the errno of a failed allocation */
+	int efd; /* written when done */
+	struct cap_ring *ring[];
+};
 
 struct capture {
 	struct ctl *c;
 	struct capture_cfg cfg; /* a copy: a reload does not change it */
-	int tfd;
-	struct ev_tag tag;
-	bool rings_made;
+	int tfd, efd;
+	struct ev_tag tag, etag;
+	/* The rings being made (allocating) or in use (active). */
+	struct cap_rings *rings;
+	pthread_t alloc;
+	bool allocating; /* the thread runs: the capture starts when it is done */
+	bool cancel;	 /* capture stop while allocating */
+	bool exiting;	 /* capture_free: the workers stopped, rings are freed at once */
+	char why[128];	 /* why the last capture stopped ("" while none did) */
 	/* The current (or last) capture. */
 	bool active;
 	int fd;
@@ -56,6 +93,113 @@ struct capture {
 	int werr; /* a write failed: the capture stopped */
 };
 
+/*
+ * The set of rings is mapped, not malloc'd: the threads that make and free the rings
+ * then never call malloc or free, whose first call in a thread sets up a malloc arena
+ * (64 MiB reserved, locked under mlockall) that outlives the thread.
+ */
+static size_t rings_size(uint32_t n)
+{
+	return sizeof(struct cap_rings) + n * sizeof(struct cap_ring *);
+}
+
+static struct cap_rings *rings_new(uint32_t n)
+{
+	void *p = mmap(NULL, rings_size(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		       0);
+
+	return p == MAP_FAILED ? NULL : p; /* zero-filled */
+}
+
+static void rings_free_rcu(struct rcu_head *h)
+{
+	struct cap_rings *rs = caa_container_of(h, struct cap_rings, rcu);
+
+	for (uint32_t i = 0; i < rs->n; i++)
+		cap_ring_free(rs->ring[i]);
+	munmap(rs, rings_size(rs->n));
+}
+
+/* The allocation thread: every worker's ring, touched (faulted in, locked under mlock). */
+static void *rings_alloc(void *arg)
+{
+	struct cap_rings *rs = arg;
+	uint64_t one = 1;
+
+	for (uint32_t i = 0; i < rs->n && !rs->err; i++) {
+		rs->ring[i] = cap_ring_new(rs->recs, rs->data);
+		if (!rs->ring[i])
+			rs->err = errno;
+		else
+			cap_ring_touch(rs->ring[i]);
+	}
+	if (write(rs->efd, &one, sizeof(one)) < 0) {
+		/* An eventfd counter does not overflow at 1; nothing to do. */
+	}
+	return NULL;
+}
+
+/* A value of /proc/self/status ("VmLck:" in kB, "CapEff:" hex) or /proc/meminfo. */
+static bool proc_field(const char *path, const char *key, int base, uint64_t *v)
+{
+	char line[256];
+	size_t kl = strlen(key);
+	bool found = false;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, kl)) {
+			*v = strtoull(line + kl, NULL, base);
+			found = true;
+		}
+	fclose(f);
+	return found;
+}
+
+/*
+ * May rings of `need` bytes in all be made? Under mlock without CAP_IPC_LOCK the kernel
+ * locks at most RLIMIT_MEMLOCK (setrlimit(2)): what is left of it after what is locked
+ * (VmLck) bounds them. Otherwise CAP_RINGS_MAX. Always at most half of MemAvailable.
+ * 0, or -ENOMEM with the limit named in err.
+ */
+static int rings_budget(struct capture *cap, uint64_t need, char *err, size_t errlen)
+{
+	uint64_t avail = 0, locked = 0, capeff = 0;
+	struct rlimit rl;
+
+	if (cap->cfg.mlock && !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY &&
+	    proc_field("/proc/self/status", "CapEff:", 16, &capeff) &&
+	    !(capeff & (1ull << CAP_IPC_LOCK_BIT))) {
+		uint64_t lim = rl.rlim_cur, left;
+
+		proc_field("/proc/self/status", "VmLck:", 10, &locked);
+		locked *= 1024;
+		left = lim > locked ? lim - locked : 0;
+		if (need > left)
+			return opt_errf(
+				err, errlen, -ENOMEM,
+				"capture: rings of %" PRIu64 " MiB (capture-ring %u x %u "
+				"workers) do not fit in what may still be locked: "
+				"RLIMIT_MEMLOCK %" PRIu64 " MiB, %" PRIu64 " MiB locked "
+				"(-e mlock); use a smaller --capture-ring or raise the limit",
+				need >> 20, cap->cfg.ring, cap->c->br->nworkers, lim >> 20,
+				locked >> 20);
+	} else if (need > CAP_RINGS_MAX) {
+		return opt_errf(err, errlen, -ENOMEM,
+				"capture: rings of %" PRIu64 " MiB (capture-ring %u x %u workers) "
+				"exceed the %llu MiB allowed; use a smaller --capture-ring",
+				need >> 20, cap->cfg.ring, cap->c->br->nworkers,
+				CAP_RINGS_MAX >> 20);
+	}
+	if (proc_field("/proc/meminfo", "MemAvailable:", 10, &avail) && need > avail * 1024 / 2)
+		return opt_errf(err, errlen, -ENOMEM,
+				"capture: rings of %" PRIu64 " MiB (capture-ring %u x %u workers) "
+				"exceed half of the memory available (%" PRIu64 " MiB)",
+				need >> 20, cap->cfg.ring, cap->c->br->nworkers, avail >> 10);
+	return 0;
+}
 
 static int opt_capture_dir(void *ctx, const char *arg, char *err, size_t len)
 {
@@ -142,9 +286,11 @@ struct capture *capture_new(struct ctl *c, const struct capture_cfg *cfg)
 	cap->c = c;
 	cap->cfg = *cfg;
 	cap->fd = -1;
+	cap->efd = -1;
 	cap->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	cap->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	cap->buf = malloc(CAP_BUF_SIZE);
-	if (cap->tfd < 0 || !cap->buf) {
+	if (cap->tfd < 0 || cap->efd < 0 || !cap->buf) {
 		int e = errno;
 
 		capture_free(cap);
@@ -153,7 +299,9 @@ struct capture *capture_new(struct ctl *c, const struct capture_cfg *cfg)
 	}
 	cap->tag.kind = EV_CAPTURE;
 	cap->tag.ptr = cap;
-	if (ctl_watch(c, cap->tfd, EPOLLIN, &cap->tag)) {
+	cap->etag = cap->tag;
+	if (ctl_watch(c, cap->tfd, EPOLLIN, &cap->tag) ||
+	    ctl_watch(c, cap->efd, EPOLLIN, &cap->etag)) {
 		capture_free(cap);
 		errno = EIO;
 		return NULL;
@@ -172,16 +320,20 @@ static void timer_arm(struct capture *cap, bool on)
 /* Write what buf holds. */
 static void buf_flush(struct capture *cap)
 {
+	size_t done = 0;
 	int r;
 
+	if (cap->werr)
+		cap->buflen = 0; /* the capture stopped: what is gathered goes nowhere */
 	if (!cap->buflen || cap->fd < 0)
 		return;
-	r = pcapng_write_all(cap->fd, cap->buf, cap->buflen);
-	if (r && !cap->werr) {
+	r = pcapng_write_part(cap->fd, cap->buf, cap->buflen, &done);
+	if (r) {
 		cap->werr = r;
 		log_err("capture %s: write: %s", cap->name, strerror(-r));
 	}
-	cap->bytes += cap->buflen;
+	/* What the file holds: not the bytes a failed write left behind (issue 21 D10). */
+	cap->bytes += done;
 	cap->buflen = 0;
 }
 
@@ -288,13 +440,65 @@ static uint32_t rings_drain(struct capture *cap, uint32_t max)
 	return done;
 }
 
+static int64_t clock_off_ns(void)
+{
+	struct timespec m, r;
+
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &r);
+	return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
+}
+
+/* A thread of its own waits for the grace period and frees the rings. */
+static void *rings_free_thread(void *arg)
+{
+	struct cap_rings *rs = arg;
+
+	urcu_qsbr_synchronize_rcu();
+	rings_free_rcu(&rs->rcu);
+	return NULL;
+}
+
+/*
+ * Unpublish the rings and free them after a grace period (workers may be in a burst).
+ * Not with urcu_qsbr_call_rcu: its default thread, made at the first call, keeps a
+ * stack and a malloc arena (locked under mlockall) for the rest of the run; the thread
+ * here has a small stack and allocates nothing. Control thread; never waits.
+ */
+static void rings_retire(struct capture *cap)
+{
+	struct bridge *br = cap->c->br;
+	struct cap_rings *rs = cap->rings;
+	pthread_attr_t attr;
+	pthread_t t;
+	int r;
+
+	if (!rs)
+		return;
+	for (uint32_t i = 0; i < br->nworkers && i < rs->n; i++)
+		rcu_assign_pointer(br->workers[i].cap, NULL);
+	cap->rings = NULL;
+	if (cap->exiting) {
+		rings_free_rcu(&rs->rcu);
+		return;
+	}
+	r = pthread_attr_init(&attr);
+	if (!r) {
+		pthread_attr_setstacksize(&attr, CAP_ALLOC_STACK);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		r = pthread_create(&t, &attr, rings_free_thread, rs);
+		pthread_attr_destroy(&attr);
+	}
+	if (r)
+		urcu_qsbr_call_rcu(&rs->rcu, rings_free_rcu);
+}
+
 static void capture_end(struct capture *cap, const char *why)
 {
 	struct bridge *br = cap->c->br;
 
 	atomic_store_explicit(&br->cap_gen, 0, memory_order_release);
-	/* What the rings hold now; records a worker commits later carry this generation
-	 * and are skipped by the next capture. */
+	/* What the rings hold now; records a worker commits later are freed unread. */
 	while (rings_drain(cap, UINT32_MAX))
 		;
 	buf_flush(cap);
@@ -306,8 +510,59 @@ static void capture_end(struct capture *cap, const char *why)
 	cap->fd = -1;
 	cap->active = false;
 	timer_arm(cap, false);
+	rings_retire(cap);
+	if (cap->werr)
+		snprintf(cap->why, sizeof(cap->why), "write error: %s", strerror(-cap->werr));
+	else
+		snprintf(cap->why, sizeof(cap->why), "%s", why);
 	log_info("capture %s stopped (%s): %lu packets written, %lu captures dropped", cap->name,
-		 why, (unsigned long)cap->written, (unsigned long)cap->dropped);
+		 cap->why, (unsigned long)cap->written, (unsigned long)cap->dropped);
+}
+
+/* The rings are made: publish them and start (control thread). */
+static void capture_go(struct capture *cap)
+{
+	struct bridge *br = cap->c->br;
+	struct cap_rings *rs = cap->rings;
+
+	for (uint32_t i = 0; i < br->nworkers && i < rs->n; i++)
+		rcu_assign_pointer(br->workers[i].cap, rs->ring[i]);
+	cap->real_off_ns = clock_off_ns();
+	cap->full_base = rings_full(br);
+	/* Skip generation 0 (off) when the counter wraps. */
+	if (++cap->gen == 0)
+		cap->gen = 1;
+	cap->active = true;
+	atomic_store_explicit(&br->cap_sides, cap->sides, memory_order_relaxed);
+	atomic_store_explicit(&br->cap_group, cap->group, memory_order_relaxed);
+	/* Payload bytes to copy: what snaplen keeps of the frame, at least. */
+	atomic_store_explicit(&br->cap_snap, cap->snaplen, memory_order_relaxed);
+	/* Pairs with the workers' acquire load: rings and filters are set. */
+	atomic_store_explicit(&br->cap_gen, cap->gen, memory_order_release);
+	timer_arm(cap, true);
+	log_info("capture %s/%s started", cap->cfg.dir, cap->name);
+}
+
+/* The allocation thread is done (joined): start, or give up. Control thread. */
+static void alloc_done(struct capture *cap)
+{
+	struct cap_rings *rs = cap->rings;
+
+	pthread_join(cap->alloc, NULL);
+	cap->allocating = false;
+	if (!rs->err && !cap->cancel) {
+		capture_go(cap);
+		return;
+	}
+	if (rs->err)
+		snprintf(cap->why, sizeof(cap->why), "rings: %s", strerror(rs->err));
+	else
+		snprintf(cap->why, sizeof(cap->why), "stop");
+	cap->rings = NULL;
+	rings_free_rcu(&rs->rcu); /* never published */
+	close(cap->fd);
+	cap->fd = -1;
+	log_info("capture %s stopped (%s) before it started", cap->name, cap->why);
 }
 
 void capture_tick(struct capture *cap)
@@ -316,6 +571,8 @@ void capture_tick(struct capture *cap)
 
 	while (read(cap->tfd, &exp, sizeof(exp)) == sizeof(exp))
 		;
+	if (cap->allocating && read(cap->efd, &exp, sizeof(exp)) == sizeof(exp))
+		alloc_done(cap);
 	if (!cap->active)
 		return;
 	rings_drain(cap, CAP_TICK_RECS);
@@ -326,29 +583,56 @@ void capture_tick(struct capture *cap)
 		capture_end(cap, "count reached");
 }
 
-/* Make the rings (first capture). */
+/* Start the allocation of the rings; wait CAP_ALLOC_WAIT_MS for it. 0: done, 1: later. */
 static int rings_make(struct capture *cap, char *err, size_t errlen)
 {
 	struct bridge *br = cap->c->br;
 	uint32_t data = pool_buf_size(br->pool);
+	struct cap_rings *rs;
+	pthread_attr_t attr;
+	struct timespec dl;
+	uint64_t one;
+	int r;
 
-	if (cap->rings_made)
-		return 0;
-	for (uint32_t i = 0; i < br->nworkers; i++) {
-		struct cap_ring *r = cap_ring_new(cap->cfg.ring, data);
-
-		if (!r) {
-			int e = errno;
-
-			for (uint32_t k = 0; k < i; k++) {
-				cap_ring_free(br->workers[k].cap);
-				br->workers[k].cap = NULL;
-			}
-			return opt_errf(err, errlen, -e, "capture: rings: %s", strerror(e));
-		}
-		br->workers[i].cap = r;
+	rs = rings_new(br->nworkers);
+	if (!rs)
+		return opt_errf(err, errlen, -ENOMEM, "capture: rings: %s", strerror(ENOMEM));
+	rs->n = br->nworkers;
+	rs->recs = cap->cfg.ring;
+	rs->data = data;
+	rs->efd = cap->efd;
+	/* A small stack: under mlockall it is locked, and glibc keeps it for the next. */
+	r = pthread_attr_init(&attr);
+	if (!r) {
+		pthread_attr_setstacksize(&attr, CAP_ALLOC_STACK);
+		r = pthread_create(&cap->alloc, &attr, rings_alloc, rs);
+		pthread_attr_destroy(&attr);
 	}
-	cap->rings_made = true;
+	if (r) {
+		rings_free_rcu(&rs->rcu);
+		return opt_errf(err, errlen, -r, "capture: rings: thread: %s", strerror(r));
+	}
+	pthread_setname_np(cap->alloc, "ib2roce-cap");
+	cap->rings = rs;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_nsec += CAP_ALLOC_WAIT_MS * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	if (pthread_timedjoin_np(cap->alloc, NULL, &dl)) {
+		cap->allocating = true;
+		return 1;
+	}
+	if (read(cap->efd, &one, sizeof(one)) < 0) {
+		/* Already joined: the counter is all that is left to clear. */
+	}
+	if (rs->err) {
+		r = rs->err;
+		cap->rings = NULL;
+		rings_free_rcu(&rs->rcu);
+		return opt_errf(err, errlen, -r, "capture: rings: %s", strerror(r));
+	}
 	return 0;
 }
 
@@ -358,15 +642,32 @@ static int file_open(struct capture *cap, const char *name, char *err, size_t er
 	const char *dir = cap->cfg.dir, *why = name_refused(name);
 	int dfd, fd, e;
 
+	char path[sizeof(cap->cfg.dir) + 2], why2[300];
+	struct stat st;
+	int r;
+
 	if (why)
 		return opt_errf(err, errlen, -EINVAL, "capture: '%s': %s", name, why);
-	if (mkdir(dir, 0750) && errno != EEXIST)
-		return opt_errf(err, errlen, -errno, "capture: capture_dir %s: %s", dir,
-				strerror(errno));
+	/*
+	 * The rules of the control socket's and the pid file's directory (paths.h,
+	 * issue 21 D9): made one level, 0750 (0700 where others may create entries); an
+	 * existing one must be root's or ours and not writable by others, and in a shared
+	 * place a real directory, not a symbolic link.
+	 */
+	snprintf(path, sizeof(path), "%s/x", dir);
+	r = control_make_dir(path, why2, sizeof(why2));
+	if (r)
+		return opt_errf(err, errlen, r, "capture: capture_dir %s", why2);
 	dfd = open(dir, O_DIRECTORY | O_PATH | O_CLOEXEC);
 	if (dfd < 0)
 		return opt_errf(err, errlen, -errno, "capture: capture_dir %s: %s", dir,
 				strerror(errno));
+	/* The directory opened is the one checked (not one swapped in since). */
+	r = fstat(dfd, &st) ? -errno : control_dir_check(dir, &st, why2, sizeof(why2));
+	if (r) {
+		close(dfd);
+		return opt_errf(err, errlen, r, "capture: capture_dir %s", why2);
+	}
 	/* O_EXCL with O_CREAT also refuses an existing symbolic link; O_NOFOLLOW says so. */
 	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 	e = errno;
@@ -394,21 +695,12 @@ static void file_head(struct capture *cap)
 	buf_flush(cap);
 }
 
-static int64_t clock_off_ns(void)
-{
-	struct timespec m, r;
-
-	clock_gettime(CLOCK_MONOTONIC, &m);
-	clock_gettime(CLOCK_REALTIME, &r);
-	return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
-}
-
 int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 {
 	struct bridge *br = cap->c->br;
 	uint32_t sides = 3, group = 0, snap = CAPTURE_SNAP_DEFAULT;
-	uint64_t count = 0, v;
-	char *file = concmd_word(&args), *w;
+	uint64_t count = 0, v, need;
+	char *file = concmd_word(&args), *w, path[sizeof(cap->cfg.dir) + 256];
 	int fd, r;
 
 	if (!file)
@@ -454,10 +746,16 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 					w);
 		}
 	}
-	if (cap->active)
-		return opt_errf(err, errlen, -EBUSY, "capture: %s is running (capture stop first)",
+	if (cap->allocating && cap->cancel)
+		return opt_errf(err, errlen, -EBUSY,
+				"capture: %s was stopped while its rings were being made; they "
+				"still are: try again in a moment",
 				cap->name);
-	if ((r = rings_make(cap, err, errlen)))
+	if (cap->active || cap->allocating)
+		return opt_errf(err, errlen, -EBUSY, "capture: %s is %s (capture stop first)",
+				cap->name, cap->active ? "running" : "starting");
+	need = (uint64_t)br->nworkers * cap_ring_footprint(cap->cfg.ring, pool_buf_size(br->pool));
+	if ((r = rings_budget(cap, need, err, errlen)))
 		return r;
 	fd = file_open(cap, file, err, errlen);
 	if (fd < 0)
@@ -465,32 +763,43 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 	snprintf(cap->name, sizeof(cap->name), "%s", file);
 	cap->fd = fd;
 	cap->werr = 0;
+	cap->cancel = false;
+	cap->why[0] = 0;
 	cap->sides = sides;
 	cap->group = group;
 	cap->snaplen = snap;
 	cap->count = count;
-	cap->written = cap->bytes = cap->dropped = 0;
+	cap->written = cap->bytes = cap->dropped = cap->full_base = 0;
 	cap->buflen = 0;
 	file_head(cap);
-	cap->real_off_ns = clock_off_ns();
-	cap->full_base = rings_full(br);
-	/* Skip generation 0 (off) when the counter wraps. */
-	if (++cap->gen == 0)
-		cap->gen = 1;
-	cap->active = true;
-	atomic_store_explicit(&br->cap_sides, sides, memory_order_relaxed);
-	atomic_store_explicit(&br->cap_group, group, memory_order_relaxed);
-	/* Payload bytes to copy: what snaplen keeps of the frame, at least. */
-	atomic_store_explicit(&br->cap_snap, snap, memory_order_relaxed);
-	/* Pairs with the workers' acquire load: rings and filters are set. */
-	atomic_store_explicit(&br->cap_gen, cap->gen, memory_order_release);
-	timer_arm(cap, true);
-	log_info("capture %s/%s started", cap->cfg.dir, file);
+	r = rings_make(cap, err, errlen);
+	if (r < 0) {
+		close(cap->fd);
+		cap->fd = -1;
+		snprintf(path, sizeof(path), "%s/%s", cap->cfg.dir, cap->name);
+		unlink(path); /* created by us just now, empty but for the header */
+		snprintf(cap->why, sizeof(cap->why), "not started");
+		return r;
+	}
+	if (r > 0) {
+		log_info("capture %s/%s: allocating the rings, starts when they are made",
+			 cap->cfg.dir, file);
+		return 1;
+	}
+	capture_go(cap);
 	return 0;
 }
 
 int capture_stop(struct capture *cap, FILE *out)
 {
+	if (cap->allocating) {
+		/* The thread cannot be stopped in the middle of a page: it finishes, then
+		 * alloc_done frees what it made. */
+		cap->cancel = true;
+		fprintf(out, "capture %s stopped before it started: 0 packets written\n",
+			cap->name);
+		return 0;
+	}
 	if (!cap->active)
 		return -ENOENT;
 	capture_end(cap, "stop");
@@ -505,6 +814,8 @@ void capture_counts_get(struct capture *cap, struct capture_counts *n)
 	if (!cap)
 		return;
 	n->active = cap->active;
+	n->starting = cap->allocating; /* also when stopped meanwhile: the rings are made */
+	snprintf(n->stop_reason, sizeof(n->stop_reason), "%s", cap->why);
 	n->written = cap->written;
 	n->bytes = cap->bytes + cap->buflen;
 	n->dropped = cap->active ? rings_full(cap->c->br) - cap->full_base : cap->dropped;
@@ -523,8 +834,14 @@ void capture_status(struct capture *cap, FILE *out)
 	}
 	if (cap->group)
 		inet_ntop(AF_INET, &cap->group, ga, sizeof(ga));
-	fprintf(out, "capture: %s %s/%s\n", cap->active ? "running" : "stopped", cap->cfg.dir,
-		cap->name);
+	if (cap->active || (n.starting && !cap->cancel) || !cap->why[0])
+		fprintf(out, "capture: %s %s/%s\n",
+			cap->active		     ? "running"
+			: n.starting && !cap->cancel ? "starting (allocating the rings)"
+						     : "stopped",
+			cap->cfg.dir, cap->name);
+	else
+		fprintf(out, "capture: stopped (%s) %s/%s\n", cap->why, cap->cfg.dir, cap->name);
 	fprintf(out, "  side %s, group %s, snaplen %u, count %lu\n",
 		cap->sides == 3		      ? "both"
 		: cap->sides == 1u << SIDE_IB ? "ib"
@@ -541,17 +858,22 @@ void capture_free(struct capture *cap)
 	if (!cap)
 		return;
 	br = cap->c->br;
+	(void)br;
+	cap->exiting = true;
+	if (cap->allocating) {
+		cap->cancel = true;
+		alloc_done(cap); /* joins the thread: at exit, waiting is what is left */
+	}
 	if (cap->active)
 		capture_end(cap, "bridge stopping");
 	if (cap->tfd >= 0) {
 		ctl_unwatch(cap->c, cap->tfd);
 		close(cap->tfd);
 	}
-	if (cap->rings_made)
-		for (uint32_t i = 0; i < br->nworkers; i++) {
-			cap_ring_free(br->workers[i].cap);
-			br->workers[i].cap = NULL;
-		}
+	if (cap->efd >= 0) {
+		ctl_unwatch(cap->c, cap->efd);
+		close(cap->efd);
+	}
 	free(cap->buf);
 	free(cap);
 }

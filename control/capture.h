@@ -28,14 +28,19 @@ struct capture_cfg {
 	char dir[256];
 	char file[256]; /* --capture FILE: started with the bridge, "" = none */
 	uint32_t ring;
+	bool mlock; /* -e mlock: the rings are locked, bounded by RLIMIT_MEMLOCK */
 };
 
 /* Counters of the current (or last) capture, for stats --json. */
 struct capture_counts {
 	bool active;
-	uint64_t written; /* packets written to the file */
-	uint64_t dropped; /* captures lost to full rings (the packets were not) */
-	uint64_t bytes;	  /* file bytes */
+	bool starting;	       /* its rings are being made (capture start answered "starting";
+				* also after a capture stop meanwhile, until they are made) */
+	char stop_reason[128]; /* why the last capture stopped ("stop", "count reached",
+				* "write error: ...", ...); "" while none did */
+	uint64_t written;      /* packets written to the file */
+	uint64_t dropped;      /* captures lost to full rings (the packets were not) */
+	uint64_t bytes;	       /* file bytes (written: not what a failed write left out) */
 };
 
 /* Set the defaults and register the options capture-dir, capture-ring, capture. Main thread. */
@@ -51,12 +56,17 @@ void capture_free(struct capture *cap);
 
 /*
  * Start a capture: "FILE [group G] [side ib|roce|both] [count N] [snaplen N]". FILE is a
- * name in capture_dir (no '/', no ".."), created new (never an existing file or link).
- * Control thread. 0, or negative errno with a message in err; nothing changes then.
+ * name in capture_dir (no '/', no ".."), created new (never an existing file or link);
+ * capture_dir obeys the rules of the control socket's directory (control_make_dir).
+ * The rings (capture-ring records per worker) must fit the budget (docs/operations.md)
+ * and are made by a thread of their own. Control thread. 0: started; 1: starting, when
+ * the rings are made (they took longer than 50 ms); or negative errno with a message in
+ * err, nothing changed then.
  */
 int capture_start(struct capture *cap, char *args, char *err, size_t errlen);
 
-/* Stop the running capture after writing what the rings hold. -ENOENT when none runs. */
+/* Stop the running capture after writing what the rings hold, and free the rings (after
+ * a grace period); a starting one does not start. -ENOENT when none runs. */
 int capture_stop(struct capture *cap, FILE *out);
 
 /* Print the state of the capture ("capture status"). Control thread. */

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,12 +58,32 @@ struct client {
 	char *out;	  /* reply bytes not yet written */
 	size_t outlen, outoff;
 	bool close_after; /* close once out is written (refusal, quit) */
+	uint64_t pending; /* a command's reply comes later (conserver_complete): its token */
 	bool evicted;	  /* closed in the middle of an event batch: freed after it */
 	struct client *next_evicted;
 	unsigned watching; /* epoll events registered */
 	uint64_t last_ms;  /* connected, or ran its last command (idle time-out, eviction) */
 	pid_t pid;
 	uid_t uid;
+};
+
+/*
+ * The terminal console's replies (issue 21 D11: a stdout pipe nobody read stalled the
+ * control thread 7 s in fflush). They go through a buffer of CON_TTY_OUT_MAX bytes to a
+ * descriptor of their own that never blocks: standard output opened again (/proc/self/
+ * fd/1) with O_NONBLOCK for a pipe, FIFO or terminal (its own open file description, so
+ * stderr, which may share stdout's, is left as it is); send(MSG_DONTWAIT) for a socket;
+ * a regular file as is (its writes do not wait for a reader). What the descriptor does
+ * not take waits for EPOLLOUT; a reply that does not fit in the buffer is dropped whole
+ * and counted (conserver_tty_dropped), with a warning.
+ */
+struct con_tty_out {
+	int fd;	       /* -1: none */
+	bool sock;     /* send(MSG_DONTWAIT) instead of write */
+	bool watching; /* EPOLLOUT registered */
+	char *buf;
+	size_t len, off;
+	uint64_t dropped; /* replies dropped */
 };
 
 /* Log lines that clients cause: a burst per window, then a count of the rest. */
@@ -85,6 +106,17 @@ struct conserver {
 	/* The terminal: commands from stdin, replies to stdout. */
 	bool tty;
 	struct con_line tin;
+	struct con_tty_out tout;
+	/* The socket client whose command runs now (NULL: none, or the terminal's), and
+	 * what conserver_reply_confirm asked of its reply. */
+	struct client *running;
+	void (*undo)(void *arg);
+	void *undo_arg;
+	/* Deferred replies (conserver_defer): the last token given, the one the running
+	 * command asked for, the terminal's pending one; inside an event batch (clients
+	 * then go through the evicted list, not freed at once). */
+	uint64_t next_token, deferred, tty_pending;
+	bool tty_running, in_poll;
 };
 
 /* CLOCK_MONOTONIC in ms: the time-outs. */
@@ -175,16 +207,18 @@ static void line_reset(struct con_line *l)
  * Run a line into a freshly allocated reply with the protocol's terminator; *quit tells
  * that the command asked to close the client after the reply.
  */
-static char *run_line(struct conserver *srv, const char *line, size_t *len, bool *quit)
+static char *run_line(struct conserver *srv, const char *line, size_t *len, bool *quit, int *rc)
 {
 	char *buf = NULL;
 	size_t sz = 0;
 	FILE *f = open_memstream(&buf, &sz);
 	int r;
 
+	*rc = CONSERVER_OK;
 	if (!f)
 		return NULL;
 	r = srv->cfg.exec(srv->cfg.exec_arg, line, f);
+	*rc = r;
 	*quit = r == CONSERVER_CLOSE;
 	fputc(0, f);
 	fputc(r < 0 ? '1' : '0', f);
@@ -316,6 +350,47 @@ static bool client_flush(struct conserver *srv, struct client *k)
 	return true;
 }
 
+/*
+ * A reply under conserver_reply_confirm: out to the socket now, all of it, or the
+ * command undone and the client closed (what was not sent is dropped). Nothing else is
+ * queued for the client (a command runs only when its earlier replies are out).
+ */
+static void client_reply_confirmed(struct conserver *srv, struct client *k, const char *reply,
+				   size_t len)
+{
+	size_t off = 0;
+
+	while (off < len) {
+		ssize_t w = send(k->fd, reply + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (off == len)
+		return;
+	srv_log(srv, LOG_DEBUG, "console: pid %d: reply not taken (%zu of %zu bytes): undone",
+		(int)k->pid, off, len);
+	srv->undo(srv->undo_arg);
+	k->close_after = true;
+}
+
+int conserver_reply_confirm(struct conserver *srv, void (*undo)(void *arg), void *arg)
+{
+	struct pollfd pfd;
+
+	if (!srv->running)
+		return -ENOTCONN;
+	pfd = (struct pollfd){.fd = srv->running->fd, .events = POLLOUT | POLLRDHUP};
+	if (poll(&pfd, 1, 0) < 0 || pfd.revents & (POLLHUP | POLLERR | POLLRDHUP))
+		return -EPIPE;
+	srv->undo = undo;
+	srv->undo_arg = arg;
+	return 0;
+}
+
 static void client_line(struct conserver *srv, struct client *k)
 {
 	const char *refused = line_refused(&k->in);
@@ -326,9 +401,30 @@ static void client_line(struct conserver *srv, struct client *k)
 	if (refused) {
 		client_reply(k, refused, false);
 	} else {
-		reply = run_line(srv, k->in.buf, &len, &quit);
+		int rc;
+
+		srv->running = k;
+		srv->undo = NULL;
+		srv->deferred = 0;
+		reply = run_line(srv, k->in.buf, &len, &quit, &rc);
+		srv->running = NULL;
 		k->close_after |= quit;
-		if (!reply) {
+		if (rc == CONSERVER_PENDING && srv->deferred) {
+			/* The reply comes with conserver_complete; until then nothing more is
+			 * read from this client (only a hang-up is reported). */
+			free(reply);
+			k->pending = srv->deferred;
+			srv->deferred = 0;
+			watch(srv, EPOLL_CTL_MOD, k->fd, 0, k);
+			k->watching = 0;
+		} else if (reply && srv->undo) {
+			client_reply_confirmed(srv, k, reply, len);
+			srv->undo = NULL;
+			free(reply);
+		} else if (!reply) {
+			if (srv->undo) /* no answer can go out: nothing may stay done */
+				srv->undo(srv->undo_arg);
+			srv->undo = NULL;
 			client_reply(k, "out of memory\n", false);
 		} else {
 			if (!client_queue(k, reply, len)) {
@@ -362,11 +458,13 @@ static bool client_process(struct conserver *srv, struct client *k)
 			if (!line_put(&k->in, ch))
 				continue;
 			client_line(srv, k);
-			if (k->close_after || k->outlen)
+			if (k->close_after || k->outlen || k->pending)
 				break;
 		}
 		if (k->rawoff == k->rawlen)
 			k->rawoff = k->rawlen = 0;
+		if (k->pending)
+			return true;
 		if (!client_flush(srv, k))
 			return false;
 		/* The reply went out at once: go on with the next pipelined command. */
@@ -400,6 +498,8 @@ static void client_event(struct conserver *srv, struct client *k, unsigned event
 		client_free(srv, client_slot(srv, k));
 		return;
 	}
+	if (k->pending)
+		return;
 	if (k->outlen) {
 		/* Reply written out: go on with commands already received. */
 		if (!client_flush(srv, k) || (!k->outlen && !client_process(srv, k)))
@@ -437,8 +537,11 @@ static int client_evict(struct conserver *srv, pid_t pid)
 	struct client *k;
 	int old = 0;
 
+	/* A client waiting for a deferred reply goes last. */
 	for (int i = 1; i < CON_CLIENTS_MAX; i++)
-		if (srv->cl[i]->last_ms < srv->cl[old]->last_ms)
+		if ((srv->cl[old]->pending && !srv->cl[i]->pending) ||
+		    (!srv->cl[i]->pending == !srv->cl[old]->pending &&
+		     srv->cl[i]->last_ms < srv->cl[old]->last_ms))
 			old = i;
 	con_warn(srv,
 		 "console: %d clients connected: pid %d (no command for %.1f s) disconnected "
@@ -517,6 +620,102 @@ static void on_accept(struct conserver *srv)
 
 /* ---- The terminal ---- */
 
+/* A descriptor for stdout that never blocks (struct con_tty_out); -1 if none. */
+static int tty_out_open(bool *sock)
+{
+	struct stat st;
+	int fd;
+
+	*sock = false;
+	if (fstat(STDOUT_FILENO, &st))
+		return -1;
+	if (S_ISREG(st.st_mode))
+		return fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (S_ISSOCK(st.st_mode)) {
+		*sock = true;
+		return fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	}
+	/* A FIFO without a reader refuses O_NONBLOCK opens (ENXIO): no terminal output. */
+	fd = open("/proc/self/fd/1", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	return fd;
+}
+
+static void tty_watch_out(struct conserver *srv, bool on)
+{
+	struct con_tty_out *t = &srv->tout;
+
+	if (on == t->watching)
+		return;
+	if (on)
+		t->watching = !watch(srv, EPOLL_CTL_ADD, t->fd, EPOLLOUT, t);
+	else {
+		unwatch(srv, t->fd);
+		t->watching = false;
+	}
+}
+
+/* Write what the descriptor takes; wait for EPOLLOUT for the rest. */
+static void tty_flush(struct conserver *srv)
+{
+	struct con_tty_out *t = &srv->tout;
+
+	while (t->off < t->len) {
+		ssize_t n = t->sock ? send(t->fd, t->buf + t->off, t->len - t->off,
+					   MSG_DONTWAIT | MSG_NOSIGNAL)
+				    : write(t->fd, t->buf + t->off, t->len - t->off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			tty_watch_out(srv, true);
+			return;
+		}
+		if (n <= 0) {
+			/* The reader is gone (EPIPE) or the file failed: what waits is lost. */
+			t->dropped++;
+			break;
+		}
+		t->off += (size_t)n;
+	}
+	t->len = t->off = 0;
+	tty_watch_out(srv, false);
+}
+
+/* Queue one reply for stdout, whole or not at all. */
+static void tty_reply(struct conserver *srv, const char *text, size_t len)
+{
+	struct con_tty_out *t = &srv->tout;
+
+	if (!len)
+		return;
+	if (t->fd < 0) { /* stdout could not be opened without blocking (tty_out_open) */
+		t->dropped++;
+		return;
+	}
+	if (t->off) { /* make room at the front */
+		memmove(t->buf, t->buf + t->off, t->len - t->off);
+		t->len -= t->off;
+		t->off = 0;
+	}
+	if (len > CON_TTY_OUT_MAX - t->len) {
+		t->dropped++;
+		con_warn(srv,
+			 "console: the terminal's output is blocked (%zu bytes unread): "
+			 "reply dropped (%" PRIu64 " so far)",
+			 t->len, t->dropped);
+		return;
+	}
+	memcpy(t->buf + t->len, text, len);
+	t->len += len;
+	if (!t->watching)
+		tty_flush(srv);
+}
+
+uint64_t conserver_tty_dropped(const struct conserver *srv)
+{
+	return srv ? srv->tout.dropped : 0;
+}
+
 static void tty_read(struct conserver *srv)
 {
 	char buf[4096];
@@ -530,15 +729,31 @@ static void tty_read(struct conserver *srv)
 	}
 	for (ssize_t i = 0; i < n; i++) {
 		const char *refused;
+		char *out = NULL;
+		size_t olen = 0;
+		FILE *f;
 
 		if (!line_put(&srv->tin, (unsigned char)buf[i]))
 			continue;
 		refused = line_refused(&srv->tin);
-		if (refused)
-			fputs(refused, stdout);
-		else
-			srv->cfg.exec(srv->cfg.exec_arg, srv->tin.buf, stdout);
-		fflush(stdout);
+		f = open_memstream(&out, &olen);
+		if (f) {
+			if (refused) {
+				fputs(refused, f);
+			} else {
+				srv->tty_running = true;
+				srv->deferred = 0;
+				if (srv->cfg.exec(srv->cfg.exec_arg, srv->tin.buf, f) ==
+					    CONSERVER_PENDING &&
+				    srv->deferred)
+					srv->tty_pending = srv->deferred;
+				srv->deferred = 0;
+				srv->tty_running = false;
+			}
+			if (!fclose(f))
+				tty_reply(srv, out, olen);
+			free(out);
+		}
 		line_reset(&srv->tin);
 	}
 }
@@ -553,7 +768,7 @@ static void client_idle(struct conserver *srv, int i, uint64_t now)
 	uint64_t idle_ms = idle_s * 1000;
 	struct client *k = srv->cl[i];
 
-	if (k->line_ms || now - k->last_ms < idle_ms)
+	if (k->line_ms || k->pending || now - k->last_ms < idle_ms)
 		return;
 	if (k->outlen || k->close_after) {
 		/* It does not read what it was sent (or its last words) either. */
@@ -617,6 +832,7 @@ int conserver_poll(struct conserver *srv, int timeout_ms)
 			return -errno;
 		n = 0;
 	}
+	srv->in_poll = true;
 	for (int i = 0; i < n; i++) {
 		void *p = ev[i].data.ptr;
 
@@ -624,12 +840,66 @@ int conserver_poll(struct conserver *srv, int timeout_ms)
 			on_accept(srv);
 		else if (p == &srv->tin)
 			tty_read(srv);
+		else if (p == &srv->tout)
+			tty_flush(srv);
 		else
 			client_event(srv, p, ev[i].events);
 	}
+	srv->in_poll = false;
 	/* After the batch: it may have closed clients whose events were in it. */
 	tick(srv, now_ms());
 	return n;
+}
+
+uint64_t conserver_defer(struct conserver *srv)
+{
+	if (!srv->running && !srv->tty_running)
+		return 0;
+	srv->deferred = ++srv->next_token;
+	return srv->deferred;
+}
+
+/*
+ * A client that must go now: freed, or, inside an event batch that may still hold an
+ * event of it, closed and freed after the batch (as an evicted one).
+ */
+static void client_drop(struct conserver *srv, int slot)
+{
+	struct client *k = srv->cl[slot];
+
+	if (!srv->in_poll) {
+		client_free(srv, slot);
+		return;
+	}
+	unwatch(srv, k->fd);
+	close(k->fd);
+	k->evicted = true;
+	k->next_evicted = srv->evicted;
+	srv->evicted = k;
+	srv->cl[slot] = NULL;
+}
+
+int conserver_complete(struct conserver *srv, uint64_t token, const char *text, bool ok)
+{
+	if (token && token == srv->tty_pending) {
+		tty_reply(srv, text, strlen(text));
+		srv->tty_pending = 0;
+		return 0;
+	}
+	for (int i = 0; token && i < CON_CLIENTS_MAX; i++) {
+		struct client *k = srv->cl[i];
+
+		if (!k || k->pending != token)
+			continue;
+		k->pending = 0;
+		client_reply(k, text, ok);
+		k->last_ms = now_ms();
+		/* Sent as the socket takes it; then the commands it sent meanwhile. */
+		if (!client_flush(srv, k) || (!k->outlen && k->rawlen && !client_process(srv, k)))
+			client_drop(srv, i);
+		return 0;
+	}
+	return -ENOENT;
 }
 
 int conserver_fd(const struct conserver *srv)
@@ -722,6 +992,7 @@ struct conserver *conserver_open(const struct conserver_cfg *cfg, char *err, siz
 		return NULL;
 	}
 	srv->cfg = *cfg;
+	srv->tout.fd = -1; /* before any path to conserver_close */
 	if (!srv->cfg.prog)
 		srv->cfg.prog = "console";
 	if (!srv->cfg.peer)
@@ -756,6 +1027,9 @@ struct conserver *conserver_open(const struct conserver_cfg *cfg, char *err, siz
 	if (cfg->tty) {
 		fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
 		srv->tty = !watch(srv, EPOLL_CTL_ADD, STDIN_FILENO, EPOLLIN, &srv->tin);
+		srv->tout.buf = malloc(CON_TTY_OUT_MAX);
+		if (srv->tout.buf)
+			srv->tout.fd = tty_out_open(&srv->tout.sock);
 	}
 	return srv;
 }
@@ -770,6 +1044,11 @@ void conserver_close(struct conserver *srv)
 	evicted_free(srv);
 	if (srv->tty)
 		unwatch(srv, STDIN_FILENO);
+	if (srv->tout.fd >= 0) {
+		tty_watch_out(srv, false);
+		close(srv->tout.fd);
+	}
+	free(srv->tout.buf);
 	if (srv->lfd >= 0)
 		close(srv->lfd);
 	if (srv->own_path)

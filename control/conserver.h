@@ -16,7 +16,9 @@
  *
  * Protocol (docs/console.md): the client sends a line ending in '\n' (at most
  * CON_LINE_MAX - 1 bytes before it); the reply is text, then a NUL byte, '0' (success)
- * or '1' (failure) and '\n'. The connection stays open for further commands.
+ * or '1' (failure) and '\n'. The connection stays open for further commands. A command
+ * may answer later (conserver_defer, conserver_complete: a wait the caller's loop
+ * drives); that client's next commands wait for it, the other clients do not.
  */
 #ifndef CONTROL_CONSERVER_H
 #define CONTROL_CONSERVER_H
@@ -34,11 +36,13 @@
 #define CON_WARN_BURST	   10	       /* client warnings logged per window, then counted */
 #define CON_WARN_WINDOW_MS 10000       /* ... the window */
 #define CON_IDLE_DEFAULT_S 300	       /* a client without a command is closed (no idle_s) */
+#define CON_TTY_OUT_MAX	   (1u << 20)  /* terminal reply bytes waiting for stdout */
 
 /* What an exec callback returns besides its reply. */
-#define CONSERVER_FAIL	-1 /* the command failed: status '1' */
-#define CONSERVER_OK	0  /* status '0' */
-#define CONSERVER_CLOSE 1  /* status '0', then close this client (quit); the terminal: OK */
+#define CONSERVER_FAIL	  -1 /* the command failed: status '1' */
+#define CONSERVER_OK	  0  /* status '0' */
+#define CONSERVER_CLOSE	  1  /* status '0', then close this client (quit); the terminal: OK */
+#define CONSERVER_PENDING 2  /* the reply comes later: conserver_complete (out is dropped) */
 
 /*
  * Run one command line (without its newline; never longer than CON_LINE_MAX - 1 bytes,
@@ -58,7 +62,8 @@ struct conserver_cfg {
 	int listen_fd;	  /* a listening socket to adopt (systemd's), else -1 */
 	gid_t admit_gid;  /* group admitted besides root and our uid; (gid_t)-1: our gid */
 	bool set_group;	  /* chown the socket to admit_gid */
-	bool tty;	  /* also run lines read from stdin, replies to stdout unframed */
+	bool tty;	  /* also run lines read from stdin, replies to stdout unframed (never
+			   * blocking: a bounded buffer, replies dropped and counted when full) */
 	const char *prog; /* names us in a refusal: "PROG: permission denied (uid U, gid G)" */
 	const char *peer; /* what a live socket at path is: "another PEER is listening on" */
 	conserver_exec_fn *exec;
@@ -91,6 +96,44 @@ int conserver_fd(const struct conserver *srv);
  * from epoll_wait.
  */
 int conserver_poll(struct conserver *srv, int timeout_ms);
+
+/*
+ * conserver_tty_dropped - replies of the terminal console dropped because standard
+ * output did not take them (CON_TTY_OUT_MAX bytes waiting) or failed. The polling thread.
+ */
+uint64_t conserver_tty_dropped(const struct conserver *srv);
+
+/*
+ * conserver_reply_confirm - from inside an exec callback serving a socket client: the
+ * reply of the command now running must reach the client, or undo(arg) is called. The
+ * server sends the reply as soon as exec returns; if the socket does not take all of it
+ * at once (the client closed or shut its end down, an error, a full buffer), it calls
+ * undo(arg), drops the rest and closes the client. A client that shuts its reading side
+ * down (shutdown(SHUT_RD)) therefore either has the whole reply in its buffer or the
+ * command is undone: the kernel serialises the two on the socket. Used by a commit that
+ * must not take effect when the asker has given up (control/ha.c, takeover commit).
+ * Returns 0; -EPIPE when the client has closed its end already (do not act: nobody
+ * would read the answer); -ENOTCONN outside a socket client's command (the terminal).
+ * The polling thread.
+ */
+int conserver_reply_confirm(struct conserver *srv, void (*undo)(void *arg), void *arg);
+
+/*
+ * conserver_defer - from inside an exec callback that will return CONSERVER_PENDING: a
+ * token naming the command's reply, for conserver_complete. Until then the client's
+ * further commands wait (its socket is not read) and it is not closed for being idle;
+ * if it goes away meanwhile, the reply is dropped. The terminal's commands have tokens
+ * too. Never 0. The polling thread.
+ */
+uint64_t conserver_defer(struct conserver *srv);
+
+/*
+ * conserver_complete - the reply of a command that returned CONSERVER_PENDING: text,
+ * then the status ('0' when ok). Sent as the socket takes it, as any reply; then the
+ * client's next commands run. The polling thread, inside or outside conserver_poll.
+ * Returns 0, or -ENOENT when the client has gone (the reply is dropped).
+ */
+int conserver_complete(struct conserver *srv, uint64_t token, const char *text, bool ok);
 
 /* conserver_close - close every client and the socket (unlink it unless adopted). NULL:
  * nothing. */

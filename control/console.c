@@ -36,7 +36,10 @@ struct console {
 
 /* ---- Commands ---- */
 
+/* What a command returns: 0 done, -1 failed (the reason on out), CMD_PENDING: its reply
+ * comes later (console_done, conserver_complete). */
 typedef int cmd_fn(struct ctl *c, char *args, FILE *out);
+#define CMD_PENDING 2
 
 /* A command of the table (concmd.h): name, synopsis, help; what runs it. */
 struct cmd {
@@ -67,15 +70,52 @@ static int cmd_quit(struct ctl *c, char *args, FILE *out)
 	return 0;
 }
 
+/* A deferred reply for the command running now (console_done), 0: none possible. */
+static uint64_t console_defer(struct ctl *c)
+{
+	return c->con ? conserver_defer(c->con->srv) : 0;
+}
+
+/* A handover of the console is over: its report is the command's reply. */
+static void console_done(struct ctl *c, void *arg, int rc, const char *report)
+{
+	if (c->con)
+		conserver_complete(c->con->srv, (uint64_t)(uintptr_t)arg, report, !rc);
+}
+
+/* The handover of shutdown is over: its report, then the stop. */
+static void shutdown_done(struct ctl *c, void *arg, int rc, const char *report)
+{
+	char *text = NULL;
+
+	(void)rc;
+	if (asprintf(&text, "%sstopping the bridge\n", report) < 0)
+		text = NULL;
+	if (c->con)
+		conserver_complete(c->con->srv, (uint64_t)(uintptr_t)arg,
+				   text ? text : "stopping the bridge\n", true);
+	free(text);
+	c->stop = true;
+}
+
 static int cmd_shutdown(struct ctl *c, char *args, FILE *out)
 {
 	if (concmd_no_args("shutdown", args, out))
 		return -1;
 	log_notice("console: shutdown: stopping the bridge");
-	/* As SIGTERM: with a peer, make-before-break first; if the peer cannot take over,
-	 * the bridge stops anyway (what it asked for). */
-	if (c->ha && ha_peer(c->ha))
-		ha_handover(c->ha, c, NULL, "console shutdown", out);
+	/* As SIGTERM: with a peer, make-before-break first (the loop serving on meanwhile);
+	 * if the peer cannot take over, the bridge stops anyway (what it asked for): each
+	 * partition's outcome is said. */
+	if (c->ha && ha_peer(c->ha)) {
+		uint64_t token = console_defer(c);
+		int r = ha_handover(c->ha, c, NULL, "console shutdown", true, shutdown_done,
+				    (void *)(uintptr_t)token, out);
+
+		if (r == 1)
+			return CMD_PENDING;
+		if (r == -EBUSY)
+			return -1; /* the message says: after the handover in progress */
+	}
 	fprintf(out, "stopping the bridge\n");
 	c->stop = true;
 	return 0;
@@ -114,10 +154,32 @@ static int cmd_ha(struct ctl *c, char *args, FILE *out)
 static int cmd_handover(struct ctl *c, char *args, FILE *out)
 {
 	char *part = concmd_word(&args);
+	uint64_t token;
+	int r;
 
 	if (concmd_no_args("handover", args, out))
 		return -1;
-	return ha_handover(c->ha, c, part, "console handover", out) ? -1 : 0;
+	token = console_defer(c);
+	if (!token) {
+		fprintf(out, "handover: only from a console client (its reply comes later)\n");
+		return -1;
+	}
+	r = ha_handover(c->ha, c, part, "console handover", false, console_done,
+			(void *)(uintptr_t)token, out);
+	return r == 1 ? CMD_PENDING : r ? -1 : 0;
+}
+
+/* The peer's side of a handover (ha.h): sent by the other bridge's handover. */
+static int cmd_takeover(struct ctl *c, char *args, FILE *out)
+{
+	return ha_takeover(c->ha, c, args, out) ? -1 : 0;
+}
+
+int console_reply_confirm(struct ctl *c, void (*undo)(void *arg), void *arg)
+{
+	if (!c->con)
+		return -ENOTCONN;
+	return conserver_reply_confirm(c->con->srv, undo, arg);
 }
 
 static int cmd_status(struct ctl *c, char *args, FILE *out)
@@ -339,6 +401,7 @@ static int cmd_tuning(struct ctl *c, char *args, FILE *out)
 static int cmd_capture(struct ctl *c, char *args, FILE *out)
 {
 	char *sub = concmd_word(&args), err[OPT_ERR_LEN];
+	int r;
 
 	if (!c->cap) {
 		fprintf(out, "capture: not available\n");
@@ -364,11 +427,14 @@ static int cmd_capture(struct ctl *c, char *args, FILE *out)
 		fprintf(out, "capture: unknown '%s' (start, stop, status)\n", sub);
 		return -1;
 	}
-	if (capture_start(c->cap, args, err, sizeof(err))) {
+	r = capture_start(c->cap, args, err, sizeof(err));
+	if (r < 0) {
 		fprintf(out, "%s\n", err);
 		return -1;
 	}
-	fprintf(out, "capture started\n");
+	fprintf(out, r ? "capture starting: allocating the rings (capture status shows when it "
+			 "runs)\n"
+		       : "capture started\n");
 	return 0;
 }
 
@@ -460,6 +526,9 @@ static const struct cmd cmds[] = {
 	{{"status", NULL,
 	  "health, per-side counters, drops by reason, join summary (fails if unhealthy)", false},
 	 cmd_status},
+	{{"takeover", "prepare|commit partition id",
+	  "HA: the peer's side of a handover (sent by the other bridge's handover)", false},
+	 cmd_takeover},
 	{{"tsi", "[filter]", "PGM streams (lines containing filter)", false}, cmd_tsi},
 	{{"tuning", NULL, "host tuning report: isolation, IRQs, SMT, C-states (as --tune-check)",
 	  false},
@@ -501,8 +570,9 @@ static int exec_line(struct ctl *c, const char *line, FILE *out, bool *quit_seen
 int console_exec(struct ctl *c, const char *line, FILE *out)
 {
 	bool quit;
+	int r = exec_line(c, line, out, &quit);
 
-	return exec_line(c, line, out, &quit);
+	return r == CMD_PENDING ? 0 : r;
 }
 
 /* The server's exec callback: quit and exit close the client after the reply. */
@@ -511,6 +581,8 @@ static int console_run(void *arg, const char *line, FILE *out)
 	bool quit = false;
 	int r = exec_line(arg, line, out, &quit);
 
+	if (r == CMD_PENDING)
+		return CONSERVER_PENDING;
 	if (r)
 		return CONSERVER_FAIL;
 	return quit ? CONSERVER_CLOSE : CONSERVER_OK;
@@ -528,6 +600,11 @@ void console_event(struct console *con, void *tag, unsigned events)
 	(void)tag;
 	(void)events;
 	conserver_poll(con->srv, 0);
+}
+
+uint64_t console_tty_dropped(const struct console *con)
+{
+	return con ? conserver_tty_dropped(con->srv) : 0;
 }
 
 void console_tick(struct console *con, uint64_t now)

@@ -49,10 +49,23 @@ void console_tick(struct console *con, uint64_t now_ms);
 /* Close every client and the socket (and unlink it unless it came from systemd). */
 void console_close(struct console *con);
 
+/* Replies of the terminal console (--debug) dropped because stdout did not take them
+ * (conserver_tty_dropped); NULL: 0. Control thread. */
+uint64_t console_tty_dropped(const struct console *con);
+
 /*
  * Run one command line, output to out. Returns 0 on success, -1 when the command failed
- * (its message was written to out). Also used by tests through the socket only.
+ * (its message was written to out). A command whose reply comes later (handover,
+ * shutdown with an HA peer) needs a console client for it: here it returns 0 and the
+ * reply is dropped. Also used by tests through the socket only.
  */
 int console_exec(struct ctl *c, const char *line, FILE *out);
+
+/*
+ * From inside a command run for a socket client: conserver_reply_confirm on the
+ * console's server (the reply must reach the client, or undo(arg) is called). 0,
+ * -EPIPE (the client has gone), -ENOTCONN (no console, or the terminal). Control thread.
+ */
+int console_reply_confirm(struct ctl *c, void (*undo)(void *arg), void *arg);
 
 #endif /* CONTROL_CONSOLE_H */

@@ -732,6 +732,15 @@ static void do_reload(struct ctl *c, const char *why)
 	free(buf);
 }
 
+/* The handover of a stop is over (ha_handover's done): stop now. */
+static void stop_done(struct ctl *c, void *arg, int rc, const char *report)
+{
+	(void)arg;
+	(void)rc;
+	(void)report;
+	c->stop = true;
+}
+
 static void on_signal(struct ctl *c)
 {
 	struct signalfd_siginfo si;
@@ -741,24 +750,35 @@ static void on_signal(struct ctl *c)
 			do_reload(c, "SIGHUP");
 			continue;
 		}
-		if (c->stop) {
+		if (c->stop || (c->ha && ha_stopping(c->ha))) {
 			if (signal_is_dup())
 				continue;
+			if (!c->stop) {
+				/* The stop waits for the HA peer: a second signal ends the wait,
+				 * the stop goes on (the partitions not handed over go dark). */
+				log_warn("second %s: not waiting for the HA peer any longer",
+					 strsignal((int)si.ssi_signo));
+				ha_cancel(c->ha, c);
+				continue;
+			}
 			log_warn("second %s: exiting now", strsignal((int)si.ssi_signo));
 			_exit(1);
 		}
 		log_notice("%s: shutting down", strsignal((int)si.ssi_signo));
+		stop_ms_lo = (sig_atomic_t)(uint32_t)mono_ms();
 		if (si.ssi_signo == SIGTERM && c->ha && ha_peer(c->ha)) {
-			/* Make-before-break: the peer takes the active partitions first; if it
-			 * cannot, we stop anyway (what a stop costs without a peer). */
-			FILE *devnull = fopen("/dev/null", "w");
+			/* Make-before-break: the peer takes the active partitions first, the
+			 * loop serving on meanwhile; then stop_done stops. What it cannot take
+			 * goes dark (what a stop costs without a peer): logged. */
+			int r = ha_handover(c->ha, c, NULL, "SIGTERM", true, stop_done, NULL, NULL);
 
-			if (devnull) {
-				ha_handover(c->ha, c, NULL, "SIGTERM", devnull);
-				fclose(devnull);
+			if (r == 1)
+				continue;
+			if (r == -EBUSY) { /* the console's handover first, then the rest */
+				ha_stop_after(c->ha, "SIGTERM", stop_done, NULL);
+				continue;
 			}
 		}
-		stop_ms_lo = (sig_atomic_t)(uint32_t)mono_ms();
 		c->stop = true;
 	}
 }
@@ -1286,7 +1306,7 @@ int ctl_run(struct ctl *c)
 		ctl_heartbeat(c);
 		urcu_qsbr_quiescent_state();
 		urcu_qsbr_thread_offline();
-		n = epoll_wait(c->ep, ev, 16, TICK_MS);
+		n = epoll_wait(c->ep, ev, 16, c->ha && ha_busy(c->ha) ? HA_POLL_MS : TICK_MS);
 		urcu_qsbr_thread_online();
 		if (n < 0 && errno != EINTR)
 			return -errno;
@@ -1320,13 +1340,21 @@ int ctl_run(struct ctl *c)
 				if (c->mh)
 					metrics_http_event(c->mh, t, ev[i].events);
 				break;
+			case EV_HA:
+				ha_event(t->ptr, c, ev[i].events);
+				break;
 			}
 		}
+		if (c->ha)
+			ha_tick(c->ha, c, mono_ms());
 		/* After the batch: it may close clients whose events were in it. */
 		if (c->con)
 			console_tick(c->con, mono_ms());
 		metrics_http_tick(c->mh, mono_ms());
 	}
+	/* Stopped another way (SIGINT) while a handover waited: end it, say so. */
+	if (c->ha && ha_busy(c->ha))
+		ha_cancel(c->ha, c);
 	if (c->sd)
 		sd_notify(0, "STOPPING=1\nSTATUS=shutting down: leaving groups");
 	arm_force_exit();

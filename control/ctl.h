@@ -21,6 +21,7 @@ enum ev_kind {
 	EV_CONSOLE,	 /* a console fd: ptr is console.c's */
 	EV_CAPTURE,	 /* the capture's drain timer: ptr is capture.c's */
 	EV_METRICS_HTTP, /* an fd of the metrics endpoint: ptr is metrics_http.c's */
+	EV_HA,		 /* the socket of a handover to the HA peer: ptr is the struct ha */
 };
 
 struct ev_tag {

@@ -4,30 +4,66 @@
  *
  * The peer is reached through its console socket with the console's own protocol (a
  * command line; the reply is text, NUL, a status byte, newline): a few lines of socket
- * code rather than a library, as bcom does.
+ * code rather than a library, as bcom does. A handover (ha_handover) is a state machine
+ * that the control loop drives (ha_event, ha_tick), bounded by one deadline, with a
+ * non-blocking socket and a fixed reply buffer; ha.h says what it guarantees and how.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bridge.h"
+#include "concmd.h"
+#include "console.h"
 #include "ctl.h"
 #include "ha.h"
+#include "health.h"
 #include "log.h"
 #include "options.h"
 #include "show.h"
+#include "show_priv.h"
 
 struct ha_map {
 	uint32_t addr; /* group address, network order */
 	uint32_t part;
 	char spec[80];
+};
+
+/* One connection to the peer's console for a whole handover (ha_handover). */
+struct peer_link {
+	const char *path;
+	int fd;		   /* -1: not connected */
+	int err;	   /* why the link is unusable (negative errno), 0: usable */
+	uint64_t deadline; /* CLOCK_MONOTONIC ms: the peer's time is up */
+	char buf[HA_REPLY_MAX];
+	size_t have;
+};
+
+/* The handover in progress: its partitions, where it is, its report. */
+struct ha_xfer {
+	bool on;
+	bool stopping; /* for a stop: a partition left here goes dark */
+	bool watched;  /* l.fd is in the control loop's epoll */
+	enum { X_CONNECT, X_ASK, X_PREPARE, X_COMMIT } phase;
+	struct peer_link l;
+	uint32_t *todo, ntodo, cur; /* partition indices, the one being handed over */
+	uint32_t moved;
+	int last; /* the last failure, 0: none */
+	char id[HA_ID_MAX];
+	char why[48];
+	FILE *out; /* the report, into text */
+	char *text;
+	size_t textlen;
+	ha_done_fn *done;
+	void *done_arg;
+	struct ev_tag tag;
 };
 
 struct ha {
@@ -36,6 +72,16 @@ struct ha {
 	struct ha_map *map;
 	uint32_t nmap;
 	char *peer;
+	uint64_t start_ns; /* CLOCK_MONOTONIC at the first handover: in each exchange's id */
+	uint32_t seq;	   /* exchanges started */
+	int undo_idx;	   /* the partition a takeover commit made active (undo_takeover) */
+	struct ctl *undo_ctl;
+	struct ha_xfer x; /* the handover in progress */
+	/* A stop asked for while a handover of the console ran (ha_stop_after). */
+	bool stop_after;
+	char stop_why[32];
+	ha_done_fn *stop_done;
+	void *stop_arg;
 };
 
 static int part_find(const struct ha *ha, const char *name)
@@ -237,6 +283,13 @@ void ha_free(struct ha *ha)
 {
 	if (!ha)
 		return;
+	if (ha->x.on) {
+		if (ha->x.l.fd >= 0)
+			close(ha->x.l.fd);
+		fclose(ha->x.out);
+		free(ha->x.text);
+	}
+	free(ha->x.todo);
 	free(ha->part);
 	free(ha->map);
 	free(ha->peer);
@@ -329,7 +382,8 @@ static void part_set(struct ha *ha, struct ctl *c, uint32_t idx, bool standby, c
 	/* Break after make: what this bridge received while active is forwarded before it
 	 * stops; the peer (made active before) forwards what comes after. */
 	if (standby && !ctl_data_drain(c))
-		log_warn("partition %s: a worker did not empty its queues in %d ms: going standby anyway",
+		log_warn("partition %s: a worker did not empty its queues in %d ms: going standby "
+			 "anyway",
 			 p->name, CTL_DRAIN_MS);
 	p->standby = standby;
 	for (uint32_t i = 0; i < br->ngroups; i++)
@@ -360,67 +414,540 @@ int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, co
 	return 0;
 }
 
+uint32_t ha_part_ngroups(struct ha *ha, struct ctl *c, uint32_t i)
+{
+	count_groups(ha, c->br);
+	return ha->part[i].ngroups;
+}
+
+/* ---- The peer's side of a handover: takeover prepare / commit ---- */
+
+/* Partition idx is in the handover in progress, not handed over yet. */
+static bool xfer_has(const struct ha *ha, uint32_t idx)
+{
+	const struct ha_xfer *x = &ha->x;
+
+	for (uint32_t i = x->cur; x->on && i < x->ntodo; i++)
+		if (x->todo[i] == idx)
+			return true;
+	return false;
+}
+
 /*
- * Send one console command to the peer and wait for its reply. Returns 0 if the peer
- * answered success, -EREMOTEIO if it answered failure, another negative errno if it
- * could not be asked. The reply text goes to out.
+ * Can this bridge forward partition idx now? Both sides up without broken channels, a
+ * group in the partition, each of its groups forwarding in every direction it has
+ * (joined), the worker of each alive. false with the first reason in why.
  */
-static int peer_command(const char *path, const char *cmd, FILE *out)
+static bool part_healthy(struct ha *ha, struct ctl *c, uint32_t idx, char *why, size_t len)
+{
+	struct bridge *br = c->br;
+	uint64_t now = mono_ms(), limit = health_stall_ms(c);
+	uint32_t n = 0;
+
+	if (!c->ready) {
+		snprintf(why, len, "not ready (waiting for the first joins)");
+		return false;
+	}
+	for (int s = 0; s < NSIDES; s++) {
+		const struct side_ctx *sd = &br->sd[s];
+		uint32_t broken = side_broken(br, s);
+
+		if (sd->state != SIDE_UP) {
+			snprintf(why, len, "%s %s port %u %s", side_name[s], sd->dev, sd->port,
+				 side_state_str(sd->state));
+			return false;
+		}
+		if (broken) {
+			snprintf(why, len, "%s: %u channel%s in the error state", side_name[s],
+				 broken, broken == 1 ? "" : "s");
+			return false;
+		}
+	}
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		struct group *g = br->groups[i];
+		struct worker *w = g->out_chan[SIDE_IB]->w;
+
+		if (g->part != idx)
+			continue;
+		n++;
+		if (group_fwd_state(g) != FWD_YES) {
+			snprintf(why, len, "group %s not joined on both sides (forwarding: %s)",
+				 g->spec, group_forwarding(g));
+			return false;
+		}
+		if (br->cfg.nworkers && worker_hb_age_ms(c, w, now) > limit) {
+			snprintf(why, len, "worker %u of group %s stalled (%" PRIu64 " ms)", w->id,
+				 g->spec, worker_hb_age_ms(c, w, now));
+			return false;
+		}
+	}
+	if (!n) {
+		snprintf(why, len, "no group of partition %s here", ha->part[idx].name);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * conserver_reply_confirm's undo: the asking bridge gave up before it could read the
+ * commit's answer, so it stays active: so must this one stay standby.
+ */
+static void undo_takeover(void *arg)
+{
+	struct ha *ha = arg;
+	struct ha_part *p = &ha->part[ha->undo_idx];
+
+	log_warn("partition %s: the handing-over bridge gave up before our answer came: "
+		 "taking over undone",
+		 p->name);
+	part_set(ha, ha->undo_ctl, (uint32_t)ha->undo_idx, true,
+		 "takeover undone (the peer gave up)", NULL);
+}
+
+int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out)
+{
+	char *verb = concmd_word(&args), *name = concmd_word(&args), *id = concmd_word(&args);
+	char why[160], reason[96];
+	struct ha_part *p;
+	bool commit;
+	int idx, r;
+
+	if (!verb || !name || !id || concmd_word(&args) ||
+	    (strcmp(verb, "prepare") && strcmp(verb, "commit"))) {
+		fprintf(out, "takeover: expected prepare|commit PARTITION ID\n");
+		return -1;
+	}
+	commit = !strcmp(verb, "commit");
+	if (strlen(id) >= HA_ID_MAX) {
+		fprintf(out, "takeover: exchange id '%.*s...' too long (max %d)\n", 16, id,
+			HA_ID_MAX - 1);
+		return -1;
+	}
+	idx = part_find(ha, name);
+	if (idx < 0) {
+		fprintf(out, "takeover: no partition '%s' here\n", name);
+		return -1;
+	}
+	p = &ha->part[idx];
+	if (c->stop || ha_stopping(ha)) {
+		fprintf(out, "takeover: partition %s: refused: this bridge is stopping\n", name);
+		return -1;
+	}
+	if (xfer_has(ha, (uint32_t)idx)) {
+		fprintf(out, "takeover: partition %s: refused: this bridge is handing it over\n",
+			name);
+		return -1;
+	}
+	if (!part_healthy(ha, c, (uint32_t)idx, why, sizeof(why))) {
+		fprintf(out, "takeover: partition %s: refused: cannot forward it here: %s\n", name,
+			why);
+		if (commit)
+			p->prep_id[0] = 0;
+		log_notice("takeover %s of partition %s (%s) refused: %s", verb, name, id, why);
+		return -1;
+	}
+	if (!commit) {
+		/* A newer prepare replaces an older one: only the last asker can commit. */
+		snprintf(p->prep_id, sizeof(p->prep_id), "%s", id);
+		p->prep_until_ms = mono_ms() + HA_HANDOVER_MS;
+		fprintf(out, "takeover: partition %s: prepared (%s here now)\n", name,
+			role_name(p->standby));
+		return 0;
+	}
+	if (strcmp(p->prep_id, id) || mono_ms() > p->prep_until_ms) {
+		fprintf(out,
+			"takeover: partition %s: refused: exchange %s is not prepared here (stale, "
+			"expired or replaced)\n",
+			name, id);
+		log_notice("takeover commit of partition %s (%s) refused: not prepared here "
+			   "(stale, expired or replaced)",
+			   name, id);
+		return -1;
+	}
+	p->prep_id[0] = 0;
+	if (!p->standby) {
+		fprintf(out, "takeover: partition %s: active already\n", name);
+		return 0;
+	}
+	ha->undo_idx = idx;
+	ha->undo_ctl = c;
+	r = console_reply_confirm(c, undo_takeover, ha);
+	if (r == -EPIPE) {
+		fprintf(out, "takeover: partition %s: refused: the asker has gone\n", name);
+		log_notice("takeover commit of partition %s (%s) refused: the handing-over bridge "
+			   "gave up (connection closed)",
+			   name, id);
+		return -1;
+	}
+	/* -ENOTCONN: typed on the terminal, where nobody can give up on the answer. */
+	snprintf(reason, sizeof(reason), "takeover from the peer (%s)", id);
+	part_set(ha, c, (uint32_t)idx, false, reason, out);
+	return 0;
+}
+
+/* ---- The asking side: a handover, driven by the control loop ---- */
+
+#define HA_ANSWER_MAX 256 /* a refusal's text kept for the report */
+
+bool ha_busy(const struct ha *ha)
+{
+	return ha->x.on;
+}
+
+bool ha_stopping(const struct ha *ha)
+{
+	return ha->x.on && (ha->x.stopping || ha->stop_after);
+}
+
+/* Connect without blocking. 0 connected, -EAGAIN the backlog is full (try again). */
+static int link_connect(struct peer_link *l)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	uint64_t deadline = mono_ms() + HA_PEER_TIMEOUT_MS;
-	char buf[4096];
-	size_t have = 0;
-	int fd, r;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    send(fd, cmd, strlen(cmd), MSG_NOSIGNAL) != (ssize_t)strlen(cmd) ||
-	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-		r = -errno;
-		close(fd);
-		return r;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l->path);
+	if (l->fd < 0) {
+		l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (l->fd < 0)
+			return -errno;
 	}
 	for (;;) {
-		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		uint64_t now = mono_ms();
-		char *nul;
-		ssize_t n;
-
-		if (now >= deadline) {
-			r = -ETIMEDOUT;
+		if (!connect(l->fd, (struct sockaddr *)&sa, sizeof(sa)))
+			return 0;
+		if (errno != EINTR)
 			break;
-		}
-		if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
-			continue;
-		n = read(fd, buf + have, sizeof(buf) - 1 - have);
-		if (n <= 0) {
-			r = n < 0 ? -errno : -ECONNRESET;
-			break;
-		}
-		have += (size_t)n;
-		nul = memchr(buf, '\0', have);
-		if (nul && (size_t)(nul - buf) + 1 < have) {
-			fwrite(buf, 1, (size_t)(nul - buf), out);
-			r = nul[1] == '0' ? 0 : -EREMOTEIO;
-			break;
-		}
-		if (have == sizeof(buf) - 1) { /* a long text before the end: keep its tail */
-			fwrite(buf, 1, have / 2, out);
-			memmove(buf, buf + have / 2, have - have / 2);
-			have -= have / 2;
-		}
 	}
-	close(fd);
+	/* AF_UNIX answers at once: EAGAIN while the listener's backlog is full (then we try
+	 * again until the deadline), never EINPROGRESS. */
+	return errno == EINPROGRESS ? -EAGAIN : -errno;
+}
+
+/* A request line, all of it now (a few dozen bytes to a peer that answered everything
+ * before: its socket buffer has room), or the link's error. */
+static int link_send(struct peer_link *l, const char *line)
+{
+	size_t len = strlen(line);
+	ssize_t w;
+
+	do
+		w = send(l->fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (w < 0 && errno == EINTR);
+	if (w == (ssize_t)len)
+		return 0;
+	return w < 0 && errno != EAGAIN ? -errno : -ENOBUFS;
+}
+
+/* A complete reply (text, NUL, status, newline) is in the buffer. */
+static bool link_complete(const struct peer_link *l)
+{
+	const char *nul = memchr(l->buf, '\0', l->have);
+
+	return nul && (size_t)(nul - l->buf) + 3 <= l->have;
+}
+
+/*
+ * The complete reply in the buffer: its text (without the trailing newlines, on one line,
+ * at most len - 1 bytes) into txt, consumed. 0 success, -EREMOTEIO failure.
+ */
+static int link_parse(struct peer_link *l, char *txt, size_t len)
+{
+	char *nul = memchr(l->buf, '\0', l->have);
+	size_t tl = (size_t)(nul - l->buf), used = tl + 3;
+	int r = nul[1] == '0' ? 0 : -EREMOTEIO;
+
+	while (tl && l->buf[tl - 1] == '\n')
+		tl--;
+	snprintf(txt, len, "%.*s", (int)tl, l->buf);
+	for (char *q = txt; *q; q++)
+		if (*q == '\n')
+			*q = ' ';
+	memmove(l->buf, l->buf + used, l->have - used);
+	l->have -= used;
 	return r;
 }
 
-int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, FILE *out)
+/*
+ * Read what the socket holds now, without waiting, into the fixed buffer. 0, -ECONNRESET
+ * at the end, -EMSGSIZE when the buffer is full without a complete reply (a flood: not
+ * read any further).
+ */
+static int link_read_now(struct peer_link *l)
 {
-	int idx = -1, done = 0;
+	for (;;) {
+		ssize_t n;
+
+		if (l->have == sizeof(l->buf))
+			return link_complete(l) ? 0 : -EMSGSIZE;
+		n = recv(l->fd, l->buf + l->have, sizeof(l->buf) - l->have, MSG_DONTWAIT);
+		if (n > 0) {
+			l->have += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN ? 0 : -errno;
+	}
+}
+
+/*
+ * A commit whose answer did not come: shut our reading side down, so that the peer can
+ * no longer send it (it then undoes the takeover, conserver_reply_confirm), and look at
+ * what came before that. 0 when the peer's success is here.
+ */
+static int link_settle(struct peer_link *l, char *txt, size_t len)
+{
+	if (l->fd < 0 || shutdown(l->fd, SHUT_RD))
+		return -ENOTCONN;
+	link_read_now(l);
+	return link_complete(l) && !link_parse(l, txt, len) ? 0 : -ETIMEDOUT;
+}
+
+static const char *link_why(int r, char *buf, size_t len)
+{
+	switch (r) {
+	case -ETIMEDOUT:
+		return "no answer within the handover's time";
+	case -EAGAIN:
+		return "it accepts no connection (listen backlog full) within the handover's time";
+	case -EINTR:
+		return "interrupted: the bridge is stopping now";
+	case -EMSGSIZE:
+		return "its reply is longer than a bridge's answer (not a bridge console?)";
+	case -ECONNRESET:
+		return "it closed the connection";
+	case -ENOBUFS:
+		return "it does not read what it is sent";
+	default:
+		snprintf(buf, len, "%s", strerror(-r));
+		return buf;
+	}
+}
+
+/* The report and the log of a partition that stays here. */
+static void xfer_failed(struct ha *ha, uint32_t idx, int r, const char *answer)
+{
+	struct ha_xfer *x = &ha->x;
+	const char *name = ha->part[idx].name, *fail, *pre = r == -EREMOTEIO ? "" : "the peer: ";
+	char eb[64];
+
+	x->last = r;
+	fail = r == -EREMOTEIO ? (answer[0] ? answer : "the peer refused")
+			       : link_why(r, eb, sizeof(eb));
+	fprintf(x->out, "partition %s: not handed over: %s%s: staying active\n", name, pre, fail);
+	if (x->stopping)
+		log_err("%s: partition %s goes dark when this bridge stops: not handed over to %s: "
+			"%s%s",
+			x->why, name, ha->peer, pre, fail);
+	else
+		log_warn("%s: partition %s not handed over to %s: %s%s: staying active", x->why,
+			 name, ha->peer, pre, fail);
+}
+
+/* The peer took partition idx: standby here (after our workers drained). */
+static void xfer_moved(struct ha *ha, struct ctl *c, uint32_t idx)
+{
+	struct ha_xfer *x = &ha->x;
+	char reason[96];
+	uint64_t t0 = mono_ms();
+
+	snprintf(reason, sizeof(reason), "%s: peer active", x->why);
+	log_notice("%s: partition %s: the peer took over (exchange %s)", x->why, ha->part[idx].name,
+		   x->id);
+	part_set(ha, c, idx, true, reason, x->out);
+	x->l.deadline += mono_ms() - t0; /* our own drain is not the peer's time */
+	x->moved++;
+}
+
+static void xfer_finish(struct ha *ha, struct ctl *c)
+{
+	struct ha_xfer *x = &ha->x;
+	ha_done_fn *done = x->done;
+	void *arg = x->done_arg;
+	int rc = x->last;
+
+	if (x->l.fd >= 0) {
+		if (x->watched)
+			ctl_unwatch(c, x->l.fd);
+		close(x->l.fd);
+	}
+	fprintf(x->out, "handover: %u of %u partition%s handed over\n", x->moved, x->ntodo,
+		x->ntodo == 1 ? "" : "s");
+	if (x->moved)
+		log_notice("%s: %u of %u partition%s handed over to %s", x->why, x->moved, x->ntodo,
+			   x->ntodo == 1 ? "" : "s", ha->peer);
+	fclose(x->out);
+	x->on = false;
+	done(c, arg, rc, x->text ? x->text : "");
+	free(x->text);
+	x->text = NULL;
+	free(x->todo);
+	x->todo = NULL;
+	if (ha->stop_after) {
+		/* A stop asked for during this handover: now what is still active here. */
+		ha_done_fn *sd = ha->stop_done;
+		int r;
+
+		ha->stop_after = false;
+		r = ha_handover(ha, c, NULL, ha->stop_why, true, sd, ha->stop_arg, NULL);
+		if (r != 1)
+			sd(c, ha->stop_arg, r, "");
+	}
+}
+
+/*
+ * Go on with the handover as far as it goes without waiting: connect, ask, read the
+ * answers that are here, move to the next partition; then return until the socket or the
+ * clock (ha_event, ha_tick) says more. Finishes (calls done) after the last partition.
+ */
+static void xfer_run(struct ha *ha, struct ctl *c)
+{
+	struct ha_xfer *x = &ha->x;
+
+	while (x->on) {
+		uint32_t idx;
+		char cmd[64 + HA_NAME_MAX + HA_ID_MAX], txt[HA_ANSWER_MAX];
+		int r;
+
+		if (x->cur == x->ntodo) {
+			xfer_finish(ha, c);
+			return;
+		}
+		idx = x->todo[x->cur];
+		if (x->l.err) {
+			xfer_failed(ha, idx, x->l.err, "");
+			x->cur++;
+			continue;
+		}
+		switch (x->phase) {
+		case X_CONNECT:
+			r = link_connect(&x->l);
+			if (r == -EAGAIN)
+				return; /* ha_tick tries again */
+			if (!r && ctl_watch(c, x->l.fd, EPOLLIN, &x->tag))
+				r = -errno;
+			if (r) {
+				x->l.err = r;
+				continue;
+			}
+			x->watched = true;
+			x->phase = X_ASK;
+			continue;
+		case X_ASK:
+			if (ha->part[idx].standby) {
+				fprintf(x->out, "partition %s: standby already\n",
+					ha->part[idx].name);
+				x->cur++;
+				continue;
+			}
+			snprintf(x->id, sizeof(x->id), "%d.%" PRIu64 ".%u", (int)getpid(),
+				 ha->start_ns, ++ha->seq);
+			snprintf(cmd, sizeof(cmd), "takeover prepare %s %s\n", ha->part[idx].name,
+				 x->id);
+			x->l.err = link_send(&x->l, cmd);
+			x->phase = X_PREPARE;
+			continue;
+		case X_PREPARE:
+		case X_COMMIT:
+			r = link_read_now(&x->l);
+			if (!link_complete(&x->l)) {
+				if (!r)
+					return; /* wait for the answer */
+				if (x->phase == X_COMMIT && !link_settle(&x->l, txt, sizeof(txt))) {
+					x->l.err = r;
+					goto moved;
+				}
+				x->l.err = r;
+				continue;
+			}
+			r = link_parse(&x->l, txt, sizeof(txt));
+			if (r) {
+				xfer_failed(ha, idx, r, txt);
+				x->cur++;
+				x->phase = X_ASK;
+				continue;
+			}
+			if (x->phase == X_PREPARE) {
+				snprintf(cmd, sizeof(cmd), "takeover commit %s %s\n",
+					 ha->part[idx].name, x->id);
+				x->l.err = link_send(&x->l, cmd);
+				x->phase = X_COMMIT;
+				continue;
+			}
+moved:
+			xfer_moved(ha, c, idx);
+			x->cur++;
+			x->phase = X_ASK;
+			continue;
+		}
+	}
+}
+
+/* The handover ends its wait now with error r (the deadline, a stop signal). */
+static void xfer_stop(struct ha *ha, struct ctl *c, int r)
+{
+	struct ha_xfer *x = &ha->x;
+	char txt[HA_ANSWER_MAX];
+
+	if (x->phase == X_COMMIT && !x->l.err && !link_settle(&x->l, txt, sizeof(txt))) {
+		/* The peer's yes was there after all: that partition went over. */
+		xfer_moved(ha, c, x->todo[x->cur]);
+		x->cur++;
+		x->phase = X_ASK;
+	}
+	if (!x->l.err)
+		x->l.err = r;
+	xfer_run(ha, c);
+}
+
+void ha_event(struct ha *ha, struct ctl *c, unsigned events)
+{
+	(void)events;
+	if (ha->x.on)
+		xfer_run(ha, c);
+}
+
+void ha_tick(struct ha *ha, struct ctl *c, uint64_t now)
+{
+	struct ha_xfer *x = &ha->x;
+
+	if (!x->on)
+		return;
+	if (now >= x->l.deadline)
+		xfer_stop(ha, c, x->phase == X_CONNECT ? -EAGAIN : -ETIMEDOUT);
+	else
+		xfer_run(ha, c);
+}
+
+void ha_cancel(struct ha *ha, struct ctl *c)
+{
+	if (!ha->x.on)
+		return;
+	if (ha->stop_after) {
+		/* The stop that waited for this handover does not wait any longer. */
+		ha_done_fn *sd = ha->stop_done;
+
+		ha->stop_after = false;
+		xfer_stop(ha, c, -EINTR);
+		sd(c, ha->stop_arg, -EINTR, "");
+		return;
+	}
+	xfer_stop(ha, c, -EINTR);
+}
+
+void ha_stop_after(struct ha *ha, const char *why, ha_done_fn *done, void *arg)
+{
+	ha->stop_after = true;
+	snprintf(ha->stop_why, sizeof(ha->stop_why), "%s", why);
+	ha->stop_done = done;
+	ha->stop_arg = arg;
+}
+
+static int handover_start(struct ha *ha, struct ctl *c, const char *name, const char *why,
+			  bool stopping, ha_done_fn *done, void *arg, FILE *out)
+{
+	struct ha_xfer *x = &ha->x;
+	int idx = -1;
 
 	if (!ha->peer) {
 		fprintf(out, "handover: no peer (--ha-peer-control)\n");
@@ -430,31 +957,87 @@ int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why,
 		fprintf(out, "handover: no partition '%s' (see ha)\n", name);
 		return -ENOENT;
 	}
-	for (uint32_t i = 0; i < ha->nparts; i++) {
-		char cmd[64 + HA_NAME_MAX], reason[96];
-		int r;
-
-		if ((idx >= 0 && i != (uint32_t)idx) || ha->part[i].standby)
-			continue;
-		snprintf(cmd, sizeof(cmd), "role %s active", ha->part[i].name);
-		r = peer_command(ha->peer, cmd, out);
-		if (r) {
-			fprintf(out, "handover: partition %s: the peer at %s %s: staying active\n",
-				ha->part[i].name, ha->peer,
-				r == -EREMOTEIO ? "refused" : strerror(-r));
-			log_warn("handover of partition %s to %s failed (%s): staying active",
-				 ha->part[i].name, ha->peer,
-				 r == -EREMOTEIO ? "refused" : strerror(-r));
-			return r;
-		}
-		snprintf(reason, sizeof(reason), "%s: peer active", why);
-		part_set(ha, c, i, true, reason, out);
-		done++;
+	if (x->on) {
+		fprintf(out,
+			"handover: a handover is in progress (%d s at most): try again after it\n",
+			HA_HANDOVER_MS / 1000);
+		return -EBUSY;
 	}
-	if (!done)
-		fprintf(out, "handover: no active partition%s%s here\n", name ? " " : "",
-			name ? name : "");
-	return 0;
+	if (!ha->start_ns)
+		ha->start_ns = mono_ns();
+	count_groups(ha, c->br);
+	free(x->todo);
+	x->todo = calloc(ha->nparts, sizeof(*x->todo));
+	if (!x->todo) {
+		fprintf(out, "handover: out of memory\n");
+		return -ENOMEM;
+	}
+	x->ntodo = 0;
+	for (uint32_t i = 0; i < ha->nparts; i++) {
+		const struct ha_part *p = &ha->part[i];
+
+		if ((idx >= 0 && i != (uint32_t)idx) || p->standby)
+			continue;
+		if (!p->ngroups) {
+			/* Nothing to forward, nothing to hand over. */
+			if (idx >= 0)
+				fprintf(out, "partition %s: no groups here: nothing to hand over\n",
+					p->name);
+			continue;
+		}
+		x->todo[x->ntodo++] = i;
+	}
+	if (!x->ntodo) {
+		fprintf(out, "handover: no active partition%s%s with groups here\n",
+			name ? " " : "", name ? name : "");
+		return 0;
+	}
+	x->text = NULL;
+	x->textlen = 0;
+	x->out = open_memstream(&x->text, &x->textlen);
+	if (!x->out) {
+		fprintf(out, "handover: out of memory\n");
+		return -ENOMEM;
+	}
+	x->l.path = ha->peer;
+	x->l.fd = -1;
+	x->l.err = 0;
+	x->l.have = 0;
+	x->l.deadline = mono_ms() + HA_HANDOVER_MS;
+	x->watched = false;
+	x->phase = X_CONNECT;
+	x->cur = 0;
+	x->moved = 0;
+	x->last = 0;
+	x->stopping = stopping;
+	x->done = done;
+	x->done_arg = arg;
+	x->tag = (struct ev_tag){.kind = EV_HA, .ptr = ha};
+	snprintf(x->why, sizeof(x->why), "%s", why);
+	/* The first step runs from the loop (ha_tick after this batch): done is never called
+	 * from inside this function. */
+	x->on = true;
+	return 1;
+}
+
+int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
+		ha_done_fn *done, void *arg, FILE *out)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (out)
+		return handover_start(ha, c, name, why, stopping, done, arg, out);
+	/* No one to tell (a signal): the messages go nowhere, the outcomes to the log. */
+	f = open_memstream(&buf, &len);
+	if (!f)
+		return -ENOMEM;
+	r = handover_start(ha, c, name, why, stopping, done, arg, f);
+	fclose(f);
+	free(buf);
+	return r;
 }
 
 void ha_show(struct ha *ha, struct ctl *c, FILE *out)
@@ -477,4 +1060,19 @@ void ha_show(struct ha *ha, struct ctl *c, FILE *out)
 		fprintf(out, "%s standby_pkts=%" PRIu64 "\n", side_name[s], st.standby);
 	}
 	fprintf(out, "peer_control %s\n", ha->peer ? ha->peer : "-");
+	if (ha->x.on) {
+		static const char *const phase[] = {
+			[X_CONNECT] = "connecting",
+			[X_ASK] = "asking",
+			[X_PREPARE] = "prepare sent",
+			[X_COMMIT] = "commit sent",
+		};
+		const struct ha_xfer *x = &ha->x;
+
+		fprintf(out,
+			"handover in progress (%s): partition %s, %u of %u, %s, %" PRIu64
+			" ms left\n",
+			x->why, ha->part[x->todo[x->cur < x->ntodo ? x->cur : 0]].name, x->cur + 1,
+			x->ntodo, phase[x->phase], x->l.deadline > now ? x->l.deadline - now : 0);
+	}
 }

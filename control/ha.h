@@ -22,6 +22,7 @@ struct group;
 
 #define HA_NAME_MAX 32
 #define HA_DEFAULT  "default" /* the partition of groups no --partition names */
+#define HA_ID_MAX   48	      /* an exchange's identity: "PID.START.SEQ" */
 
 struct ha_part {
 	char name[HA_NAME_MAX];
@@ -31,6 +32,10 @@ struct ha_part {
 	int64_t since_wall;   /* the same as time(NULL) */
 	uint64_t transitions; /* role changes since the start */
 	char reason[96];      /* why the role is what it is */
+	/* The peer's side of a handover (takeover prepare/commit): the exchange prepared
+	 * for this partition, and until when (CLOCK_MONOTONIC ms) its commit is taken. */
+	char prep_id[HA_ID_MAX];
+	uint64_t prep_until_ms;
 };
 
 struct ha;
@@ -71,17 +76,96 @@ int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, co
 		FILE *out);
 
 /*
- * Make-before-break: ask the peer (--ha-peer-control) to make partition `name` (NULL:
- * every partition active here) active, wait for its answer, then make it standby here.
- * Blocks the control thread for the peer's answer (at most HA_PEER_TIMEOUT_MS per
- * partition). Returns 0, or a negative errno with the bridge unchanged for the
- * partition that failed (message on out).
+ * What a handover calls when it is over: rc 0 when every partition tried went over, else
+ * the negative errno of the last failure; report is its text for people, one line per
+ * partition and a summary (the same outcomes are logged). Control thread.
  */
-int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, FILE *out);
+typedef void ha_done_fn(struct ctl *c, void *arg, int rc, const char *report);
+
+/*
+ * Make-before-break (docs/operations.md, "Handover"): hand partition `name` (NULL: every
+ * partition active here that has groups) to the peer (--ha-peer-control), one at a time
+ * over one connection, each in two phases with an identity of its own:
+ *   takeover prepare P ID   the peer checks that it can forward P (sides up, P's groups
+ *                           joined on both sides, their worker alive) and remembers ID;
+ *   takeover commit P ID    the peer checks again, makes P active and answers; only then
+ *                           does P go standby here.
+ * Every partition is tried, whatever happened to the one before. With `stopping` the
+ * bridge is about to exit: a partition not handed over is logged as going dark, with
+ * the reason, and this bridge refuses takeovers meanwhile.
+ *
+ * Asynchronous: the handover is driven by the control loop (ha_event on the socket,
+ * ha_tick after every batch), which goes on serving the console, timers, joins, the
+ * watchdog and the data path meanwhile. One at a time. The connect is non-blocking (a
+ * peer whose listen backlog is full is tried again until the deadline), and one
+ * deadline, HA_HANDOVER_MS after the start, covers the connect and every request and
+ * answer; the time this bridge spends draining its own queues (ctl_data_drain, at most
+ * CTL_DRAIN_MS per partition, on the control thread) is added to it, so that only the
+ * peer's time counts.
+ *
+ * A peer that does not answer a commit in time is settled, not guessed: the connection's
+ * reading side is shut down, so that the peer's answer is either already here (the peer
+ * took over: the partition goes standby here) or can no longer be sent, which makes the
+ * peer undo it (conserver_reply_confirm): exactly one bridge stays active. A peer's reply
+ * is read into a fixed buffer of HA_REPLY_MAX bytes; a longer one ends the handover.
+ *
+ * Control thread. Returns 1 when the handover started: done(c, arg, rc, report) is
+ * called when it is over, from the control loop, never from inside this call. 0 when
+ * there is nothing to hand over, -EINVAL (no peer), -ENOENT (no such partition) or
+ * -EBUSY (a handover is in progress): a message on out (NULL: none), done not called.
+ */
+int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
+		ha_done_fn *done, void *arg, FILE *out);
+
+/* A handover is in progress; one for a stop is (or a stop waits for the one that is). */
+bool ha_busy(const struct ha *ha);
+bool ha_stopping(const struct ha *ha);
+
+/*
+ * A stop (SIGTERM) while a handover of the console is in progress: when it is over, hand
+ * over what is still active here (stopping), then call done. Control thread.
+ */
+void ha_stop_after(struct ha *ha, const char *why, ha_done_fn *done, void *arg);
+
+/*
+ * The handover's socket is readable (ha_event), and after every batch of the control
+ * loop (ha_tick: the deadline, a connect to try again). Control thread.
+ */
+void ha_event(struct ha *ha, struct ctl *c, unsigned events);
+void ha_tick(struct ha *ha, struct ctl *c, uint64_t now_ms);
+
+/*
+ * End the wait of the handover in progress now (a second stop signal, the loop ending):
+ * a commit whose answer is outstanding is settled as at the deadline, the partitions not
+ * handed over stay here (reported "interrupted"), done is called; a stop waiting for the
+ * handover (ha_stop_after) no longer hands anything over. Control thread.
+ */
+void ha_cancel(struct ha *ha, struct ctl *c);
+
+/* While a handover is in progress the control loop waits at most this long for events
+ * (ha_tick: the deadline and connect retries). */
+#define HA_POLL_MS 20
+
+/*
+ * The console's `takeover prepare|commit PARTITION ID`: the peer's side of ha_handover.
+ * prepare refuses (with the reason on out) when this bridge cannot forward the partition
+ * or is stopping; commit refuses an ID that was not prepared here within HA_HANDOVER_MS
+ * (stale, cancelled, replaced), then makes the partition active, under
+ * conserver_reply_confirm: undone when the asking bridge can no longer read the answer.
+ * Control thread. 0, or -1 with the reason on out.
+ */
+int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out);
+
+/* Groups in partition i now (recounted: groups come and go at run time). */
+uint32_t ha_part_ngroups(struct ha *ha, struct ctl *c, uint32_t i);
 
 /* The console's `ha`: partitions, roles, since when, transitions, reasons. */
 void ha_show(struct ha *ha, struct ctl *c, FILE *out);
 
-#define HA_PEER_TIMEOUT_MS 2000
+/* A handover's time for the peer: connect, every request and every reply (ha_handover). */
+#define HA_HANDOVER_MS 2000
+/* The largest reply of the peer's console read during a handover (a bridge's takeover
+ * answers are a few lines): a longer one is not a bridge's answer and ends the handover. */
+#define HA_REPLY_MAX 4096
 
 #endif /* CONTROL_HA_H */

@@ -24,6 +24,9 @@
  * then messages are dropped and counted until the writer moves again, and the writer
  * reports the count in sequence, before the next message that got through
  * ("N log messages dropped: the log output was blocked").
+ *
+ * A message that stderr refuses (its reader went away: SIGPIPE is ignored in every mode,
+ * main.c, so the write fails with EPIPE) is counted in the same log_dropped.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -107,7 +110,8 @@ void log_open(enum log_target target)
 	log_target = target;
 }
 
-static void log_stderr(int prio, const struct timespec *ts, const char *msg)
+/* Returns 0, or -1 when stderr did not take the line (a closed pipe: EPIPE). */
+static int log_stderr(int prio, const struct timespec *ts, const char *msg)
 {
 	static const char *const tag[] = {"emerg",   "alert",  "crit", "error",
 					  "warning", "notice", "info", "debug"};
@@ -119,8 +123,24 @@ static void log_stderr(int prio, const struct timespec *ts, const char *msg)
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 		strftime(zone, sizeof(zone), "%z", &tm);
 	}
-	fprintf(stderr, "[%s.%03ld%s] ib2roce %s: %s\n", when, ts->tv_nsec / 1000000, zone,
-		tag[prio & 7], msg);
+	if (fprintf(stderr, "[%s.%03ld%s] ib2roce %s: %s\n", when, ts->tv_nsec / 1000000, zone,
+		    tag[prio & 7], msg) < 0) {
+		clearerr(stderr); /* a reader that comes back (a FIFO reopened) gets the next */
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A message the output did not take (stderr's reader gone: with SIGPIPE ignored the
+ * write fails with EPIPE instead of killing us): counted with the dropped ones. There
+ * is nobody to tell, so no "dropped" line follows.
+ */
+static void log_lost(void)
+{
+	pthread_mutex_lock(&lq.lock);
+	lq.dropped++;
+	pthread_mutex_unlock(&lq.lock);
 }
 
 /* Format one journal field "NAME=value" into buf; a value too long is cut. */
@@ -185,7 +205,8 @@ static void log_write(int prio, const struct timespec *ts, const char *device, c
 	case LOG_TO_STDERR:
 		break;
 	}
-	log_stderr(prio, ts, msg);
+	if (log_stderr(prio, ts, msg))
+		log_lost();
 }
 
 static void log_write_dropped(uint64_t n)

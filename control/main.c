@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1246,6 +1247,13 @@ int main(int argc, char **argv)
 	struct ha *ha = NULL;
 	int r, status = 0;
 
+	/*
+	 * In every mode (issue 21 D6): a reader of stderr or stdout that goes away (--debug
+	 * piped into a pager, --systemd without a journal: stderr is the fallback) must cost
+	 * the messages, counted in log_dropped (log.c), not the bridge with exit 141, no
+	 * final counters and no leaves. Sockets use MSG_NOSIGNAL besides.
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	cfg_defaults(&br.cfg);
 	o.check = argv_has_check(argc, argv);
 	r = opt_register_builtin(stdout, "ib2roce");
@@ -1442,6 +1450,7 @@ int main(int argc, char **argv)
 		status = 1;
 		goto out_ctl;
 	}
+	capcfg.mlock = atomic_load(&f_mlock);
 	ctl.cap = capture_new(&ctl, &capcfg);
 	if (!ctl.cap) {
 		log_err("capture: %s", strerror(errno));
@@ -1461,7 +1470,7 @@ int main(int argc, char **argv)
 		char args[sizeof(capcfg.file)];
 
 		snprintf(args, sizeof(args), "%s", capcfg.file);
-		if (capture_start(ctl.cap, args, err, sizeof(err))) {
+		if (capture_start(ctl.cap, args, err, sizeof(err)) < 0) {
 			log_err("%s", err);
 			status = 1;
 			ctl.stop = true; /* ctl_run returns at once: leave and stop as usual */

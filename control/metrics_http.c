@@ -3,6 +3,13 @@
  * GET /metrics over HTTP on the control thread (metrics_http.h). Own code rather than a
  * library (libmicrohttpd): one request a scrape, one reply, loopback only, on the
  * control thread's existing epoll; a library would bring its own threads or loop.
+ *
+ * A slow client must not blind it (issue 21 D7: eight connections that sent half a
+ * request held every slot for 5 s). A connection that has not sent a whole request
+ * yet is idle: when every slot is taken, a new connection takes the oldest idle one's
+ * slot (the idle one is closed), and an idle one is closed after MH_HEADER_MS. A new
+ * connection's request is read at once (a scraper's usually arrives with it), so a
+ * scrape is answered whatever number of slow connections keep coming.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -26,9 +33,10 @@ struct mh_conn {
 	int fd;
 	char req[MH_REQ_MAX];
 	size_t len;
-	char *out; /* the reply, NULL while the request is read */
+	char *out; /* the reply, NULL while the request is read (idle) */
 	size_t outlen, outoff;
 	uint64_t since_ms;
+	struct mh_conn *next_evicted; /* on the evicted list */
 };
 
 struct metrics_http {
@@ -36,6 +44,9 @@ struct metrics_http {
 	int lfd;
 	struct ev_tag ltag;
 	struct mh_conn *conn[MH_CONNS_MAX];
+	/* Evicted during an event batch that may still name them: freed after it. */
+	struct mh_conn *evicted;
+	uint64_t evictions; /* idle connections closed for a new one */
 };
 
 static void conn_close(struct metrics_http *m, int slot)
@@ -47,6 +58,37 @@ static void conn_close(struct metrics_http *m, int slot)
 	free(k->out);
 	free(k);
 	m->conn[slot] = NULL;
+}
+
+/* Close an idle connection for a new one; its memory waits for the end of the batch. */
+static void conn_evict(struct metrics_http *m, int slot)
+{
+	struct mh_conn *k = m->conn[slot];
+
+	ctl_unwatch(m->c, k->fd);
+	close(k->fd);
+	k->fd = -1;
+	k->next_evicted = m->evicted;
+	m->evicted = k;
+	m->conn[slot] = NULL;
+	m->evictions++;
+}
+
+/* A free slot, or the oldest idle connection's (evicted); -1 when all are replying. */
+static int slot_for_new(struct metrics_http *m)
+{
+	int oldest = -1;
+
+	for (int i = 0; i < MH_CONNS_MAX; i++) {
+		if (!m->conn[i])
+			return i;
+		if (!m->conn[i]->out &&
+		    (oldest < 0 || m->conn[i]->since_ms < m->conn[oldest]->since_ms))
+			oldest = i;
+	}
+	if (oldest >= 0)
+		conn_evict(m, oldest);
+	return oldest;
 }
 
 static int conn_slot(struct metrics_http *m, struct mh_conn *k)
@@ -145,27 +187,32 @@ static bool conn_read(struct metrics_http *m, struct mh_conn *k)
 
 static void on_accept(struct metrics_http *m)
 {
-	struct mh_conn *k;
-	int fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), slot;
+	/* Every pending connection: a backlog full of slow ones would keep a scraper out. */
+	for (;;) {
+		struct mh_conn *k;
+		int fd = accept4(m->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), slot;
 
-	if (fd < 0)
-		return;
-	for (slot = 0; slot < MH_CONNS_MAX && m->conn[slot]; slot++)
-		;
-	k = slot < MH_CONNS_MAX ? calloc(1, sizeof(*k)) : NULL;
-	if (!k) {
-		close(fd); /* busy: the scraper tries again at its next interval */
-		return;
+		if (fd < 0)
+			return;
+		slot = slot_for_new(m);
+		k = slot >= 0 ? calloc(1, sizeof(*k)) : NULL;
+		if (!k) {
+			close(fd); /* all replying: the scraper tries again at its next interval */
+			continue;
+		}
+		k->fd = fd;
+		k->since_ms = mono_ms();
+		k->tag = (struct ev_tag){.kind = EV_METRICS_HTTP, .ptr = k};
+		if (ctl_watch(m->c, fd, EPOLLIN, &k->tag)) {
+			close(fd);
+			free(k);
+			continue;
+		}
+		m->conn[slot] = k;
+		/* A scraper's request is usually there already: answer it now. */
+		if (!conn_read(m, k))
+			conn_close(m, slot);
 	}
-	k->fd = fd;
-	k->since_ms = mono_ms();
-	k->tag = (struct ev_tag){.kind = EV_METRICS_HTTP, .ptr = k};
-	if (ctl_watch(m->c, fd, EPOLLIN, &k->tag)) {
-		close(fd);
-		free(k);
-		return;
-	}
-	m->conn[slot] = k;
 }
 
 void metrics_http_event(struct metrics_http *m, void *tag, unsigned events)
@@ -179,6 +226,8 @@ void metrics_http_event(struct metrics_http *m, void *tag, unsigned events)
 		return;
 	}
 	k = t->ptr;
+	if (k->fd < 0)
+		return; /* evicted earlier in this batch */
 	if (k->out)
 		keep = !(events & (EPOLLERR | EPOLLHUP)) && conn_flush(m, k);
 	else
@@ -189,9 +238,21 @@ void metrics_http_event(struct metrics_http *m, void *tag, unsigned events)
 
 void metrics_http_tick(struct metrics_http *m, uint64_t now_ms)
 {
-	for (int i = 0; m && i < MH_CONNS_MAX; i++)
-		if (m->conn[i] && now_ms - m->conn[i]->since_ms > MH_TIMEOUT_MS)
+	if (!m)
+		return;
+	while (m->evicted) {
+		struct mh_conn *k = m->evicted;
+
+		m->evicted = k->next_evicted;
+		free(k->out);
+		free(k);
+	}
+	for (int i = 0; i < MH_CONNS_MAX; i++) {
+		struct mh_conn *k = m->conn[i];
+
+		if (k && now_ms - k->since_ms > (k->out ? MH_TIMEOUT_MS : MH_HEADER_MS))
 			conn_close(m, i);
+	}
 }
 
 struct metrics_http *metrics_http_open(struct ctl *c, uint16_t port, char *err, size_t errlen)
@@ -210,7 +271,7 @@ struct metrics_http *metrics_http_open(struct ctl *c, uint16_t port, char *err, 
 	m->c = c;
 	m->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (m->lfd < 0 || setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(m->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(m->lfd, MH_CONNS_MAX))
+	    bind(m->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(m->lfd, MH_BACKLOG))
 		goto fail;
 	m->ltag = (struct ev_tag){.kind = EV_METRICS_HTTP, .ptr = NULL};
 	if (ctl_watch(c, m->lfd, EPOLLIN, &m->ltag))
@@ -235,6 +296,7 @@ void metrics_http_close(struct metrics_http *m)
 	for (int i = 0; i < MH_CONNS_MAX; i++)
 		if (m->conn[i])
 			conn_close(m, i);
+	metrics_http_tick(m, 0); /* frees the evicted */
 	ctl_unwatch(m->c, m->lfd);
 	close(m->lfd);
 	if (m->c->mh == m)

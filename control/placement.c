@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * Worker placement (placement.h): hwloc for the machine, the NICs' locality and CPU
- * lists; the kernel's files for the isolated CPUs and RT throttling. No topology code of
- * our own: every object, set and list comes from hwloc.
+ * sets; the kernel's files for the isolated CPUs and RT throttling. No topology code of
+ * our own: every object and set comes from hwloc. CPU lists are read here (item_parse:
+ * hwloc's list parser checks no range), into hwloc sets.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -56,23 +57,79 @@ struct plan_ctx;
 static void worker_warn(struct plan_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* Only digits, '-' and (lists) ','; hwloc's parser would read a prefix of "3x". */
-static bool list_chars_ok(const char *s, bool commas)
+/*
+ * One item of a CPU list, "N" or "N-M" (decimal, as the kernel's cpulist files), into
+ * *lo..*hi. Own code, not hwloc_bitmap_list_sscanf: that parser (hwloc 2.x src/bitmap.c)
+ * reads numbers with strtoul base 0 ("010" is CPU 8, "-1" is ULONG_MAX) and hands them
+ * to hwloc_bitmap_set as unsigned int without a range check, so "4294967297" became
+ * CPU 1; it also reads a prefix of "3x". hwloc still builds the set (set_range).
+ * Returns 0, or -EINVAL with why in err ("CPU 4294967297 is out of range (0-8191)").
+ */
+static int item_parse(const char *item, unsigned *lo, unsigned *hi, char *err, size_t len)
 {
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!(*s >= '0' && *s <= '9') && *s != '-' && !(commas && *s == ','))
-			return false;
-	return true;
+	const char *p = item;
+	unsigned long v[2];
+	int nv = 0;
+
+	for (;;) {
+		char *end;
+
+		if (*p < '0' || *p > '9')
+			return errf(err, len, -EINVAL, "'%s' is not a CPU or a range like 4-7",
+				    item);
+		errno = 0;
+		v[nv] = strtoul(p, &end, 10);
+		if (errno == ERANGE || v[nv] > PLACE_CPU_MAX) {
+			int digits = (int)strspn(p, "0123456789");
+
+			return errf(err, len, -EINVAL, "'%s': CPU %.*s is out of range (0-%d)",
+				    item, digits, p, PLACE_CPU_MAX);
+		}
+		nv++;
+		p = end;
+		if (!*p)
+			break;
+		if (*p != '-' || nv == 2)
+			return errf(err, len, -EINVAL, "'%s' is not a CPU or a range like 4-7",
+				    item);
+		p++;
+	}
+	if (nv == 2 && v[0] > v[1])
+		return errf(err, len, -EINVAL, "'%s': a range goes up, like 4-7", item);
+	*lo = (unsigned)v[0];
+	*hi = (unsigned)v[nv - 1];
+	return 0;
 }
 
-/* A finite, non-empty CPU set from a list "0-3,8" (hwloc's list syntax). */
-static int list_to_set(const char *s, hwloc_bitmap_t set)
+/*
+ * A finite, non-empty CPU set from a list "0-3,8" (hwloc's list syntax), every item read
+ * by item_parse. Returns 0, or -EINVAL with the item at fault in err.
+ */
+static int list_to_set(const char *s, hwloc_bitmap_t set, char *err, size_t len)
 {
-	if (!list_chars_ok(s, true) || hwloc_bitmap_list_sscanf(set, s) < 0 ||
-	    hwloc_bitmap_iszero(set) || hwloc_bitmap_weight(set) < 0)
-		return -EINVAL;
+	char item[64];
+	const char *p = s;
+
+	if (!*s)
+		return errf(err, len, -EINVAL, "empty CPU list");
+	hwloc_bitmap_zero(set);
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		unsigned lo = 0, hi = 0;
+
+		if (n >= sizeof(item))
+			return errf(err, len, -EINVAL, "'%.*s...' is not a CPU or a range like 4-7",
+				    20, p);
+		memcpy(item, p, n);
+		item[n] = 0;
+		if (item_parse(item, &lo, &hi, err, len))
+			return -EINVAL;
+		if (hwloc_bitmap_set_range(set, lo, (int)hi) < 0)
+			return errf(err, len, -ENOMEM, "out of memory");
+		if (!p[n])
+			break;
+		p += n + 1;
+	}
 	return 0;
 }
 
@@ -92,9 +149,10 @@ int placement_cpulist_parse(const char *list, int *cpus, uint32_t max, uint32_t 
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		int cpu;
 
-		if (list_to_set(tok, set)) {
-			r = errf(err, errlen, -EINVAL,
-				 "CPU list '%s': '%s' is not a CPU or a range like 4-7", list, tok);
+		char why[160];
+
+		if (list_to_set(tok, set, why, sizeof(why))) {
+			r = errf(err, errlen, -EINVAL, "CPU list '%s': %s", list, why);
 			goto out;
 		}
 		hwloc_bitmap_foreach_begin(cpu, set)
@@ -168,7 +226,7 @@ static void read_cpu_list_file(const char *sys_path, hwloc_bitmap_t set)
 	if (!read_line(path, line, sizeof(line)) || !line[0])
 		return;
 	b = hwloc_bitmap_alloc();
-	if (b && !list_to_set(line, b))
+	if (b && !list_to_set(line, b, path, sizeof(path)))
 		hwloc_bitmap_or(set, set, b);
 	hwloc_bitmap_free(b);
 }
@@ -254,15 +312,13 @@ static int cpuset_file(char *file, size_t len)
  */
 static int read_cpuset(struct plan_ctx *c, char *err, size_t len)
 {
-	char file[512], line[1024];
+	char file[512], line[1024], why[160];
 	int r;
 
 	if (c->in->allowed) {
-		if (list_to_set(c->in->allowed, c->allowed))
-			return errf(err, len, -EINVAL,
-				    "--allowed-cpus '%s': expected CPUSET[:AFFINITY], CPU lists "
-				    "like 0-7:0-1",
-				    c->in->allowed);
+		if (list_to_set(c->in->allowed, c->allowed, why, sizeof(why)))
+			return errf(err, len, -EINVAL, "--allowed-cpus '%s': %s", c->in->allowed,
+				    why);
 		snprintf(c->cpuset_src, sizeof(c->cpuset_src), "--allowed-cpus");
 		return 0;
 	}
@@ -287,10 +343,8 @@ static int read_cpuset(struct plan_ctx *c, char *err, size_t len)
 	if (!line[0])
 		return errf(err, len, -EINVAL, "cgroup cpuset %s is empty: no CPU to run on; %s",
 			    file, CPUSET_FIX);
-	if (list_to_set(line, c->allowed))
-		return errf(err, len, -EINVAL,
-			    "cgroup cpuset %s: '%s' is not a CPU list like 0-7; %s", file, line,
-			    CPUSET_FIX);
+	if (list_to_set(line, c->allowed, why, sizeof(why)))
+		return errf(err, len, -EINVAL, "cgroup cpuset %s: %s; %s", file, why, CPUSET_FIX);
 	snprintf(c->cpuset_src, sizeof(c->cpuset_src), "cgroup cpuset %s", file);
 	return 0;
 }
@@ -298,17 +352,21 @@ static int read_cpuset(struct plan_ctx *c, char *err, size_t len)
 /* The housekeeping CPUs: --allowed-cpus' AFFINITY (or its CPUSET), else the affinity. */
 static int read_affinity(struct plan_ctx *c, char *err, size_t len)
 {
+	char why[160];
 	cpu_set_t set;
 
 	if (c->in->affinity) {
-		if (list_to_set(c->in->affinity, c->hk))
-			return errf(err, len, -EINVAL,
-				    "--allowed-cpus: affinity '%s': expected a CPU list like 0-1",
-				    c->in->affinity);
+		if (list_to_set(c->in->affinity, c->hk, why, sizeof(why)))
+			return errf(err, len, -EINVAL, "--allowed-cpus: affinity '%s': %s",
+				    c->in->affinity, why);
 		return 0;
 	}
-	if (c->in->allowed)
-		return list_to_set(c->in->allowed, c->hk) ? -EINVAL : 0;
+	if (c->in->allowed) {
+		if (list_to_set(c->in->allowed, c->hk, why, sizeof(why)))
+			return errf(err, len, -EINVAL, "--allowed-cpus '%s': %s", c->in->allowed,
+				    why);
+		return 0;
+	}
 	if (sched_getaffinity(0, sizeof(set), &set))
 		return errf(err, len, -errno, "sched_getaffinity: %s", strerror(errno));
 	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
@@ -346,7 +404,7 @@ static void nic_irqs(struct plan_ctx *c, int s)
 			continue;
 		snprintf(rel, sizeof(rel), "/proc/irq/%s/smp_affinity_list", e->d_name);
 		root_path(path, sizeof(path), rel);
-		if (!read_line(path, line, sizeof(line)) || list_to_set(line, b))
+		if (!read_line(path, line, sizeof(line)) || list_to_set(line, b, rel, sizeof(rel)))
 			continue;
 		hwloc_bitmap_or(c->irq[s], c->irq[s], b);
 	}

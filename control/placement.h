@@ -23,6 +23,9 @@
 
 #define PLACE_MAX_WORKERS 64 /* --workers' maximum */
 #define PLACE_SIDES	  2  /* 0: InfiniBand, 1: RoCE (enum side) */
+/* The highest CPU number a list may name: the kernel's largest NR_CPUS is 8192
+ * (arch/x86/Kconfig NR_CPUS_RANGE_END with MAXSMP); a larger number is refused. */
+#define PLACE_CPU_MAX 8191
 
 /* What the options, the devices and the configured groups say. */
 struct place_in {
@@ -76,9 +79,10 @@ struct placement {
 
 /*
  * placement_cpulist_parse - parse a --cpus LIST into CPU numbers in worker order: a comma
- * separated list of CPUs and ranges (each item read by hwloc_bitmap_list_sscanf, so
- * "4-7" expands in ascending order); a CPU given twice stays twice (placement_plan
- * refuses it without oversubscribe). Main thread. Returns 0, or -EINVAL with a message.
+ * separated list of CPUs and ranges, decimal ("4-7" expands in ascending order; each
+ * number 0 to PLACE_CPU_MAX, a range going up: own code, as hwloc's list parser checks no
+ * range); a CPU given twice stays twice (placement_plan refuses it without
+ * oversubscribe). Main thread. Returns 0, or -EINVAL with a message naming the item.
  */
 int placement_cpulist_parse(const char *list, int *cpus, uint32_t max, uint32_t *n, char *err,
 			    size_t errlen);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "placement.h"
 #include "capture.h"
+#include "console.h"
 #include "show.h"
 #include "show_priv.h"
 #include "version_line.h"
@@ -428,6 +429,7 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "ctl_stall_max_ms", c->stall_max_ms);
 	jw_u64(&j, "ctl_stall_last_ms", c->stall_last_ms);
 	jw_u64(&j, "log_dropped", log_dropped());
+	jw_u64(&j, "console_tty_dropped", console_tty_dropped(c->con));
 	{
 		struct health hl;
 
@@ -454,6 +456,8 @@ void report_json(struct ctl *c, FILE *out)
 		capture_counts_get(c->cap, &cc);
 		jw_open(&j, "capture", '{');
 		jw_bool(&j, "active", cc.active);
+		jw_bool(&j, "starting", cc.starting);
+		jw_string(&j, "stop_reason", cc.stop_reason);
 		jw_u64(&j, "written", cc.written);
 		jw_u64(&j, "dropped", cc.dropped);
 		jw_u64(&j, "bytes", cc.bytes);
@@ -808,12 +812,20 @@ static void prom_pgm(FILE *f, struct bridge *br)
 	fprintf(f, "ib2roce_pgm_stream_repairs %" PRIu64 "\n", gs.repairs);
 }
 
-/* The HA role of each partition (control/ha.c): alert on changes of these. */
+/*
+ * The HA role of each partition (control/ha.c): alert on changes of these. A partition
+ * without groups (the implicit "default" of a pair whose groups are all in named
+ * partitions) forwards nothing and has no role: no ib2roce_role sample, so that the sum
+ * over a pair counts only partitions that carry traffic (docs/operations.md).
+ */
 static void prom_ha(FILE *f, struct ctl *c)
 {
 	prom_head(f, "ib2roce_role", "gauge",
-		  "HA role of the partition on this bridge: 1 active, 0 standby.");
+		  "HA role of the partition on this bridge: 1 active, 0 standby "
+		  "(partitions with groups only).");
 	for (uint32_t i = 0; i < ha_nparts(c->ha); i++) {
+		if (!ha_part_ngroups(c->ha, c, i))
+			continue;
 		fprintf(f, "ib2roce_role{partition=\"");
 		prom_value(f, ha_part_get(c->ha, i)->name);
 		fprintf(f, "\"} %d\n", !ha_part_get(c->ha, i)->standby);

@@ -328,8 +328,9 @@ struct worker {
 	uint64_t passes;
 	uint64_t drop_nth; /* fault injection counter */
 	struct hist lat;   /* poll -> post, ns */
-	/* Packet capture (capring.h): set by the control thread before the first capture
-	 * starts (published by bridge->cap_gen), kept until the bridge is freed. */
+	/* Packet capture (capring.h): published by the control thread (rcu_assign_pointer)
+	 * before a capture starts (bridge->cap_gen), NULL again at its stop and freed after
+	 * a grace period. Read with rcu_dereference. */
 	struct cap_ring *cap;
 	uint64_t idle_sleeps;
 	/* Control thread only: latency histogram at the last "zap"; heartbeat bookkeeping. */

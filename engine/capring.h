@@ -50,7 +50,14 @@ struct cap_ring {
  */
 struct cap_ring *cap_ring_new(uint32_t n, uint32_t data_max);
 
-/* Free a ring no worker uses any more (NULL: nothing). Control thread. */
+/* Bytes cap_ring_new(n, data_max) allocates. */
+uint64_t cap_ring_footprint(uint32_t n, uint32_t data_max);
+
+/* Write every page of the ring's records once (fault them in: under mlockall
+ * MCL_FUTURE they are locked then). Before the ring is published; any thread. */
+void cap_ring_touch(struct cap_ring *r);
+
+/* Free a ring no worker uses any more (NULL: nothing). Any thread. */
 void cap_ring_free(struct cap_ring *r);
 
 static inline struct cap_rec *cap_ring_at(const struct cap_ring *r, uint64_t i)

@@ -1228,10 +1228,14 @@ send:
 static __attribute__((noinline)) void burst_capture_begin(struct burst *b, struct worker *w,
 							  enum side side, uint32_t gen)
 {
-	if (!w->cap ||
+	/* Pairs with the control thread's rcu_assign_pointer (control/capture.c); a ring
+	 * unpublished at a stop is freed after a grace period, so the burst may use it. */
+	struct cap_ring *ring = rcu_dereference(w->cap);
+
+	if (!ring ||
 	    !(atomic_load_explicit(&b->br->cap_sides, memory_order_relaxed) & (1u << side)))
 		return;
-	b->cap = w->cap;
+	b->cap = ring;
 	b->cap_gen = gen;
 	b->cap_snap = atomic_load_explicit(&b->br->cap_snap, memory_order_relaxed);
 	b->flows_ok = false;

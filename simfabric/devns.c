@@ -1,24 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * simfab devns: run a program with /dev/infiniband/uverbs<N> present for the simulated
- * devices, without changing the host's /dev.
+ * simfab exec: run a program where the character devices of the kernel's RDMA stack
+ * exist for the simulated devices (/dev/infiniband/umad<N>, issm<N>, uverbs<N>), and,
+ * given a namespace made by `simfab netns`, inside its network namespace with its sysfs
+ * on /sys (as `ip netns exec`). The host's /dev is not changed.
  *
- * Some programs look at the uverbs character device of an RDMA device before using it:
- * UCX (uct_ib_device_is_accessible, src/uct/ib/base/ib_md.c) skips every device whose
+ * Some programs look at those nodes before they use a device: UCX
+ * (uct_ib_device_is_accessible, src/uct/ib/base/ib_md.c) skips every device whose
  * "/dev/infiniband/" + ibv_device.dev_name is not a character device it may read and
- * write. Nothing opens the node on the simulation (ibv_open_device does not), so a node
- * with /dev/null's numbers (1:3, mode 0666) satisfies the check and can do no harm.
+ * write; perftest and infiniband-diags look for umad<N>. The nodes have the kernel's
+ * numbers (drivers/infiniband/core: user_mad.c IB_UMAD_MAJOR 231, umad<N> at minor N,
+ * issm<N> at 64 + N; uverbs_main.c IB_UVERBS_MAJOR 231, uverbs<N> at 192 + N) for
+ * device index N of the fabric. Nothing drives them on a host without RDMA drivers (an
+ * open fails with ENXIO) and simfabric's libraries never open them: they are there for
+ * the programs that check them.
  *
- * Nodes are made for every possible device number (0 to SF_MAX_DEVS - 1), whatever the
- * fabric holds, so the fabric need not be attached (simfab execs the program, which
- * attaches it itself). The nodes exist only in a new mount namespace: there /dev becomes an overlay
- * (the host's /dev as the lower layer, a private tmpfs as the upper one), the mounts below /dev
- * (shm, pts, mqueue, ...) are bound again on top of it, so the fabric's shared memory and the
- * terminals are the host's, and /dev/infiniband with the nodes is made in the upper layer. Nodes
- * that exist already (a host with real RDMA devices) are kept. The scratch directory is detached
- * and removed before the program runs.
+ * They exist only in a new mount namespace (its mounts do not propagate to the host):
+ * there /dev becomes an overlay (the host's /dev as the lower layer, a private tmpfs as
+ * the upper one), the mounts below /dev (shm, pts, mqueue, ...) are bound again on top
+ * of it, so the fabric's shared memory and the terminals are the host's, and
+ * /dev/infiniband with the nodes is made in the upper layer. Nodes that exist already
+ * (a host with real RDMA devices) are kept. The scratch directory is detached and
+ * removed before the program runs. Needs root (CAP_SYS_ADMIN) and overlayfs.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -99,18 +105,76 @@ static int devns_rebind(const char *old, char *err, size_t len)
 	return 0;
 }
 
-int sf_devns_exec(char **argv, char *err, size_t errlen)
+/* The kernel's RDMA character devices (see above). */
+#define DEVNS_IB_MAJOR	  231
+#define DEVNS_ISSM_MINOR  64
+#define DEVNS_VERBS_MINOR 192
+
+/* The nodes of device index d in /dev/infiniband, unless they exist already. */
+static int devns_nodes(uint32_t d, char *err, size_t errlen)
+{
+	static const struct {
+		const char *name;
+		unsigned int base;
+		mode_t mode;
+	} nodes[] = {
+		{"umad", 0, 0600},
+		{"issm", DEVNS_ISSM_MINOR, 0600},
+		{"uverbs", DEVNS_VERBS_MINOR, 0666},
+	};
+	struct stat st;
+
+	for (size_t k = 0; k < sizeof(nodes) / sizeof(nodes[0]); k++) {
+		char node[64];
+
+		snprintf(node, sizeof(node), "/dev/infiniband/%s%u", nodes[k].name, d);
+		if (!lstat(node, &st))
+			continue;
+		errno = 0;
+		if (mknod(node, S_IFCHR | nodes[k].mode,
+			  makedev(DEVNS_IB_MAJOR, nodes[k].base + d)) ||
+		    chmod(node, nodes[k].mode)) /* the umask does not apply */
+			return devns_fail(err, errlen, "mknod %s", node);
+	}
+	return 0;
+}
+
+/* Enter network namespace ns (/run/netns/ns, made by simfab netns or ip netns add). */
+static int devns_enter_net(const char *ns, char *err, size_t errlen)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", ns);
+	errno = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return devns_fail(err, errlen, "%s", path);
+	if (setns(fd, CLONE_NEWNET)) {
+		close(fd);
+		return devns_fail(err, errlen, "setns %s", path);
+	}
+	close(fd);
+	return 0;
+}
+
+int sf_devns_exec(const struct sf_fabric *fab, const char *ns, char **argv, char *err,
+		  size_t errlen)
 {
 	const char *tmp = getenv("TMPDIR");
 	char base[4096], old[4200], opts[13000];
-	struct stat st;
 	int r = -1;
 
+	if (ns && devns_enter_net(ns, err, errlen))
+		return -1;
 	errno = 0;
 	if (unshare(CLONE_NEWNS))
 		return devns_fail(err, errlen, "new mount namespace (needs root)");
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
-		return devns_fail(err, errlen, "make mounts private");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
+		return devns_fail(err, errlen, "make mounts slaves");
+	/* As ip netns exec: a sysfs of the namespace, so /sys/class/net lists its netdevs. */
+	if (ns && umount2("/sys", MNT_DETACH) == 0 && mount(ns, "/sys", "sysfs", 0, NULL))
+		return devns_fail(err, errlen, "mount sysfs");
 	snprintf(base, sizeof(base), "%s/simfab-devns.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(base))
 		return devns_fail(err, errlen, "mkdtemp %s", base);
@@ -144,18 +208,9 @@ int sf_devns_exec(char **argv, char *err, size_t errlen)
 		devns_fail(err, errlen, "mkdir /dev/infiniband");
 		goto out;
 	}
-	errno = 0;
-	for (unsigned int i = 0; i < SF_MAX_DEVS; i++) {
-		char node[64];
-
-		snprintf(node, sizeof(node), "/dev/infiniband/uverbs%u", i);
-		if (!lstat(node, &st))
-			continue;
-		if (mknod(node, S_IFCHR | 0666, makedev(1, 3)) || chmod(node, 0666)) {
-			devns_fail(err, errlen, "mknod %s", node);
+	for (uint32_t d = 0; d < fab->ndevs; d++)
+		if (!fab->devs[d].removed && devns_nodes(d, err, errlen))
 			goto out;
-		}
-	}
 	r = 0;
 out:
 	umount2(old, MNT_DETACH);

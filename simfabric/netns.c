@@ -22,14 +22,9 @@
  * attributes. Root (CAP_SYS_ADMIN, CAP_NET_ADMIN) is needed, as for `ip netns add`.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -176,72 +171,4 @@ int sf_netns_delete(const char *ns, char *err, size_t errlen)
 	char *del[] = {"ip", "netns", "delete", (char *)ns, NULL};
 
 	return netns_run(del, err, errlen);
-}
-
-/*
- * The character devices of the kernel's RDMA stack (drivers/infiniband/core: user_mad.c
- * IB_UMAD_MAJOR 231, umad<N> at minor N, issm<N> at 64 + N; uverbs_main.c
- * IB_UVERBS_MAJOR 231, uverbs<N> at 192 + N).
- */
-#define NETNS_IB_MAJOR	  231
-#define NETNS_ISSM_MINOR  64
-#define NETNS_VERBS_MINOR 192
-
-static int netns_fail(char *err, size_t errlen, const char *what)
-{
-	snprintf(err, errlen, "%s: %s", what, strerror(errno));
-	return -1;
-}
-
-int sf_netns_exec(const struct sf_fabric *fab, const char *ns, char **argv, char *err,
-		  size_t errlen)
-{
-	char path[256];
-	int fd;
-
-	snprintf(path, sizeof(path), "/run/netns/%s", ns);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return netns_fail(err, errlen, path);
-	if (setns(fd, CLONE_NEWNET)) {
-		close(fd);
-		return netns_fail(err, errlen, "setns");
-	}
-	close(fd);
-	/* A mount namespace of our own whose mounts do not propagate to the host. */
-	if (unshare(CLONE_NEWNS))
-		return netns_fail(err, errlen, "unshare(CLONE_NEWNS)");
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL))
-		return netns_fail(err, errlen, "mount --make-rslave /");
-	/* As ip netns exec: a sysfs of the namespace, so /sys/class/net lists its netdevs. */
-	if (umount2("/sys", MNT_DETACH) == 0 && mount(ns, "/sys", "sysfs", 0, NULL))
-		return netns_fail(err, errlen, "mount sysfs");
-	/* The mount point; on a host without RDMA this leaves an empty directory in /dev. */
-	if (mkdir("/dev/infiniband", 0755) && errno != EEXIST)
-		return netns_fail(err, errlen, "mkdir /dev/infiniband");
-	if (mount("simfabric", "/dev/infiniband", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755"))
-		return netns_fail(err, errlen, "mount tmpfs on /dev/infiniband");
-	for (uint32_t d = 0; d < fab->ndevs; d++) {
-		static const struct {
-			const char *name;
-			unsigned int base;
-			mode_t mode;
-		} nodes[] = {
-			{"umad", 0, 0600},
-			{"issm", NETNS_ISSM_MINOR, 0600},
-			{"uverbs", NETNS_VERBS_MINOR, 0666},
-		};
-
-		if (fab->devs[d].removed)
-			continue;
-		for (size_t k = 0; k < sizeof(nodes) / sizeof(nodes[0]); k++) {
-			snprintf(path, sizeof(path), "/dev/infiniband/%s%u", nodes[k].name, d);
-			if (mknod(path, S_IFCHR | nodes[k].mode,
-				  makedev(NETNS_IB_MAJOR, nodes[k].base + d)) ||
-			    chmod(path, nodes[k].mode)) /* the umask does not apply */
-				return netns_fail(err, errlen, path);
-		}
-	}
-	execvp(argv[0], argv);
-	return netns_fail(err, errlen, argv[0]);
 }

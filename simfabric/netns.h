@@ -27,15 +27,4 @@ int sf_netns_create(const struct sf_fabric *fab, const char *ns, FILE *out, char
 /* sf_netns_delete - delete network namespace ns. Returns 0, or -1 with a message. */
 int sf_netns_delete(const char *ns, char *err, size_t errlen);
 
-/*
- * sf_netns_exec - run argv in network namespace ns, in a mount namespace of its own
- * where /sys is the namespace's sysfs (as `ip netns exec`) and /dev/infiniband a tmpfs
- * holding the character devices a host with fab's devices has: umad<N>, issm<N> and
- * uverbs<N> for device index N (the kernel's majors and minors; nothing drives them,
- * an open fails with ENXIO: they are there for programs that look for them). Needs
- * root. Returns only on failure: -1 with a message in err.
- */
-int sf_netns_exec(const struct sf_fabric *fab, const char *ns, char **argv, char *err,
-		  size_t errlen);
-
 #endif /* SIMFABRIC_NETNS_H */

@@ -1873,9 +1873,15 @@ SF_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
  *  - UNREACHABLE with the REP status: 1 (IB_SIDR_UNSUPPORTED) when nothing listens on the
  *    service, 2 (IB_SIDR_REJECT) after rdma_reject (the kernel reports a SIDR reject as
  *    UNREACHABLE, never REJECTED), with the REP's private data;
- *  - UNREACHABLE -ETIMEDOUT (110) when no device of its segment owns the destination or a
- *    port on the way is down: the kernel gives up after 16 tries of 4 s; the simulation
- *    answers at once.
+ *  - UNREACHABLE -ETIMEDOUT (110) when no answer comes: the IB CM sends the SIDR REQ
+ *    up to 16 times (cma.c cma_resolve_ib_udp: timeout_ms 1 << (CMA_CM_RESPONSE_TIMEOUT
+ *    20 - 8) = 4096, max_cm_retries CMA_MAX_CM_RETRIES 15; cm.c ib_send_cm_sidr_req hands
+ *    both to the MAD layer, which retries at that fixed interval) and then reports
+ *    IB_CM_SIDR_REQ_ERROR, which cma_sidr_rep_handler turns into UNREACHABLE -ETIMEDOUT.
+ *    The simulation waits as long, 65536 ms after rdma_connect (SIMFABRIC_SIDR_TIMEOUT_MS
+ *    sets another time), for a listener that is alive but never answers; when no device
+ *    of its segment owns the destination or a port on the way is down nothing can answer,
+ *    and it reports the timeout at once.
  * The server sees CONNECT_REQUEST on the listener's channel with a new id (event->id, its
  * context the listener's, listen_id the listener), param.ud.private_data the requester's
  * private data (216 bytes of SIDR REQ private data less the 36-byte rdma_cm header on
@@ -1892,18 +1898,22 @@ SF_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
  * request costs it a QP and memory registration) would have requests refused that the
  * IB CM delivers by retrying (16 tries, 4 s apart). A message that finds the socket
  * full waits in this process's outbox, which a thread of its own (started on first
- * use, all signals blocked) retries every millisecond for up to CM_SIDR_RETRY_MS; a
+ * use, all signals blocked) retries every millisecond for up to the SIDR timeout; a
  * request that still finds no room, or whose listener went away meanwhile, fails as
- * the kernel's does (UNREACHABLE -ETIMEDOUT, or status 1). The caller may hold g.lock:
- * the outbox has its own lock, taken after g.lock, never the other way round.
+ * the kernel's does (UNREACHABLE -ETIMEDOUT, or status 1). A request that was sent
+ * stays in the outbox as the client's timer until its answer comes (cm_out_cancel) or
+ * the timeout ends it (UNREACHABLE -ETIMEDOUT). The caller may hold g.lock: the outbox
+ * has its own lock, taken after g.lock, never the other way round.
  */
-#define CM_SIDR_RETRY_MS 65536 /* 16 tries of 4096 ms (cma.c CMA_CM_RESPONSE_TIMEOUT) */
+#define CM_SIDR_TIMEOUT_MS  65536 /* 16 tries of 4096 ms (see above) */
+#define CM_SIDR_TIMEOUT_MAX 3600000
 
 struct cm_out {
 	struct cm_out *next;
 	int32_t pid;
 	uint32_t serial;
 	uint64_t deadline_ms;
+	bool sent; /* a request delivered, waiting for its answer until deadline_ms */
 	struct sf_sidr_msg msg;
 };
 
@@ -1923,6 +1933,37 @@ static uint64_t cm_now_ms(void)
 }
 
 static void cm_sidr_req_failed(const struct sf_sidr_msg *m, int status);
+
+/*
+ * The time a SIDR request waits for its answer: SIMFABRIC_SIDR_TIMEOUT_MS (1 to
+ * CM_SIDR_TIMEOUT_MAX), else the kernel's CM_SIDR_TIMEOUT_MS. A bad value is named on
+ * stderr once and the default used. Read at the first rdma_connect of the process
+ * (under g.lock).
+ */
+static uint64_t cm_sidr_timeout_ms(void)
+{
+	static uint64_t ms;
+
+	if (!ms) {
+		const char *s = getenv("SIMFABRIC_SIDR_TIMEOUT_MS");
+		char *end;
+		unsigned long v;
+
+		ms = CM_SIDR_TIMEOUT_MS;
+		if (s && *s) {
+			errno = 0;
+			v = strtoul(s, &end, 10);
+			if (*end || errno || v < 1 || v > CM_SIDR_TIMEOUT_MAX || *s == '-')
+				fprintf(stderr,
+					"simfabric: SIMFABRIC_SIDR_TIMEOUT_MS '%s': not 1 to %d "
+					"milliseconds, using %d\n",
+					s, CM_SIDR_TIMEOUT_MAX, CM_SIDR_TIMEOUT_MS);
+			else
+				ms = v;
+		}
+	}
+	return ms;
+}
 
 /* A forked child has no outbox thread and none of the parent's messages. */
 static void cm_out_atfork_child(void)
@@ -1946,21 +1987,42 @@ static void *cm_out_thread(void *arg)
 		struct timespec ts;
 		uint64_t now;
 
+		uint64_t wake;
+		bool unsent = false;
+
 		while (!cm_out.head)
 			pthread_cond_wait(&cm_out.cond, &cm_out.lock);
 		now = cm_now_ms();
+		wake = UINT64_MAX;
 		failed = NULL;
 		for (pp = &cm_out.head; (o = *pp);) {
-			int r = sf_endpoint_send_buf(o->pid, o->serial, &o->msg, sizeof(o->msg));
+			bool req = o->msg.hdr.kind == SF_MSG_CM_SIDR_REQ;
+			int r;
+
+			if (!o->sent)
+				r = sf_endpoint_send_buf(o->pid, o->serial, &o->msg,
+							 sizeof(o->msg));
+			else
+				r = now < o->deadline_ms ? 0 : -ETIMEDOUT;
 
 			if (r == -EAGAIN && now < o->deadline_ms) {
+				unsent = true;
+				pp = &o->next;
+				continue;
+			}
+			if (!r && req) {
+				/* Delivered (now or before): the answer is awaited. */
+				o->sent = true;
+				if (o->deadline_ms < wake)
+					wake = o->deadline_ms;
 				pp = &o->next;
 				continue;
 			}
 			*pp = o->next;
-			if (r && o->msg.hdr.kind == SF_MSG_CM_SIDR_REQ) {
-				o->msg.status =
-					r == -EAGAIN ? (uint32_t)-ETIMEDOUT : CM_SIDR_UNSUPPORTED;
+			if (r && req) {
+				o->msg.status = r == -EAGAIN || r == -ETIMEDOUT
+							? (uint32_t)-ETIMEDOUT
+							: CM_SIDR_UNSUPPORTED;
 				o->next = failed;
 				failed = o;
 			} else {
@@ -1978,8 +2040,15 @@ static void *cm_out_thread(void *arg)
 			pthread_mutex_lock(&cm_out.lock);
 		}
 		if (cm_out.head) {
+			/* Every millisecond while a message waits for room, else at the
+			 * first deadline (or when a message is added or answered). */
+			uint64_t ms = unsent ? 1 : wake > now ? wake - now : 0;
+
+			if (ms > 1000)
+				ms = 1000;
 			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 1000000;
+			ts.tv_sec += (time_t)(ms / 1000);
+			ts.tv_nsec += (long)(ms % 1000) * 1000000;
 			if (ts.tv_nsec >= 1000000000) {
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
@@ -1994,20 +2063,22 @@ static void *cm_out_thread(void *arg)
  * Send a SIDR message to the channel (pid, serial), or queue it when the socket is
  * full. 0 (sent or queued), or -errno when the channel is gone (or no memory).
  */
-static int cm_sidr_post(int32_t pid, uint32_t serial, const struct sf_sidr_msg *m)
+static int cm_sidr_post(int32_t pid, uint32_t serial, const struct sf_sidr_msg *m,
+			uint64_t timeout_ms)
 {
 	struct cm_out *o, **pp;
 	int r = sf_endpoint_send_buf(pid, serial, m, sizeof(*m));
 
-	if (r != -EAGAIN)
+	if (r != -EAGAIN && (r || m->hdr.kind != SF_MSG_CM_SIDR_REQ))
 		return r;
 	o = malloc(sizeof(*o));
 	if (!o)
-		return -ENOMEM;
+		return r ? -ENOMEM : 0; /* sent: without a timer, as before */
 	o->next = NULL;
 	o->pid = pid;
 	o->serial = serial;
-	o->deadline_ms = cm_now_ms() + CM_SIDR_RETRY_MS;
+	o->deadline_ms = cm_now_ms() + timeout_ms;
+	o->sent = !r;
 	o->msg = *m;
 	pthread_mutex_lock(&cm_out.lock);
 	if (!cm_out.started) {
@@ -2048,7 +2119,28 @@ static void cm_sidr_send_rep(int32_t pid, uint32_t serial, uint64_t cookie, uint
 		memcpy(rep.priv, priv, priv_len);
 		rep.priv_len = priv_len;
 	}
-	cm_sidr_post(pid, serial, &rep);
+	cm_sidr_post(pid, serial, &rep, cm_sidr_timeout_ms());
+}
+
+/*
+ * Drop the outbox's requests of the connecting id `cookie`: attempt `seq` (answered), or
+ * every attempt when `any` (the id destroyed), so that no timer fires for it.
+ */
+static void cm_out_cancel(uint64_t cookie, uint32_t seq, bool any)
+{
+	struct cm_out *o, **pp;
+
+	pthread_mutex_lock(&cm_out.lock);
+	for (pp = &cm_out.head; (o = *pp);) {
+		if (o->msg.hdr.kind == SF_MSG_CM_SIDR_REQ && o->msg.hdr.cookie2 == cookie &&
+		    (any || o->msg.seq == seq)) {
+			*pp = o->next;
+			free(o);
+		} else {
+			pp = &o->next;
+		}
+	}
+	pthread_mutex_unlock(&cm_out.lock);
 }
 
 /*
@@ -2071,6 +2163,8 @@ static void cm_sidr_release_locked(struct cm_id *idp)
 		idp->sidr_req = false;
 		cm_sidr_send_rep(idp->req_pid, idp->req_serial, idp->req_cookie, idp->req_seq,
 				 CM_SIDR_REJECT, 0, 0, NULL, 0);
+	} else if (idp->sidr_seq) {
+		cm_out_cancel((uintptr_t)&idp->id, 0, true); /* a client's pending requests */
 	}
 }
 
@@ -2304,7 +2398,7 @@ SF_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_p
 	}
 	sf_unlock(g.fab);
 	/* A listener whose process is gone: its host's CM has no listener either. */
-	if (l && cm_sidr_post(pid, serial, &req))
+	if (l && cm_sidr_post(pid, serial, &req, cm_sidr_timeout_ms()))
 		status = CM_SIDR_UNSUPPORTED;
 	if (status) {
 		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_UNREACHABLE, status);
@@ -2437,6 +2531,7 @@ static struct cm_event *cm_sidr_rep_locked(struct cm_chan *ch, const struct sf_s
 	evt = malloc(sizeof(*evt));
 	if (!evt)
 		return NULL;
+	cm_out_cancel(m->hdr.cookie, m->seq, false); /* answered: no timeout */
 	idp->sidr_seq++; /* one answer per attempt */
 	if (m->status != CM_SIDR_SUCCESS) {
 		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_UNREACHABLE, (int)m->status);

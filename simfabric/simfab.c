@@ -64,10 +64,10 @@ static const char simfab_usage[] =
 	"  netns NS [--delete]      make network namespace NS with a netdev per device (ib<k>,\n"
 	"                           eth<k>: ifindex, MAC, IPv4 address, MTU as the device);\n"
 	"                           run the fabric's programs in it (ip netns exec NS ...)\n"
-	"  devns CMD [ARG...]       run CMD where /dev/infiniband/uverbs<N> exist (a private\n"
-	"                           mount namespace; for programs such as UCX that check them)\n"
-	"  exec NS COMMAND [ARGS]   run COMMAND in namespace NS with /dev/infiniband holding\n"
-	"                           umad<N>, issm<N>, uverbs<N> of the devices (as root)\n"
+	"  exec [-n NS] CMD [ARG...]\n"
+	"                           run CMD where /dev/infiniband holds umad<N>, issm<N>,\n"
+	"                           uverbs<N> of the devices (a private mount namespace, as\n"
+	"                           root); with -n, in network namespace NS and its sysfs\n"
 	"  topology [FILE]          print the fabric's topology in SIMFABRIC_TOPOLOGY format,\n"
 	"                           or check FILE and print it as it would be loaded\n"
 	"  help                     this text\n"
@@ -1189,34 +1189,37 @@ static int cmd_netns(struct simfab *sf, int argc, char **argv)
 	return SIMFAB_OK;
 }
 
-/* devns CMD [ARG...]: exec CMD with the uverbs nodes in a mount namespace (devns.c). */
-static int cmd_devns(struct simfab *sf, int argc, char **argv)
-{
-	char err[512];
-
-	(void)sf;
-	if (argc < 2)
-		return simfab_bad_usage("usage: simfab devns CMD [ARG...]");
-	fflush(stdout);
-	sf_devns_exec(argv + 1, err, sizeof(err));
-	simfab_err("devns: %s", err);
-	return SIMFAB_FAIL;
-}
-
-/* exec NS CMD...: run CMD in namespace NS with the /dev/infiniband nodes (netns.c). */
+/*
+ * exec [-n|--netns NS] CMD [ARG...]: exec CMD with the /dev/infiniband nodes of the
+ * fabric's devices in a private mount namespace, in network namespace NS if given
+ * (devns.c).
+ */
 static int cmd_exec(struct simfab *sf, int argc, char **argv)
 {
-	char err[256];
+	const char *ns = NULL;
+	char err[512];
+	int i = 1;
 
-	if (argc < 3)
-		return simfab_bad_usage("usage: simfab exec NS COMMAND [ARGS...]");
-	if (!simfab_name_ok(argv[1]))
-		return simfab_bad_usage("bad namespace name '%s' (1-%d characters of A-Z a-z 0-9 _ -)",
-					argv[1], SF_NAME_MAX - 1);
+	if (i < argc && (!strcmp(argv[i], "-n") || !strcmp(argv[i], "--netns"))) {
+		if (i + 1 >= argc)
+			return simfab_bad_usage("usage: simfab exec [-n NS] COMMAND [ARGS...]");
+		ns = argv[i + 1];
+		if (!simfab_name_ok(ns))
+			return simfab_bad_usage(
+				"bad namespace name '%s' (1-%d characters of A-Z a-z 0-9 _ -)", ns,
+				SF_NAME_MAX - 1);
+		i += 2;
+	}
+	if (i >= argc)
+		return simfab_bad_usage("usage: simfab exec [-n NS] COMMAND [ARGS...]");
 	if (!simfab_attach(sf))
 		return SIMFAB_FAIL;
-	sf_netns_exec(sf->fab, argv[1], argv + 2, err, sizeof(err));
-	simfab_err("exec %s: %s", argv[1], err);
+	fflush(stdout);
+	sf_devns_exec(sf->fab, ns, argv + i, err, sizeof(err));
+	if (ns)
+		simfab_err("exec -n %s: %s", ns, err);
+	else
+		simfab_err("exec: %s", err);
 	return SIMFAB_FAIL;
 }
 
@@ -1290,7 +1293,6 @@ static const struct simfab_cmd simfab_cmds[] = {
 	{"reclaim", cmd_reclaim},
 	{"reset", cmd_reset},
 	{"netns", cmd_netns},
-	{"devns", cmd_devns},
 	{"exec", cmd_exec},
 	{"topology", cmd_topology},
 	{"help", cmd_help},

@@ -257,14 +257,27 @@ int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, co
 	return 0;
 }
 
-int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, FILE *out)
+int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
+		ha_done_fn *done, void *arg, FILE *out)
 {
+	(void)done;
+	(void)arg;
 	(void)ha;
 	(void)c;
 	(void)name;
 	(void)why;
+	(void)stopping;
 	fprintf(out, "handover: no peer (--ha-peer-control)\n");
 	return -EINVAL;
+}
+
+int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out)
+{
+	(void)ha;
+	(void)c;
+	(void)args;
+	fprintf(out, "takeover: partition default: refused: no peer here\n");
+	return -1;
 }
 
 const char *ha_peer(const struct ha *ha)

@@ -139,6 +139,16 @@ cpus)
 	expect cpus-2
 	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 2 --cpus 8-9x
 	expect_err "ib2roce: option --cpus: CPU list '8-9x': '8-9x' is not a CPU or a range like 4-7"
+	# issue 21 D8: a number past the largest CPU is refused (it wrapped to CPU 1), and "-1"
+	# is named (it was "empty CPU list"), in --cpus and in --allowed-cpus
+	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 1 --cpus 4294967297
+	expect_err "ib2roce: option --cpus: CPU list '4294967297': '4294967297': CPU 4294967297 is out of range (0-8191)"
+	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 1 --cpus=-1
+	expect_err "ib2roce: option --cpus: CPU list '-1': '-1' is not a CPU or a range like 4-7"
+	plan two-socket-smt.xml 2 --allowed-cpus 0-4294967297 -m 239.1.1.1 --workers 1
+	expect_err "ib2roce: --allowed-cpus '0-4294967297': '0-4294967297': CPU 4294967297 is out of range (0-8191)"
+	plan two-socket-smt.xml 2 --allowed-cpus 4294967297,8 -m 239.1.1.1 --workers 1
+	expect_err "ib2roce: --allowed-cpus '4294967297,8': '4294967297': CPU 4294967297 is out of range (0-8191)"
 	plan two-socket-smt.xml 2 --allowed-cpus 0-1 -m 239.1.1.1 --workers 2 --cpus 0-1
 	expect_err 'ib2roce: no allowed CPU is left for the control thread (allowed CPUs 0-1, all running workers): give it one with --control-cpu or a shorter --cpus, or --enable oversubscribe'
 	;;
@@ -189,7 +199,7 @@ cgroup-v2)
 	expect_err "ib2roce: cgroup cpuset $root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective is empty: no CPU to run on; fix: "
 	echo 0-3x >"$root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective"
 	plan eight-cores.xml 2 --allowed-cpus :0 -m 239.1.1.1 --workers 1
-	expect_err "ib2roce: cgroup cpuset $root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective: '0-3x' is not a CPU list like 0-7; fix: "
+	expect_err "ib2roce: cgroup cpuset $root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective: '0-3x' is not a CPU or a range like 4-7; fix: "
 	rm "$root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective"
 	plan eight-cores.xml 0 --allowed-cpus :0-1 -m 239.1.1.1 --workers 1
 	expect_out 'allowed CPUs: 0-1 (process affinity: no cpuset)'

@@ -82,6 +82,28 @@ static void test_cpulist(void)
 	CHECK_EQ(placement_cpulist_parse("5-4", cpus, 8, &n, err, sizeof(err)), -EINVAL);
 	CHECK_EQ(placement_cpulist_parse(",", cpus, 8, &n, err, sizeof(err)), -EINVAL);
 	CHECK_STR(err, "empty CPU list");
+	/* Issue 21 D8: hwloc's parser wrapped 2^32 + 1 to CPU 1; "-1" was "empty". */
+	CHECK_EQ(placement_cpulist_parse("4294967297", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "CPU list '4294967297': '4294967297': CPU 4294967297 is out of range "
+		       "(0-8191)");
+	CHECK_EQ(placement_cpulist_parse("0,2-99999999999999999999", cpus, 8, &n, err, sizeof(err)),
+		 -EINVAL);
+	CHECK_STR(err, "CPU list '0,2-99999999999999999999': '2-99999999999999999999': CPU "
+		       "99999999999999999999 is out of range (0-8191)");
+	CHECK_EQ(placement_cpulist_parse("8192", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_EQ(placement_cpulist_parse("8191", cpus, 8, &n, err, sizeof(err)), 0);
+	CHECK_EQ(cpus[0], 8191);
+	CHECK_EQ(placement_cpulist_parse("-1", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "CPU list '-1': '-1' is not a CPU or a range like 4-7");
+	CHECK_EQ(placement_cpulist_parse("1-2-3", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "CPU list '1-2-3': '1-2-3' is not a CPU or a range like 4-7");
+	CHECK_EQ(placement_cpulist_parse("5-4", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "CPU list '5-4': '5-4': a range goes up, like 4-7");
+	/* Decimal, as the kernel's lists: hwloc's parser read "010" as octal 8. */
+	CHECK_EQ(placement_cpulist_parse("010,0x1", cpus, 8, &n, err, sizeof(err)), -EINVAL);
+	CHECK_STR(err, "CPU list '010,0x1': '0x1' is not a CPU or a range like 4-7");
+	CHECK_EQ(placement_cpulist_parse("010", cpus, 8, &n, err, sizeof(err)), 0);
+	CHECK_EQ(cpus[0], 10);
 }
 
 static void test_sysfs_locality(void)

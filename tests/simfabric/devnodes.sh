@@ -1,5 +1,5 @@
 #!/bin/bash
-# simfab exec: a program run in the fabric's network namespace finds the character
+# simfab exec -n NS: a program run in the fabric's network namespace finds the character
 # devices of a host with the simulated devices, /dev/infiniband/umad<N>, issm<N> and
 # uverbs<N> (the kernel's major 231 and minors), in a mount namespace of its own: the
 # host's /dev is not changed. Needs root (namespaces); skipped otherwise.
@@ -22,7 +22,7 @@ had_dir=0
 [ -d /dev/infiniband ] && had_dir=1
 
 # shellcheck disable=SC2016 # expanded by the inner shell
-"$SIMFAB" exec "$ns" sh -c 'stat -c "%n %F %t:%T %a" /dev/infiniband/*' >"$out/nodes.txt" 2>&1 ||
+"$SIMFAB" exec -n "$ns" sh -c 'stat -c "%n %F %t:%T %a" /dev/infiniband/*' >"$out/nodes.txt" 2>&1 ||
 	sf_fail "simfab exec failed" "$out/nodes.txt"
 [ "$(wc -l <"$out/nodes.txt")" = 24 ] || sf_fail "not 24 nodes (8 devices x 3)" "$out/nodes.txt"
 # stat prints major:minor in hex: 231 = e7; issm at 64 + N, uverbs at 192 + N.
@@ -37,15 +37,15 @@ done
 
 # The fabric's programs run there (the simulated libraries come with the environment)
 # and see the namespace's netdevs.
-"$SIMFAB" exec "$ns" sh -c "$SF_EXEC" sf_tool ibstat -l >"$out/ibstat.txt" 2>&1 ||
+"$SIMFAB" exec -n "$ns" sh -c "$SF_EXEC" sf_tool ibstat -l >"$out/ibstat.txt" 2>&1 ||
 	sf_fail "ibstat in the namespace failed" "$out/ibstat.txt"
 grep -qx sim_ib0 "$out/ibstat.txt" || sf_fail "ibstat -l in the namespace" "$out/ibstat.txt"
-"$SIMFAB" exec "$ns" ls /sys/class/net >"$out/net.txt" 2>&1 || sf_fail "ls /sys/class/net" "$out/net.txt"
+"$SIMFAB" exec -n "$ns" ls /sys/class/net >"$out/net.txt" 2>&1 || sf_fail "ls /sys/class/net" "$out/net.txt"
 grep -qx ib0 "$out/net.txt" || sf_fail "no ib0 in the namespace's sysfs" "$out/net.txt"
 
 # The host's /dev is as it was.
 [ ! -e /dev/infiniband/umad0 ] || sf_fail "/dev/infiniband/umad0 exists on the host"
-[ "$had_dir" = 1 ] || rmdir /dev/infiniband 2>/dev/null || true
-"$SIMFAB" exec "$ns" >"$out/usage.txt" 2>&1 && sf_fail "simfab exec without a command succeeded"
-grep -q 'usage: simfab exec NS COMMAND' "$out/usage.txt" || sf_fail "no usage line" "$out/usage.txt"
+[ "$had_dir" = 1 ] || [ ! -e /dev/infiniband ] || sf_fail "/dev/infiniband was made on the host"
+"$SIMFAB" exec -n "$ns" >"$out/usage.txt" 2>&1 && sf_fail "simfab exec without a command succeeded"
+grep -q 'usage: simfab exec \[-n NS\] COMMAND' "$out/usage.txt" || sf_fail "no usage line" "$out/usage.txt"
 sf_log "PASS"

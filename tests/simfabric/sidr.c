@@ -9,11 +9,18 @@
  * status (1: nothing listens, 2: rejected or destroyed unanswered) or -ETIMEDOUT (port
  * down), and the calls' errors. IB and RoCE, one process with two event channels.
  *
+ * `sf_sidr timeout` (run with SIMFABRIC_SIDR_TIMEOUT_MS set short): a listener that is
+ * alive but never answers. The kernel's IB CM gives up on the SIDR REQ after its 16
+ * tries (cma.c CMA_CM_RESPONSE_TIMEOUT, CMA_MAX_CM_RETRIES) and rdma_cm reports
+ * UNREACHABLE -ETIMEDOUT (cma_sidr_rep_handler, IB_CM_SIDR_REQ_ERROR); a synchronous
+ * rdma_connect fails with ETIMEDOUT; an answer given after that is dropped.
+ *
  * Run with LD_LIBRARY_PATH=<build>/simfabric; TAP output, exit status = failed checks.
  */
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -65,10 +72,18 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_
 	return ev;
 }
 
-/* Nothing more may be queued on the channel. */
+/*
+ * Nothing more may be queued on the channel. Non-blocking: an answer the CM drops (one
+ * that came after the timeout) makes the simulated channel readable without an event.
+ */
 static void expect_none(struct rdma_event_channel *ch, const char *what)
 {
-	struct rdma_cm_event *ev = get_event(ch, 200);
+	int fl = fcntl(ch->fd, F_GETFL);
+	struct rdma_cm_event *ev;
+
+	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+	ev = get_event(ch, 200);
+	fcntl(ch->fd, F_SETFL, fl);
 
 	check(!ev, "%s: no further event (got %s)", what, ev ? rdma_event_str(ev->event) : "none");
 	if (ev)
@@ -478,13 +493,80 @@ static void sync_listener(const char *kind, const char *sip, const char *cip)
 	rdma_destroy_event_channel(cch);
 }
 
-int main(void)
+/*
+ * A listener that never answers: the client's request times out (UNREACHABLE
+ * -ETIMEDOUT), whether the listener read the request or not; a late accept is dropped.
+ */
+static void silent_listener(const char *kind, const char *sip, const char *cip)
+{
+	struct rdma_event_channel *lch = rdma_create_event_channel();
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_cm_id *lid, *req = NULL, *sid;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in a, s;
+	struct side cli = {0};
+	struct rdma_conn_param cp = {0};
+	int rc, err;
+
+	if (!lch || !cch || rdma_create_id(lch, &lid, NULL, RDMA_PS_UDP))
+		die("rdma_create_id");
+	sin_of(&a, sip, PORT + 3);
+	if (rdma_bind_addr(lid, (struct sockaddr *)&a) || rdma_listen(lid, 4))
+		die("silent listen");
+
+	/* The listener reads the request and keeps its id without an answer. */
+	cli.id = client(cch, cip, sip, PORT + 3, kind);
+	check(rdma_connect(cli.id, &cp) == 0, "%s: rdma_connect to a silent listener", kind);
+	ev = expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST, kind);
+	if (ev) {
+		req = ev->id;
+		rdma_ack_cm_event(ev);
+	}
+	ev = get_event(cch, 30000);
+	check(ev && ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status == -ETIMEDOUT,
+	      "%s: no answer: UNREACHABLE -ETIMEDOUT (got %s, status %d)", kind,
+	      ev ? rdma_event_str(ev->event) : "nothing", ev ? ev->status : 0);
+	if (ev)
+		rdma_ack_cm_event(ev);
+	if (req) {
+		/* The server's CM sends its REP; the client's CM has given up on it. */
+		check(rdma_accept(req, NULL) == 0, "%s: a late rdma_accept succeeds", kind);
+		expect_none(cch, kind);
+		rdma_destroy_id(req);
+	}
+	side_free(&cli);
+
+	/* A synchronous client; the listener does not even read its channel. */
+	if (rdma_create_id(NULL, &sid, NULL, RDMA_PS_UDP))
+		die("rdma_create_id");
+	sin_of(&s, cip, 0);
+	if (rdma_resolve_addr(sid, (struct sockaddr *)&s, (struct sockaddr *)&a, 1000) ||
+	    rdma_resolve_route(sid, 1000))
+		die("sync resolve");
+	errno = 0;
+	rc = rdma_connect(sid, &cp);
+	err = errno;
+	check(rc == -1 && err == ETIMEDOUT,
+	      "%s: synchronous rdma_connect to a silent listener: ETIMEDOUT (%d, errno %d)", kind,
+	      rc, err);
+	rdma_destroy_id(sid);
+	rdma_destroy_id(lid);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(lch);
+}
+
+int main(int argc, char **argv)
 {
 	int (*reset)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sf_reset");
 
 	/* A fresh fabric of its own: one left by another build may have another layout. */
 	if (reset && getenv("SIMFABRIC"))
 		reset(getenv("SIMFABRIC"));
+	if (argc > 1 && !strcmp(argv[1], "timeout")) {
+		silent_listener("IB", "198.18.0.2", "198.18.0.3");
+		silent_listener("RoCE", "198.19.0.2", "198.19.0.3");
+		return tap_done();
+	}
 	run("IB", "198.18.0.2", "198.18.0.3", "sim_ib1", true);
 	run("RoCE", "198.19.0.2", "198.19.0.3", "sim_roce1", false);
 	sync_listener("IB", "198.18.0.2", "198.18.0.3");

@@ -2,7 +2,7 @@
 # ucx_perftest from Debian's ucx-utils, unmodified, over UCX's UD transport (ud_verbs):
 # an active-message latency test of 1000 iterations between a server and a client, their
 # own exchange over TCP on 127.0.0.1. UCX uses an RDMA device only when its
-# /dev/infiniband/uverbs<N> node exists: both run under `simfab devns`, which provides
+# /dev/infiniband/uverbs<N> node exists: both run under `simfab exec`, which provides
 # the nodes in a private mount namespace (needs root; skipped otherwise).
 #
 # ucx_perftest's server takes the client's test parameters, the device (-d) included:
@@ -34,25 +34,25 @@ sf_need ucx_perftest
 out=$SF_TMP
 iters=1000
 # Skipped where the namespace cannot be made (not root, no overlayfs: exit 1); a simfab
-# without devns (bad usage, exit 2) fails.
+# without exec (bad usage, exit 2) fails.
 rc=0
-"$SIMFAB" devns true 2>"$out/devns.txt" || rc=$?
+"$SIMFAB" exec true 2>"$out/exec.txt" || rc=$?
 if [ "$rc" = 1 ]; then
-	sf_log "SKIP: simfab devns cannot run here (root and overlayfs needed): $(cat "$out/devns.txt")"
+	sf_log "SKIP: simfab exec cannot run here (root and overlayfs needed): $(cat "$out/exec.txt")"
 	exit 77
 fi
-[ "$rc" = 0 ] || sf_fail "simfab devns true exited with $rc" "$out/devns.txt"
+[ "$rc" = 0 ] || sf_fail "simfab exec true exited with $rc" "$out/exec.txt"
 # UCX's own malloc/mmap hooks stay off: in the sanitizer build ASan owns the allocator.
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
 
 port=$(sf_free_tcp_port)
 
-sf_start "$out/server.txt" 90 "$SIMFAB" devns ucx_perftest -p "$port"
+sf_start "$out/server.txt" 90 "$SIMFAB" exec ucx_perftest -p "$port"
 srv=$SF_PID
 sf_wait_listen "$srv" "$port" "$out/server.txt"
 
 rc=0
-sf_tool 60 "$SIMFAB" devns ucx_perftest -d "$dev:1" -x ud_verbs -t am_lat -n "$iters" \
+sf_tool 60 "$SIMFAB" exec ucx_perftest -d "$dev:1" -x ud_verbs -t am_lat -n "$iters" \
 	-p "$port" 127.0.0.1 >"$out/client.txt" 2>&1 || rc=$?
 [ "$rc" = 0 ] || sf_fail "client exited with $rc" "$out/client.txt" "$out/server.txt"
 sf_wait_exit "$srv"
