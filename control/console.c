@@ -438,15 +438,47 @@ static int cmd_capture(struct ctl *c, char *args, FILE *out)
 	return 0;
 }
 
+/* The reload's report is the reply, and logged as SIGHUP's is (ctl.c do_reload). */
 static int cmd_reload(struct ctl *c, char *args, FILE *out)
 {
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
 	if (concmd_no_args("reload", args, out))
 		return -1;
 	if (!c->reload) {
 		fprintf(out, "reload: not available\n");
 		return -1;
 	}
-	return ctl_reload(c, out) ? -1 : 0;
+	f = open_memstream(&buf, &len);
+	if (!f) {
+		fprintf(out, "reload: out of memory\n");
+		return -1;
+	}
+	log_notice("console: reloading the configuration");
+	r = ctl_reload(c, f);
+	if (fclose(f)) {
+		fprintf(out, "reload: out of memory\n");
+		free(buf);
+		return -1;
+	}
+	fputs(buf, out);
+	log_text(r ? LOG_ERR : LOG_NOTICE, "reload: ", buf);
+	free(buf);
+	return r ? -1 : 0;
+}
+
+static int cmd_config(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("config", args, out))
+		return -1;
+	if (!c->config) {
+		fprintf(out, "config: not available\n");
+		return -1;
+	}
+	return c->config(c, out) ? -1 : 0;
 }
 
 static const struct cmd cmds[] = {
@@ -458,6 +490,9 @@ static const struct cmd cmds[] = {
 	{{"channels", NULL, "queue pairs: groups, queues, backlog, counters, pps", false},
 	 cmd_channels},
 	{{"cores", NULL, "same as workers", false}, cmd_workers},
+	{{"config", NULL,
+	  "the settings a reload cannot change (input of ib2roce --check --running-config)", false},
+	 cmd_config},
 	{{"disable", "[name]", "turn a runtime feature off (no name: list them)", false},
 	 cmd_disable},
 	{{"enable", "[name[=value]]", "turn a runtime feature on or set it (no name: list)", false},

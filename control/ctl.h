@@ -92,6 +92,7 @@ struct ctl {
 	uint64_t reloads[CTL_RELOAD_NOUTCOMES]; /* reloads by outcome (ctl_reload) */
 	/* The monotonic PGM gap counters last reported (report.c: never lower). */
 	uint64_t pgm_gaps_reported, pgm_missed_reported;
+	int (*config)(struct ctl *c, FILE *out); /* the settings a reload cannot change */
 	/* Defaults of groups joined at run time (the last -l, -p, -t of the command line). */
 	int def_fmt, def_tos;
 	uint16_t def_port;

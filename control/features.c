@@ -24,7 +24,10 @@ static struct {
 	/* Reload (feat_reload_mode): validate only, and report instead of refusing. */
 	bool reload, dry;
 	FILE *notes;
+	unsigned restarts; /* start-up-only features the reload would change */
 } freg;
+
+static void format_value(const struct feat_def *d, int64_t v, char *buf, size_t len);
 
 static bool valid_name(const char *s)
 {
@@ -52,7 +55,7 @@ static bool in_range(const struct feat_def *d, int64_t v)
 
 int feat_register(const struct feat_def *def)
 {
-	struct feat_entry *e;
+	struct feat_entry *e = NULL;
 	struct feat_def d;
 
 	if (!def || !valid_name(def->name) || !def->help || !def->value)
@@ -192,9 +195,9 @@ static int new_value(const struct feat_def *d, const char *value, bool enable, i
 int feat_set(const char *spec, bool enable, bool running, char *err, size_t errlen)
 {
 	char msg[OPT_ERR_LEN], *value = NULL, *copy, *p;
-	struct feat_entry *e;
+	struct feat_entry *e = NULL;
 	size_t len;
-	int64_t v;
+	int64_t v, old;
 	int ret;
 
 	if (!spec)
@@ -236,15 +239,22 @@ int feat_set(const char *spec, bool enable, bool running, char *err, size_t errl
 	if (ret)
 		goto out;
 	if (running && !e->def.runtime && freg.reload) {
-		if (v != feat_load(e->def.value) && freg.notes && !freg.dry)
-			fprintf(freg.notes,
-				"feature '%s': %" PRId64 " -> %" PRId64
-				" needs a restart (kept %" PRId64 ")\n",
-				e->def.name, feat_load(e->def.value), v, feat_load(e->def.value));
+		if (v != feat_load(e->def.value)) {
+			char o[32], n[32];
+
+			freg.restarts++;
+			format_value(&e->def, feat_load(e->def.value), o, sizeof(o));
+			format_value(&e->def, v, n, sizeof(n));
+			if (freg.notes)
+				fprintf(freg.notes, "needs a restart: feature %s %s -> %s (%s)%s\n",
+					e->def.name, o, n, FEAT_RESTART_WHY,
+					freg.dry ? "" : ": kept");
+		}
 		goto out;
 	}
 	if (freg.reload && freg.dry)
 		goto out;
+	old = feat_load(e->def.value);
 	if (running && !e->def.runtime) {
 		if (v != feat_load(e->def.value))
 			ret = opt_errf(err, errlen, -EBUSY,
@@ -264,6 +274,13 @@ int feat_set(const char *spec, bool enable, bool running, char *err, size_t errl
 	}
 	/* Relaxed: pairs with feat_load() in any thread; orders nothing else. */
 	atomic_store_explicit(e->def.value, v, memory_order_relaxed);
+	if (freg.reload && freg.notes && v != old) {
+		char o[32], n[32];
+
+		format_value(&e->def, old, o, sizeof(o));
+		format_value(&e->def, v, n, sizeof(n));
+		fprintf(freg.notes, "feature '%s': %s -> %s\n", e->def.name, o, n);
+	}
 out:
 	free(copy);
 	return ret;
@@ -274,6 +291,26 @@ void feat_reload_mode(bool on, bool dry, FILE *notes)
 	freg.reload = on;
 	freg.dry = on && dry;
 	freg.notes = on ? notes : NULL;
+	if (on)
+		freg.restarts = 0;
+}
+
+unsigned feat_reload_restarts(void)
+{
+	return freg.restarts;
+}
+
+void feat_startup_print(FILE *out)
+{
+	for (size_t i = 0; i < freg.n; i++) {
+		const struct feat_def *d = &freg.feats[i].def;
+		char v[32];
+
+		if (d->runtime)
+			continue;
+		format_value(d, feat_load(d->value), v, sizeof(v));
+		fprintf(out, "feature %s %s\n", d->name, v);
+	}
 }
 
 int feat_get(const char *name, int64_t *value)

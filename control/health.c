@@ -7,6 +7,7 @@
 
 #include "ctl.h"
 #include "health.h"
+#include "placement.h"
 #include "show_priv.h"
 
 /* One line per condition: its name, and what its failing means (health.h). */
@@ -18,6 +19,7 @@ const char *const health_cond_name[HEALTH_NCONDS] = {
 	[HEALTH_NIC_DROPS] = "nic_drops",     /* degraded */
 	[HEALTH_CTL_STALL] = "ctl_stall",     /* degraded */
 	[HEALTH_LOG_DROPPED] = "log_dropped", /* degraded */
+	[HEALTH_PLACEMENT] = "placement",     /* degraded */
 };
 
 const enum health_level health_cond_level[HEALTH_NCONDS] = {
@@ -28,6 +30,7 @@ const enum health_level health_cond_level[HEALTH_NCONDS] = {
 	[HEALTH_NIC_DROPS] = HEALTH_LEVEL_DEGRADED,   /* the standby sees the same burst */
 	[HEALTH_CTL_STALL] = HEALTH_LEVEL_DEGRADED,   /* the data path forwarded meanwhile */
 	[HEALTH_LOG_DROPPED] = HEALTH_LEVEL_DEGRADED, /* the data path forwards */
+	[HEALTH_PLACEMENT] = HEALTH_LEVEL_DEGRADED,   /* the standby is placed alike */
 };
 
 const char *const health_level_name[3] = {
@@ -157,6 +160,10 @@ bool health_check(struct ctl *c, uint64_t now_ms, struct health *h)
 		     "log_dropped: log messages were dropped (log output blocked), %" PRIu64
 		     " s ago",
 		     (now_ms - c->log_dropped_ms) / 1000);
+	if (c->place && c->place->nworker_warn)
+		fail(h, HEALTH_PLACEMENT, "placement: %u worker warning%s: %.100s%s",
+		     c->place->nworker_warn, c->place->nworker_warn == 1 ? "" : "s",
+		     c->place->worker_warn, strlen(c->place->worker_warn) > 100 ? "..." : "");
 	return h->ok;
 }
 

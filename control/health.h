@@ -22,6 +22,10 @@
  *                a second from the timer by ctl_nic_sample)
  *   ctl_stall    the control thread stalled (ctl.stall_ms, ctl_heartbeat)
  *   log_dropped  log messages were dropped (ctl.log_dropped_ms, health_tick)
+ *   placement    a worker runs on a non-isolated CPU while isolated CPUs exist, on a
+ *                CPU that takes a NIC's IRQs, or inside a housekeeping affinity narrower
+ *                than the cpuset (control/placement.h, nworker_warn): holds while the
+ *                placement does
  */
 #ifndef CONTROL_HEALTH_H
 #define CONTROL_HEALTH_H
@@ -40,6 +44,7 @@ enum health_cond {
 	HEALTH_NIC_DROPS,
 	HEALTH_CTL_STALL,
 	HEALTH_LOG_DROPPED,
+	HEALTH_PLACEMENT,
 	HEALTH_NCONDS
 };
 

@@ -60,7 +60,9 @@ struct opts {
 	bool tune_check;	/* --tune-check: print the tuning report and exit */
 	bool show_placement;	/* --show-placement (with --check): print the plan */
 	int control_cpu;	/* --control-cpu, -1: automatic */
-	char allowed_cpus[256]; /* --allowed-cpus (dry runs), "": the process affinity */
+	char allowed_cpus[256]; /* --allowed-cpus CPUSET (dry runs), "": the cgroup's */
+	char affinity_cpus[256]; /* --allowed-cpus CPUSET:AFFINITY, "": CPUSET or the process's */
+	char running_config[256]; /* --running-config (with --check), "": none */
 	char control[CONTROL_PATH_MAX];
 	char pidfile[256];
 	char metrics[256];
@@ -198,9 +200,15 @@ static int opt_allowed_cpus(void *ctx, const char *arg, char *err, size_t len)
 	if (!o->check)
 		return opt_errf(err, len, -EINVAL,
 				"allowed-cpus is for planning: only with --check --show-placement");
+	const char *colon = strchr(arg, ':');
+
 	if (strlen(arg) >= sizeof(o->allowed_cpus))
 		return opt_errf(err, len, -EINVAL, "allowed-cpus: list too long");
-	strcpy(o->allowed_cpus, arg);
+	/* CPUSET[:AFFINITY]: one list stands for both (a process whose affinity is its whole
+	 * cpuset), as before the two were told apart. */
+	snprintf(o->allowed_cpus, sizeof(o->allowed_cpus), "%.*s",
+		 colon ? (int)(colon - arg) : (int)strlen(arg), arg);
+	snprintf(o->affinity_cpus, sizeof(o->affinity_cpus), "%s", colon ? colon + 1 : "");
 	return 0;
 }
 
@@ -308,6 +316,16 @@ static int set_path(char *dst, size_t dstlen, const char *arg, const char *what,
 				dstlen - 1);
 	strcpy(dst, arg);
 	return 0;
+}
+
+static int opt_running_config(void *ctx, const char *arg, char *err, size_t len)
+{
+	struct opts *o = ctx;
+
+	if (!o->check)
+		return opt_errf(err, len, -EINVAL, "running-config is only for --check");
+	return set_path(o->running_config, sizeof(o->running_config), arg, "running-config", err,
+			len);
 }
 
 static int opt_control(void *ctx, const char *arg, char *err, size_t len)
@@ -451,10 +469,16 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"show-placement", 0, NULL, false,
 		 "with --check: print where workers, control thread and memory would go",
 		 opt_show_placement, o, false},
-		{"allowed-cpus", 0, "list", false,
-		 "with --check --show-placement: plan for these allowed CPUs instead of the "
-		 "process affinity",
+		{"allowed-cpus", 0, "cpuset[:affinity]", false,
+		 "with --check --show-placement: plan for this cgroup cpuset (CPUs workers may "
+		 "use) and inherited affinity (housekeeping; default: the cpuset) instead of "
+		 "this process's",
 		 opt_allowed_cpus, o, false},
+		{"running-config", 0, "file", false,
+		 "with --check: compare with a running bridge's settings (what `bcom config` "
+		 "prints; - for standard input): 'needs a restart: workers 1 -> 2' lines and "
+		 "exit 3, or exit 0 when a reload applies the file",
+		 opt_running_config, o, false},
 		{"idle", 0, "spin|backoff", false,
 		 "worker idle policy: spin, or spin then yield and sleep (default spin)", opt_idle,
 		 o, false},
@@ -633,6 +657,7 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 	o->control[0] = o->pidfile[0] = o->metrics[0] = o->control_group[0] = 0;
 	o->control_cpu = -1;
 	o->allowed_cpus[0] = 0;
+	o->affinity_cpus[0] = 0;
 	o->metrics_port = 0;
 	metrics_http_cfg_init(&o->mh);
 	o->reloading = true;
@@ -651,42 +676,223 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 	return ret < 0 ? ret : 0;
 }
 
-static void note_cfg_changes(FILE *out, const struct bridge_cfg *a, const struct bridge_cfg *b,
-			     const struct opts *o, const struct opts *n)
+/*
+ * The settings a reload cannot change, one "name value" line each, in a fixed order:
+ * what the engine opened, sized or pinned at start. With feats, the start-up-only
+ * features too ("feature buffers 65536"). The console's config command prints the
+ * running bridge's; --check --running-config compares a new file's with them.
+ */
+static void restart_settings(FILE *out, const struct bridge_cfg *c, const struct opts *o,
+			     bool feats)
 {
-	if (strcmp(a->ib_dev, b->ib_dev) || a->ib_port != b->ib_port)
-		fprintf(out, "device: changed, needs a restart\n");
-	if (strcmp(a->roce_dev, b->roce_dev) || a->roce_port != b->roce_port)
-		fprintf(out, "roce: changed, needs a restart\n");
-	if (a->nworkers != b->nworkers)
-		fprintf(out, "workers: %u -> %u needs a restart\n", a->nworkers, b->nworkers);
-	if (a->ncpus != b->ncpus || memcmp(a->cpus, b->cpus, a->ncpus * sizeof(a->cpus[0])))
-		fprintf(out, "cpus: changed, needs a restart\n");
-	if (a->idle != b->idle)
-		fprintf(out, "idle: changed, needs a restart\n");
-	if (o->control_cpu != n->control_cpu)
-		fprintf(out, "control-cpu: changed, needs a restart\n");
-	if (a->npeers != b->npeers || memcmp(a->peers, b->peers, a->npeers * sizeof(a->peers[0])))
-		fprintf(out, "peer: changed, needs a restart\n");
-	if (strcmp(o->control, n->control) || strcmp(o->control_group, n->control_group))
-		fprintf(out, "control: changed, needs a restart\n");
-	if (strcmp(o->pidfile, n->pidfile))
-		fprintf(out, "pidfile: changed, needs a restart\n");
-	if (strcmp(o->metrics, n->metrics))
-		fprintf(out, "metrics-file: changed, needs a restart\n");
-	if (o->metrics_port != n->metrics_port)
-		fprintf(out, "metrics-port: changed, needs a restart\n");
-	if (o->mh.addr.s_addr != n->mh.addr.s_addr || o->mh.nallow != n->mh.nallow ||
-	    memcmp(o->mh.allow, n->mh.allow, o->mh.nallow * sizeof(o->mh.allow[0])))
-		fprintf(out, "metrics-address or metrics-allow: changed, needs a restart\n");
+	/* Port 0: the first active one. */
+	fprintf(out, "device %s", c->ib_dev[0] ? c->ib_dev : "auto");
+	fprintf(out, c->ib_port ? ":%u\n" : "\n", c->ib_port);
+	fprintf(out, "roce %s", c->roce_dev[0] ? c->roce_dev : "auto");
+	fprintf(out, c->roce_port ? ":%u\n" : "\n", c->roce_port);
+	fprintf(out, "workers %u\n", c->nworkers);
+	fputs("cpus ", out);
+	for (uint32_t i = 0; i < c->ncpus; i++)
+		fprintf(out, "%s%d", i ? "," : "", c->cpus[i]);
+	fputs(c->ncpus ? "\n" : "auto\n", out);
+	fprintf(out, "idle %s\n", c->idle == IDLE_BACKOFF ? "backoff" : "spin");
+	if (o->control_cpu < 0)
+		fputs("control-cpu auto\n", out);
+	else
+		fprintf(out, "control-cpu %d\n", o->control_cpu);
+	fputs("peer ", out);
+	for (uint32_t i = 0; i < c->npeers; i++)
+		fprintf(out, "%s%s", i ? "," : "",
+			inet_ntoa(*(const struct in_addr *)&c->peers[i]));
+	fputs(c->npeers ? "\n" : "none\n", out);
+	fprintf(out, "control %s\n", o->control[0] ? o->control : "default");
+	fprintf(out, "control-group %s\n", o->control_group[0] ? o->control_group : "none");
+	fprintf(out, "pidfile %s\n", o->pidfile[0] ? o->pidfile : "default");
+	fprintf(out, "metrics-file %s\n", o->metrics[0] ? o->metrics : "none");
+	fprintf(out, "metrics-port %u\n", o->metrics_port);
+	fprintf(out, "metrics-address %s\n", inet_ntoa(o->mh.addr));
+	fputs("metrics-allow ", out);
+	for (uint32_t i = 0; i < o->mh.nallow; i++) {
+		struct in_addr a = {o->mh.allow[i].addr};
+
+		fprintf(out, "%s%s/%d", i ? "," : "", inet_ntoa(a),
+			__builtin_popcount(o->mh.allow[i].mask));
+	}
+	fputs(o->mh.nallow ? "\n" : "loopback\n", out);
+	if (feats)
+		feat_startup_print(out);
+}
+
+/* Why a setting of restart_settings cannot change while running. */
+static const char *restart_why(const char *name)
+{
+	static const struct {
+		const char *name, *why;
+	} why[] = {
+		{"device", "the devices are opened at start"},
+		{"roce", "the devices are opened at start"},
+		{"workers", "the engine sized its workers and channel pairs at start"},
+		{"cpus", "the workers are pinned at start"},
+		{"idle", "the workers read it at start"},
+		{"control-cpu", "the control thread is pinned at start"},
+		{"peer", "the peers' addresses are set up at start"},
+		{"control", "the console socket is bound at start"},
+		{"control-group", "the console socket is bound at start"},
+		{"pidfile", "the pid file is locked at start"},
+		{"metrics-file", "the metrics file is opened at start"},
+		{"metrics-port", "the metrics listener is bound at start"},
+		{"metrics-address", "the metrics listener is bound at start"},
+		{"metrics-allow", "the metrics listener reads it at start"},
+	};
+
+	if (!strncmp(name, "feature ", 8))
+		return FEAT_RESTART_WHY;
+	for (size_t i = 0; i < sizeof(why) / sizeof(why[0]); i++)
+		if (!strcmp(why[i].name, name))
+			return why[i].why;
+	return "read at start";
+}
+
+/* Split a "name value" line of restart_settings; "feature X V" keeps "feature X" whole. */
+static bool restart_split(char *line, char **name, char **value)
+{
+	char *sp = strchr(line, ' ');
+
+	if (sp && !strncmp(line, "feature ", 8))
+		sp = strchr(sp + 1, ' ');
+	if (!sp)
+		return false;
+	*sp = 0;
+	*name = line;
+	*value = sp + 1;
+	return true;
+}
+
+/*
+ * Compare two restart_settings texts: "needs a restart: NAME OLD -> NEW (why)" for each
+ * setting whose value differs, a setting missing from old counted as unknown. Returns
+ * the number of differences.
+ */
+static unsigned restart_diff(const char *old, const char *new, FILE *out)
+{
+	char *o = strdup(old), *n = strdup(new), *save = NULL, *line;
+	unsigned diffs = 0;
+
+	if (!o || !n) {
+		free(o);
+		free(n);
+		fprintf(out, "needs a restart: unknown (out of memory)\n");
+		return 1;
+	}
+	for (line = strtok_r(n, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *name, *value, *osave = NULL, *ol, *was = NULL, *oc = strdup(o);
+
+		if (!oc || !restart_split(line, &name, &value)) {
+			free(oc);
+			continue;
+		}
+		for (ol = strtok_r(oc, "\n", &osave); ol && !was;
+		     ol = strtok_r(NULL, "\n", &osave)) {
+			char *on, *ov;
+
+			if (restart_split(ol, &on, &ov) && !strcmp(on, name))
+				was = ov;
+		}
+		if (!was || strcmp(was, value)) {
+			fprintf(out, "needs a restart: %s %s -> %s (%s)\n", name,
+				was ? was : "(not in the running configuration)", value,
+				restart_why(name));
+			diffs++;
+		}
+		free(oc);
+	}
+	free(o);
+	free(n);
+	return diffs;
+}
+
+/* restart_settings into a string (caller frees), NULL when out of memory. */
+static char *restart_text(const struct bridge_cfg *c, const struct opts *o, bool feats)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return NULL;
+	restart_settings(f, c, o, feats);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* The console's config: the running bridge's restart settings (ctl.config). */
+static int config_print(struct ctl *c, FILE *out)
+{
+	(void)c;
+	restart_settings(out, &live.given, &live.first, true);
+	return 0;
+}
+
+/*
+ * --check --running-config FILE: the new configuration's restart settings against those
+ * of a running bridge (FILE: what `bcom config` printed, "-": standard input). Prints a
+ * "needs a restart: ..." line per difference, or that a reload applies it. Returns the
+ * exit status: 0 (a reload is enough), 3 (a restart is needed), 1 (FILE unreadable).
+ */
+static int check_running(const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char *old = NULL, *new;
+	size_t cap = 0, len = 0, n;
+	char chunk[4096];
+	unsigned diffs;
+
+	if (!f) {
+		fprintf(stderr, "ib2roce: --running-config %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		char *b = realloc(old, cap = len + n + 1);
+
+		if (!b)
+			break;
+		old = b;
+		memcpy(old + len, chunk, n);
+		len += n;
+		old[len] = 0;
+	}
+	if (f != stdin)
+		fclose(f);
+	if (!old || !strstr(old, "workers ")) {
+		fprintf(stderr,
+			"ib2roce: --running-config %s: no 'workers' line: expected what `bcom "
+			"config` prints\n",
+			path);
+		free(old);
+		return 1;
+	}
+	new = restart_text(&live.given, &live.first, true);
+	diffs = new ? restart_diff(old, new, stdout) : 1;
+	if (!diffs)
+		printf("a reload applies it: no setting needs a restart\n");
+	(void)cap;
+	free(old);
+	free(new);
+	return diffs ? 3 : 0;
 }
 
 /*
  * Read the configuration again: a first pass validates everything and changes nothing
- * (an error leaves the bridge as it was); the second applies runtime features; then the
- * groups: those no longer configured are left, new ones joined, changed ones (direction,
- * port, format, class) left and joined again. Other changes are reported as needing a
- * restart.
+ * (an error leaves the bridge as it was); a setting that needs a restart (a device, the
+ * workers, CPUs, a start-up-only feature: restart_settings) refuses the whole reload,
+ * each named with old -> new and why; otherwise the second pass applies runtime
+ * features (each change noted old -> new); then the groups: those no longer configured
+ * are left, new ones joined, changed ones (direction, port, format, class) left and
+ * joined again. The notes go to out (the log for SIGHUP, the reply and the log for the
+ * console). Returns 0, or -EINVAL when refused or a change failed.
  */
 static int reload(struct ctl *c, FILE *out)
 {
@@ -697,11 +903,31 @@ static int reload(struct ctl *c, FILE *out)
 	uint32_t added = 0, removed = 0, failed = 0;
 	int ret;
 
+	char *was = NULL, *now = NULL;
+	unsigned restarts;
+
 	feat_reload_mode(true, true, out);
 	ret = reparse(&shadow, &r, err, sizeof(err));
 	feat_reload_mode(false, false, NULL);
 	if (ret) {
 		fprintf(out, "%s; nothing changed\n", err);
+		ret = -ECANCELED; /* refused (ctl_reload) */
+		goto done;
+	}
+	/* Settings the engine took at start: any change refuses the whole reload, so the
+	 * running configuration stays one that a restart would also give (live.given: what
+	 * was given, defaults filled in later are not in shadow either). */
+	restarts = feat_reload_restarts();
+	was = restart_text(&live.given, &live.first, false);
+	now = restart_text(&shadow, &r, false);
+	restarts += was && now ? restart_diff(was, now, out) : 1;
+	free(was);
+	free(now);
+	if (restarts) {
+		fprintf(out,
+			"reload refused: %u setting%s need%s a restart; nothing changed (restart "
+			"the service to apply the file)\n",
+			restarts, restarts == 1 ? "" : "s", restarts == 1 ? "s" : "");
 		ret = -ECANCELED; /* refused (ctl_reload) */
 		goto done;
 	}
@@ -714,8 +940,6 @@ static int reload(struct ctl *c, FILE *out)
 		ret = -ECANCELED; /* nothing changed either: refused */
 		goto done;
 	}
-	/* Compare with what was given (defaults filled in later are not in shadow). */
-	note_cfg_changes(out, &live.given, &shadow, &live.first, &r);
 	for (uint32_t i = 0; i < o->br->ngroups;) {
 		struct group *g = o->br->groups[i];
 		bool keep = false;
@@ -810,6 +1034,7 @@ static void place_input(const struct opts *o, const struct bridge *br, struct pl
 	in->ncpus = br->cfg.ncpus;
 	in->control_cpu = o->control_cpu;
 	in->allowed = o->allowed_cpus[0] ? o->allowed_cpus : NULL;
+	in->affinity = o->affinity_cpus[0] ? o->affinity_cpus : NULL;
 	in->oversubscribe = atomic_load(&f_oversub) != 0;
 	in->rt_prio = (int)atomic_load(&f_rt);
 	for (int s = 0; s < NSIDES; s++) {
@@ -841,8 +1066,8 @@ static void place_log(const struct placement *pl, const struct bridge *br)
 {
 	char line[256];
 
-	log_info("placement: %s; allowed CPUs %s; isolated CPUs %s", pl->topo, pl->allowed,
-		 pl->isolated);
+	log_info("placement: %s; allowed CPUs %s; housekeeping CPUs %s; isolated CPUs %s", pl->topo,
+		 pl->allowed, pl->housekeeping, pl->isolated);
 	log_info("NICs: IB %s; RoCE %s", pl->nic[SIDE_IB], pl->nic[SIDE_ROCE]);
 	log_info("workers' and pool's node: %s", pl->node_why);
 	for (uint32_t i = 0; i < pl->nworkers; i++) {
@@ -1025,6 +1250,20 @@ static void print_final(struct ctl *ctl, bool to_log)
 	free(buf);
 }
 
+/*
+ * An invalid configuration ends the start with exit status 2, which the unit's
+ * RestartPreventExitStatus=2 keeps systemd from retrying (a restart reads the same
+ * file). The message reaches the journal on stderr or through the log; under systemd
+ * STATUS= says it too, so that `systemctl status` shows why the service is down.
+ */
+static int config_invalid(const char *msg)
+{
+	if (getenv("NOTIFY_SOCKET"))
+		sd_notifyf(0, "STATUS=configuration invalid (exit status 2, not restarted): %s",
+			   msg);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	static struct bridge br;
@@ -1071,7 +1310,7 @@ int main(int argc, char **argv)
 	r = opt_parse_argv(argc, argv, err, sizeof(err));
 	if (r < 0) {
 		fprintf(stderr, "ib2roce: %s\n", err);
-		return 2;
+		return config_invalid(err);
 	}
 	if (o.gd.list_fmts) {
 		for (int f = 0; f < MGID_NFMT; f++)
@@ -1082,7 +1321,7 @@ int main(int argc, char **argv)
 		return 0;
 	if (stall_check(&br, atomic_load(&br.stall), err, sizeof(err))) {
 		fprintf(stderr, "ib2roce: feature 'stall': %s\n", err);
-		return 2;
+		return config_invalid(err);
 	}
 	if (o.verbose)
 		atomic_store(&log_level, LOG_DEBUG);
@@ -1113,6 +1352,7 @@ int main(int argc, char **argv)
 	ctl.def_tos = o.gd.tos;
 	ctl.metrics_path = o.metrics[0] ? o.metrics : NULL;
 	ctl.reload = reload;
+	ctl.config = config_print;
 	live.argc = argc;
 	live.argv = argv;
 	live.o = &o;
@@ -1163,7 +1403,7 @@ int main(int argc, char **argv)
 		r = placement_plan(&pin, &pl, err, sizeof(err));
 		if (r) {
 			log_err("%s", err);
-			status = r == -EINVAL ? 2 : 1;
+			status = r == -EINVAL ? config_invalid(err) : 1;
 			goto out_engine;
 		}
 		place_apply(&pl, &br.cfg);
@@ -1176,7 +1416,8 @@ int main(int argc, char **argv)
 	}
 	if (r) {
 		log_err("%s", err);
-		status = r == -ENOBUFS ? 2 : 1; /* a pool too small for the options given */
+		/* a pool too small for the options given */
+		status = r == -ENOBUFS ? config_invalid(err) : 1;
 		goto out_engine;
 	}
 	if (br.cfg.rq_depth < br.rq_asked)
@@ -1202,6 +1443,8 @@ int main(int argc, char **argv)
 		       br.sd[0].dev, br.sd[0].port, br.sd[1].dev, br.sd[1].port, br.ngroups,
 		       br.ngroups == 1 ? "" : "s", br.npairs, br.npairs == 1 ? "" : "s",
 		       br.cfg.nworkers, br.cfg.nworkers == 1 ? "" : "s");
+		if (o.running_config[0])
+			status = check_running(o.running_config);
 		goto out_engine;
 	}
 	r = ctl_init(&ctl, &br, err, sizeof(err));

@@ -297,11 +297,24 @@ void feat_list(FILE *out);
 /*
  * feat_reload_mode - for a configuration reload while running. When on, feat_set()
  * with running set checks everything as usual, then: a start-up-only feature whose value
- * would change keeps its value and, unless dry, a line saying it needs a restart goes to
- * notes; with dry nothing at all is stored (a first pass that only validates). Off
- * restores the normal behaviour. Control thread.
+ * would change keeps its value, is counted (feat_reload_restarts) and a line "needs a
+ * restart: feature NAME OLD -> NEW (why)" goes to notes; with dry nothing at all is
+ * stored (a first pass that only validates); without dry every runtime feature that
+ * changes is noted "feature 'NAME': OLD -> NEW". Off restores the normal behaviour.
+ * Control thread.
  */
 void feat_reload_mode(bool on, bool dry, FILE *notes);
+
+/* Why a start-up-only feature needs a restart, in the notes and in --check. */
+#define FEAT_RESTART_WHY "start-up only: the engine sized or set it at start"
+
+/* feat_reload_restarts - start-up-only features that would change, counted since
+ * feat_reload_mode(true, ...). Control thread. */
+unsigned feat_reload_restarts(void);
+
+/* feat_startup_print - "feature NAME VALUE" for every start-up-only feature (a reload
+ * cannot change them), in registration order. Main or control thread. */
+void feat_startup_print(FILE *out);
 
 /* feat_count - number of registered features. Main or control thread. */
 size_t feat_count(void);

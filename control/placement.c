@@ -5,11 +5,13 @@
  * our own: every object and set comes from hwloc. CPU lists are read here (item_parse:
  * hwloc's list parser checks no range), into hwloc sets.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <hwloc.h>
 #include <hwloc/linux.h>
 #include <hwloc/openfabrics-verbs.h>
@@ -50,6 +52,10 @@ static void add_line(char ***v, uint32_t *n, const char *fmt, ...)
 	if (r >= 0)
 		(*n)++;
 }
+
+struct plan_ctx;
+static void worker_warn(struct plan_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /*
  * One item of a CPU list, "N" or "N-M" (decimal, as the kernel's cpulist files), into
@@ -174,6 +180,10 @@ struct plan_ctx {
 	hwloc_topology_t t;
 	hwloc_const_bitmap_t all; /* the topology's CPUs */
 	hwloc_bitmap_t allowed, isolated, taken;
+	hwloc_bitmap_t hk;     /* housekeeping: the inherited affinity within allowed */
+	hwloc_bitmap_t online; /* the online CPUs (the topology's when the file is absent) */
+	hwloc_bitmap_t irq[PLACE_SIDES]; /* per NIC: the CPUs that may take its IRQs */
+	char cpuset_src[600];		 /* the cpuset's file, or what stood for it */
 	int nnodes;
 	bool node_is_nic; /* pl->node is a NIC's (not merely the only node) */
 	const struct place_in *in;
@@ -185,7 +195,9 @@ static void root_path(char *buf, size_t len, const char *path)
 {
 	const char *root = getenv("IB2ROCE_SYSFS_ROOT");
 
-	snprintf(buf, len, "%s%s", root ? root : "", path);
+	/* A path too long to hold names no file: it opens nothing. */
+	if (snprintf(buf, len, "%s%s", root ? root : "", path) >= (int)len)
+		buf[0] = 0;
 }
 
 /* The first line of a small file, newline removed; false if it cannot be read. */
@@ -217,6 +229,202 @@ static void read_cpu_list_file(const char *sys_path, hwloc_bitmap_t set)
 	if (b && !list_to_set(line, b, path, sizeof(path)))
 		hwloc_bitmap_or(set, set, b);
 	hwloc_bitmap_free(b);
+}
+
+/* The fix printed with every cpuset problem (docs/tuning.md, "cgroup cpuset"). */
+#define CPUSET_FIX                                                                                 \
+	"fix: give the service's cgroup the worker CPUs (systemd: AllowedCPUs= in the unit or "    \
+	"its slice; cgroup v1: cpuset.cpus), or plan with --check --show-placement "               \
+	"--allowed-cpus CPUSET:AFFINITY"
+
+/*
+ * The cgroup cpuset file of this process: /proc/self/cgroup names its cgroup; a cgroup
+ * v1 line whose controllers include cpuset gives /sys/fs/cgroup/cpuset<path>/cpuset.cpus,
+ * else the v2 line "0::<path>" gives <path>/cpuset.cpus.effective under /sys/fs/cgroup,
+ * or that of the nearest ancestor that has one (a cgroup without the cpuset controller
+ * enabled uses its parent's CPUs: Documentation/admin-guide/cgroup-v2.rst, "Cpuset").
+ * The standard mount points only. Returns 1 with the file's path, 0 when there is no
+ * /proc/self/cgroup (no cgroups: every CPU), -ENOENT with the path that was looked for.
+ */
+static int cpuset_file(char *file, size_t len)
+{
+	char path[512], line[1024], v2[512] = "";
+	bool have_v2 = false;
+	FILE *f;
+
+	root_path(path, sizeof(path), "/proc/self/cgroup");
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *ctrl = strchr(line, ':'), *cg, *save = NULL, *tok;
+
+		line[strcspn(line, "\n")] = 0;
+		if (!ctrl || !(cg = strchr(ctrl + 1, ':')))
+			continue;
+		*ctrl++ = 0;
+		*cg++ = 0;
+		if (!strcmp(line, "0") && !*ctrl) {
+			snprintf(v2, sizeof(v2), "%s", cg);
+			have_v2 = true;
+			continue;
+		}
+		for (tok = strtok_r(ctrl, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+			if (!strcmp(tok, "cpuset")) {
+				char rel[600];
+
+				fclose(f);
+				if (snprintf(rel, sizeof(rel),
+					     "/sys/fs/cgroup/cpuset%.512s%scpuset.cpus", cg,
+					     cg[0] && cg[strlen(cg) - 1] == '/' ? "" : "/") >=
+				    (int)sizeof(rel))
+					rel[0] = 0;
+				root_path(file, len, rel);
+				return access(file, R_OK) ? -ENOENT : 1;
+			}
+	}
+	fclose(f);
+	if (!have_v2) {
+		root_path(file, len, "/proc/self/cgroup");
+		return -ENOENT;
+	}
+	for (;;) {
+		char rel[600], *slash;
+
+		snprintf(rel, sizeof(rel), "/sys/fs/cgroup%s%scpuset.cpus.effective", v2,
+			 v2[0] && v2[strlen(v2) - 1] == '/' ? "" : "/");
+		root_path(file, len, rel);
+		if (!access(file, R_OK))
+			return 1;
+		slash = strrchr(v2, '/');
+		if (!slash || !v2[1]) {
+			root_path(file, len, "/sys/fs/cgroup/cpuset.cpus.effective");
+			return -ENOENT;
+		}
+		*slash = 0;
+	}
+}
+
+/*
+ * The CPUs workers may use: the cgroup cpuset (or --allowed-cpus) within the online
+ * CPUs. A cpuset file that cannot be found leaves the inherited affinity as the limit,
+ * warned (never a silent wrong placement); an empty or unreadable one is an error.
+ */
+static int read_cpuset(struct plan_ctx *c, char *err, size_t len)
+{
+	char file[512], line[1024], why[160];
+	int r;
+
+	if (c->in->allowed) {
+		if (list_to_set(c->in->allowed, c->allowed, why, sizeof(why)))
+			return errf(err, len, -EINVAL, "--allowed-cpus '%s': %s", c->in->allowed,
+				    why);
+		snprintf(c->cpuset_src, sizeof(c->cpuset_src), "--allowed-cpus");
+		return 0;
+	}
+	r = cpuset_file(file, sizeof(file));
+	if (r == 0) {
+		hwloc_bitmap_copy(c->allowed, c->all);
+		snprintf(c->cpuset_src, sizeof(c->cpuset_src), "no cgroup: every CPU");
+		return 0;
+	}
+	if (r < 0) {
+		hwloc_bitmap_copy(c->allowed, c->hk);
+		snprintf(c->cpuset_src, sizeof(c->cpuset_src), "process affinity: no cpuset");
+		add_line(&c->pl->warn, &c->pl->nwarn,
+			 "cgroup cpuset: %s missing: workers limited to the process affinity; "
+			 "%s",
+			 file, CPUSET_FIX);
+		return 0;
+	}
+	if (!read_line(file, line, sizeof(line)))
+		return errf(err, len, -EINVAL, "cgroup cpuset %s: %s; %s", file, strerror(errno),
+			    CPUSET_FIX);
+	if (!line[0])
+		return errf(err, len, -EINVAL, "cgroup cpuset %s is empty: no CPU to run on; %s",
+			    file, CPUSET_FIX);
+	if (list_to_set(line, c->allowed, why, sizeof(why)))
+		return errf(err, len, -EINVAL, "cgroup cpuset %s: %s; %s", file, why, CPUSET_FIX);
+	snprintf(c->cpuset_src, sizeof(c->cpuset_src), "cgroup cpuset %s", file);
+	return 0;
+}
+
+/* The housekeeping CPUs: --allowed-cpus' AFFINITY (or its CPUSET), else the affinity. */
+static int read_affinity(struct plan_ctx *c, char *err, size_t len)
+{
+	char why[160];
+	cpu_set_t set;
+
+	if (c->in->affinity) {
+		if (list_to_set(c->in->affinity, c->hk, why, sizeof(why)))
+			return errf(err, len, -EINVAL, "--allowed-cpus: affinity '%s': %s",
+				    c->in->affinity, why);
+		return 0;
+	}
+	if (c->in->allowed) {
+		if (list_to_set(c->in->allowed, c->hk, why, sizeof(why)))
+			return errf(err, len, -EINVAL, "--allowed-cpus '%s': %s", c->in->allowed,
+				    why);
+		return 0;
+	}
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return errf(err, len, -errno, "sched_getaffinity: %s", strerror(errno));
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &set))
+			hwloc_bitmap_set(c->hk, (unsigned)cpu);
+	return 0;
+}
+
+/*
+ * The CPUs that may take a NIC's IRQs: <ibdev_path>/device/msi_irqs/N names its IRQs,
+ * /proc/irq/N/smp_affinity_list where each may run (the kernel's PCI MSI sysfs and
+ * procfs files; tune.c reads the same for --tune-check). A NIC without those files
+ * (simfabric, a dry run on an XML topology) adds nothing.
+ */
+static void nic_irqs(struct plan_ctx *c, int s)
+{
+	const char *dev = c->in->ibdev_path[s];
+	char path[600], line[512];
+	hwloc_bitmap_t b;
+	struct dirent *e;
+	DIR *d;
+
+	if (!dev || !dev[0])
+		return;
+	snprintf(path, sizeof(path), "%s/device/msi_irqs", dev);
+	if (!(d = opendir(path)) || !(b = hwloc_bitmap_alloc())) {
+		if (d)
+			closedir(d);
+		return;
+	}
+	while ((e = readdir(d))) {
+		char rel[320];
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(rel, sizeof(rel), "/proc/irq/%s/smp_affinity_list", e->d_name);
+		root_path(path, sizeof(path), rel);
+		if (!read_line(path, line, sizeof(line)) || list_to_set(line, b, rel, sizeof(rel)))
+			continue;
+		hwloc_bitmap_or(c->irq[s], c->irq[s], b);
+	}
+	closedir(d);
+	hwloc_bitmap_free(b);
+}
+
+/* A warning about a worker's CPU (isolation, IRQs): listed, counted for health. */
+static void worker_warn(struct plan_ctx *c, const char *fmt, ...)
+{
+	struct placement *pl = c->pl;
+	char line[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (!pl->nworker_warn++)
+		snprintf(pl->worker_warn, sizeof(pl->worker_warn), "%.190s", line);
+	add_line(&pl->warn, &pl->nwarn, "%s", line);
 }
 
 static hwloc_obj_t pu_obj(struct plan_ctx *c, int cpu)
@@ -399,7 +607,8 @@ static int worker_sibling(struct plan_ctx *c, uint32_t n, int cpu)
 	return -1;
 }
 
-/* Check a CPU given by an option: it exists and (unless oversubscribe) is allowed. */
+/* Check a CPU given by an option: it exists, is online and (unless oversubscribe) is in
+ * the cpuset. */
 static int check_given(struct plan_ctx *c, const char *opt, int cpu, char *err, size_t len)
 {
 	char l[128];
@@ -408,21 +617,31 @@ static int check_given(struct plan_ctx *c, const char *opt, int cpu, char *err, 
 		set_str(l, sizeof(l), c->all);
 		return errf(err, len, -EINVAL, "%s: CPU %d does not exist (CPUs %s)", opt, cpu, l);
 	}
+	if (!hwloc_bitmap_isset(c->online, (unsigned)cpu)) {
+		set_str(l, sizeof(l), c->online);
+		return errf(err, len, -EINVAL,
+			    "%s: CPU %d is offline (/sys/devices/system/cpu/online: %s); fix: give "
+			    "online CPUs, or bring it online (echo 1 > "
+			    "/sys/devices/system/cpu/cpu%d/online)",
+			    opt, cpu, l, cpu);
+	}
 	if (hwloc_bitmap_isset(c->allowed, (unsigned)cpu))
 		return 0;
 	set_str(l, sizeof(l), c->allowed);
 	if (!c->in->oversubscribe)
 		return errf(err, len, -EINVAL,
-			    "%s: CPU %d is outside the allowed CPUs %s (taskset, cgroup cpuset); "
+			    "%s: CPU %d is outside the CPUs workers may use, %s (%s); %s; or "
 			    "--enable oversubscribe to try anyway",
-			    opt, cpu, l);
+			    opt, cpu, l, c->cpuset_src, CPUSET_FIX);
 	add_line(&c->pl->warn, &c->pl->nwarn,
-		 "%s: CPU %d is outside the allowed CPUs %s: pinning may fail", opt, cpu, l);
+		 "%s: CPU %d is outside the CPUs workers may use, %s (%s): pinning may fail", opt,
+		 cpu, l, c->cpuset_src);
 	return 0;
 }
 
 /*
- * The control thread's CPU when not given: an allowed CPU no worker uses, best first:
+ * The control thread's CPU when not given: a housekeeping CPU (the inherited affinity
+ * within the allowed CPUs) no worker uses, best first:
  * not a worker's SMT sibling, not isolated (isolated CPUs are for workers), off the
  * workers' node (its cores are for workers); lowest number. With no workers the control
  * thread runs the data path: on the workers' node instead. -1 if none is free.
@@ -432,7 +651,7 @@ static int control_auto(struct plan_ctx *c, uint32_t nplaced, char *why, size_t 
 	int best = -1, best_key = 1 << 30, cpu;
 	bool multi = c->nnodes > 1 && c->pl->node >= 0;
 
-	hwloc_bitmap_foreach_begin(cpu, c->allowed)
+	hwloc_bitmap_foreach_begin(cpu, c->hk)
 	{
 		hwloc_obj_t pu = pu_obj(c, cpu);
 		int key;
@@ -469,6 +688,7 @@ struct cand {
 	hwloc_obj_t core;
 	int cpu; /* its chosen PU: the first isolated allowed one, else the first allowed */
 	bool local, iso;
+	bool hk; /* the chosen PU is a housekeeping CPU (the inherited affinity) */
 };
 
 static int cand_cmp(const void *a, const void *b)
@@ -479,7 +699,93 @@ static int cand_cmp(const void *a, const void *b)
 		return x->local ? -1 : 1;
 	if (x->iso != y->iso)
 		return x->iso ? -1 : 1;
+	if (x->hk != y->hk)
+		return x->hk ? 1 : -1;
 	return x->core->logical_index < y->core->logical_index ? -1 : 1;
+}
+
+/* A worker on a non-isolated CPU while isolated CPUs exist: warned, and counted for
+ * health's placement warning. */
+static void warn_not_isolated(struct plan_ctx *c, uint32_t i)
+{
+	struct placement *pl = c->pl;
+	hwloc_bitmap_t out = hwloc_bitmap_dup(c->isolated);
+	char l[128], o[128];
+
+	if (!out)
+		return;
+	set_str(l, sizeof(l), c->isolated);
+	hwloc_bitmap_andnot(out, out, c->allowed);
+	set_str(o, sizeof(o), out);
+	if (hwloc_bitmap_iszero(out) && !c->in->ncpus)
+		worker_warn(c, "worker %u on CPU %d: not isolated, no isolated core is left", i,
+			    pl->w[i].cpu);
+	else if (hwloc_bitmap_iszero(out))
+		worker_warn(c, "worker %u on CPU %d: not isolated while CPUs %s are (--cpus)", i,
+			    pl->w[i].cpu, l);
+	else
+		worker_warn(c,
+			    "worker %u on CPU %d: not isolated while CPUs %s are (%s outside %s); "
+			    "fix: let the cgroup cpuset include them (AllowedCPUs=)",
+			    i, pl->w[i].cpu, l, o, c->cpuset_src);
+	hwloc_bitmap_free(out);
+}
+
+/* Automatic workers on a host with isolated CPUs of which the cpuset allows none: the
+ * cores meant for the workers are unreachable, an error rather than a quiet placement on
+ * housekeeping CPUs (--cpus places them there knowingly). */
+static int check_isolated_reachable(struct plan_ctx *c, char *err, size_t len)
+{
+	char l[128], a[128];
+
+	if (hwloc_bitmap_iszero(c->isolated) || hwloc_bitmap_intersects(c->isolated, c->allowed))
+		return 0;
+	set_str(l, sizeof(l), c->isolated);
+	set_str(a, sizeof(a), c->allowed);
+	return errf(err, len, -EINVAL,
+		    "the isolated CPUs %s are outside the CPUs workers may use, %s (%s); %s; or "
+		    "give --cpus to run the workers on those CPUs anyway",
+		    l, a, c->cpuset_src, CPUSET_FIX);
+}
+
+/* Warn of workers on CPUs that take a NIC's IRQs (its msi_irqs' affinity lists). */
+static void check_irqs(struct plan_ctx *c)
+{
+	for (uint32_t i = 0; i < c->pl->nworkers; i++)
+		for (int s = 0; s < PLACE_SIDES; s++) {
+			int cpu = c->pl->w[i].cpu;
+
+			if (cpu >= 0 && hwloc_bitmap_isset(c->irq[s], (unsigned)cpu))
+				worker_warn(c,
+					    "worker %u on CPU %d: the %s NIC %s's IRQs may run "
+					    "there; fix: set /proc/irq/N/smp_affinity_list of its "
+					    "IRQs to housekeeping CPUs (ib2roce --tune-check)",
+					    i, cpu, side_label[s], c->in->nic[s]);
+		}
+}
+
+/* Workers inside an affinity narrower than the cpuset: the operator set CPUAffinity= (or
+ * taskset) for housekeeping and it covers worker CPUs, which the control, log and helper
+ * threads may then share. An affinity equal to the cpuset restricts nothing: no warning. */
+static void check_affinity(struct plan_ctx *c)
+{
+	char l[128];
+
+	if (hwloc_bitmap_isequal(c->hk, c->allowed))
+		return;
+	set_str(l, sizeof(l), c->hk);
+	for (uint32_t i = 0; i < c->pl->nworkers; i++) {
+		int cpu = c->pl->w[i].cpu;
+
+		if (cpu >= 0 && hwloc_bitmap_isset(c->hk, (unsigned)cpu))
+			worker_warn(
+				c,
+				"worker %u on CPU %d: inside the process affinity %s where the "
+				"control, log and helper threads run (CPUAffinity=, taskset); "
+				"fix: CPUAffinity= only the housekeeping CPUs, without the worker "
+				"CPUs",
+				i, cpu, l);
+	}
 }
 
 /* More workers than free cores, with oversubscribe: the rest share, least harm first. */
@@ -566,6 +872,7 @@ static int place_auto(struct plan_ctx *c, char *err, size_t len)
 				cv[ncand].core = core;
 				cv[ncand].iso = !hwloc_bitmap_iszero(fi);
 				cv[ncand].cpu = hwloc_bitmap_first(cv[ncand].iso ? fi : f);
+				cv[ncand].hk = hwloc_bitmap_isset(c->hk, (unsigned)cv[ncand].cpu);
 				cv[ncand].local = on_node(c, core);
 				nlocal += cv[ncand].local;
 				ncand++;
@@ -592,10 +899,8 @@ static int place_auto(struct plan_ctx *c, char *err, size_t len)
 		if (!cv[i].local)
 			add_line(&pl->warn, &pl->nwarn, "worker %u on CPU %d (node %d): %s", i,
 				 cv[i].cpu, pl->w[i].node, why);
-		if (!cv[i].iso && hwloc_bitmap_intersects(c->isolated, c->allowed))
-			add_line(&pl->warn, &pl->nwarn,
-				 "worker %u on CPU %d: not isolated, no isolated core is left", i,
-				 cv[i].cpu);
+		if (!cv[i].iso && !hwloc_bitmap_iszero(c->isolated))
+			warn_not_isolated(c, i);
 	}
 	if (take < n && !c->in->oversubscribe) {
 		char l[128];
@@ -642,6 +947,8 @@ static int place_given(struct plan_ctx *c, char *err, size_t len)
 			add_line(&pl->warn, &pl->nwarn,
 				 "worker %u on CPU %d: node %d, not the NIC's node %d", i, cpu,
 				 pl->w[i].node, pl->node);
+		if (!pl->w[i].isolated && !hwloc_bitmap_iszero(c->isolated))
+			warn_not_isolated(c, i);
 		hwloc_bitmap_set(c->taken, (unsigned)cpu);
 	}
 	return 0;
@@ -702,7 +1009,8 @@ static int plan_machine(struct plan_ctx *c, char *err, size_t len)
 {
 	struct placement *pl = c->pl;
 	const struct place_in *in = c->in;
-	char l[96], src[64];
+	char l[96];
+	int r;
 
 	c->all = hwloc_topology_get_topology_cpuset(c->t);
 	c->nnodes = hwloc_get_nbobjs_by_type(c->t, HWLOC_OBJ_NUMANODE);
@@ -712,30 +1020,35 @@ static int plan_machine(struct plan_ctx *c, char *err, size_t len)
 		 hwloc_get_nbobjs_by_type(c->t, HWLOC_OBJ_PACKAGE) == 1 ? "" : "s",
 		 hwloc_get_nbobjs_by_type(c->t, HWLOC_OBJ_CORE),
 		 hwloc_get_nbobjs_by_type(c->t, HWLOC_OBJ_PU));
-	if (in->allowed) {
-		char why[160];
-
-		if (list_to_set(in->allowed, c->allowed, why, sizeof(why)))
-			return errf(err, len, -EINVAL, "--allowed-cpus '%s': %s", in->allowed, why);
-		snprintf(src, sizeof(src), "--allowed-cpus");
-	} else {
-		cpu_set_t set;
-
-		if (sched_getaffinity(0, sizeof(set), &set))
-			return errf(err, len, -errno, "sched_getaffinity: %s", strerror(errno));
-		for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
-			if (CPU_ISSET(cpu, &set))
-				hwloc_bitmap_set(c->allowed, (unsigned)cpu);
-		snprintf(src, sizeof(src), "process affinity");
-	}
-	hwloc_bitmap_and(c->allowed, c->allowed, c->all);
+	/* No online file (a dry run's fake root): the topology's CPUs. */
+	read_cpu_list_file("/sys/devices/system/cpu/online", c->online);
+	hwloc_bitmap_and(c->online, c->online, c->all);
+	if (hwloc_bitmap_iszero(c->online))
+		hwloc_bitmap_copy(c->online, c->all);
+	if ((r = read_affinity(c, err, len)) || (r = read_cpuset(c, err, len)))
+		return r;
+	hwloc_bitmap_and(c->allowed, c->allowed, c->online);
 	if (hwloc_bitmap_iszero(c->allowed)) {
-		set_str(l, sizeof(l), c->all);
-		return errf(err, len, -EINVAL, "no allowed CPU is in the topology (CPUs %s)%s", l,
+		set_str(l, sizeof(l), c->online);
+		return errf(err, len, -EINVAL,
+			    "no CPU of the %s is online or in the topology "
+			    "(CPUs %s)%s",
+			    c->cpuset_src, l,
 			    in->allowed ? "" : ": give --allowed-cpus with --show-placement");
 	}
 	set_str(l, sizeof(l), c->allowed);
-	snprintf(pl->allowed, sizeof(pl->allowed), "%s (%s)", l, src);
+	snprintf(pl->allowed, sizeof(pl->allowed), "%s (%s)", l, c->cpuset_src);
+	hwloc_bitmap_and(c->hk, c->hk, c->allowed);
+	set_str(l, sizeof(l), c->hk);
+	snprintf(pl->housekeeping, sizeof(pl->housekeeping), "%s (%s)", l,
+		 in->affinity  ? "--allowed-cpus AFFINITY"
+		 : in->allowed ? "--allowed-cpus"
+			       : "process affinity");
+	if (hwloc_bitmap_iszero(c->hk)) {
+		hwloc_bitmap_copy(c->hk, c->allowed);
+		snprintf(pl->housekeeping, sizeof(pl->housekeeping),
+			 "none: the process affinity has no allowed CPU, any allowed CPU");
+	}
 	read_cpu_list_file("/sys/devices/system/cpu/isolated", c->isolated);
 	read_cpu_list_file("/sys/devices/system/cpu/nohz_full", c->isolated);
 	hwloc_bitmap_and(c->isolated, c->isolated, c->all);
@@ -761,7 +1074,11 @@ int placement_plan(const struct place_in *in, struct placement *pl, char *err, s
 	c.allowed = hwloc_bitmap_alloc();
 	c.isolated = hwloc_bitmap_alloc();
 	c.taken = hwloc_bitmap_alloc();
-	if (!c.allowed || !c.isolated || !c.taken) {
+	c.hk = hwloc_bitmap_alloc();
+	c.online = hwloc_bitmap_alloc();
+	c.irq[0] = hwloc_bitmap_alloc();
+	c.irq[1] = hwloc_bitmap_alloc();
+	if (!c.allowed || !c.isolated || !c.taken || !c.hk || !c.online || !c.irq[0] || !c.irq[1]) {
 		r = errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
@@ -771,14 +1088,20 @@ int placement_plan(const struct place_in *in, struct placement *pl, char *err, s
 		goto out;
 	}
 	hwloc_topology_set_io_types_filter(c.t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	/* Every CPU of the machine, also those the cgroup cpuset leaves out (hwloc drops
+	 * them by default): the cpuset is read and judged here (read_cpuset), so that a
+	 * CPU outside it is named as such, not as a CPU that does not exist. */
+	hwloc_topology_set_flags(c.t, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
 	if (hwloc_topology_load(c.t)) {
 		r = errf(err, errlen, -errno, "hwloc: loading the topology: %s", strerror(errno));
 		goto out;
 	}
 	if ((r = plan_machine(&c, err, errlen)))
 		goto out;
-	for (int s = 0; s < PLACE_SIDES; s++)
+	for (int s = 0; s < PLACE_SIDES; s++) {
 		nic_locality(&c, s);
+		nic_irqs(&c, s);
+	}
 	choose_node(&c);
 	if ((r = check_rt(&c, err, errlen)))
 		goto out;
@@ -830,8 +1153,11 @@ int placement_plan(const struct place_in *in, struct placement *pl, char *err, s
 	}
 	if (pl->control.cpu >= 0)
 		hwloc_bitmap_set(c.taken, (unsigned)pl->control.cpu);
-	if (!in->ncpus && in->nworkers && (r = place_auto(&c, err, errlen)))
+	if (!in->ncpus && in->nworkers &&
+	    ((r = check_isolated_reachable(&c, err, errlen)) || (r = place_auto(&c, err, errlen))))
 		goto out;
+	check_irqs(&c);
+	check_affinity(&c);
 	note_idle(&c);
 	r = 0;
 out:
@@ -840,6 +1166,10 @@ out:
 	hwloc_bitmap_free(c.allowed);
 	hwloc_bitmap_free(c.isolated);
 	hwloc_bitmap_free(c.taken);
+	hwloc_bitmap_free(c.hk);
+	hwloc_bitmap_free(c.online);
+	hwloc_bitmap_free(c.irq[0]);
+	hwloc_bitmap_free(c.irq[1]);
 	return r;
 }
 
@@ -886,6 +1216,7 @@ void placement_print(const struct placement *pl, FILE *out)
 
 	fprintf(out, "topology: %s\n", pl->topo);
 	fprintf(out, "allowed CPUs: %s\n", pl->allowed);
+	fprintf(out, "housekeeping CPUs: %s\n", pl->housekeeping);
 	fprintf(out, "isolated CPUs: %s\n", pl->isolated);
 	for (int s = 0; s < PLACE_SIDES; s++)
 		fprintf(out, "%s NIC: %s\n", side_label[s], pl->nic[s]);

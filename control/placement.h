@@ -4,8 +4,14 @@
  * thread run on, and which NUMA node the buffer pool and the workers' memory live on.
  * The machine comes from hwloc (the real one, or HWLOC_XMLFILE / HWLOC_SYNTHETIC), the
  * NICs' locality from the topology's OpenFabrics OS device of that name or else from the
- * device's sysfs directory (ibv_device.ibdev_path), the allowed CPUs from
- * sched_getaffinity, isolated CPUs from /sys/devices/system/cpu/{isolated,nohz_full}.
+ * device's sysfs directory (ibv_device.ibdev_path). Workers may be pinned to any CPU of
+ * the process's cgroup cpuset (/proc/self/cgroup, then cgroup v1 cpuset.cpus or v2
+ * cpuset.cpus.effective) that is online: sched_setaffinity is bounded by the cpuset, not
+ * by the inherited affinity (kernel/sched/core.c __sched_setaffinity intersects the new
+ * mask with cpuset_cpus_allowed()). The inherited affinity (taskset, systemd
+ * CPUAffinity=) is where the control thread and the threads it starts stay:
+ * housekeeping. Isolated CPUs come from /sys/devices/system/cpu/{isolated,nohz_full},
+ * the NICs' IRQs from <ibdev_path>/device/msi_irqs and /proc/irq/N/smp_affinity_list.
  * The rules are in docs/tuning.md ("Worker placement").
  */
 #ifndef CONTROL_PLACEMENT_H
@@ -27,7 +33,9 @@ struct place_in {
 	const int *cpus;   /* --cpus, in worker order; NULL or ncpus 0: automatic */
 	uint32_t ncpus;
 	int control_cpu;	      /* --control-cpu, -1: automatic */
-	const char *allowed;	      /* --allowed-cpus (dry runs only), NULL: sched_getaffinity */
+	const char *allowed;	      /* --allowed-cpus CPUSET (dry runs), NULL: the cgroup's */
+	const char *affinity;	      /* --allowed-cpus CPUSET:AFFINITY (dry runs), NULL: the
+				       * process affinity (or CPUSET when only that is given) */
 	bool oversubscribe;	      /* --enable oversubscribe */
 	int rt_prio;		      /* --enable rt=PRIO, 0: off */
 	const char *nic[PLACE_SIDES]; /* device names */
@@ -48,7 +56,8 @@ struct place_thread {
  * placement_fini. */
 struct placement {
 	char topo[160];		    /* "2 NUMA nodes, 2 packages, 16 cores, 32 CPUs" */
-	char allowed[256];	    /* allowed CPUs as a list, and where that came from */
+	char allowed[768];	    /* CPUs workers may use (cpuset and online), and whence */
+	char housekeeping[256];	    /* the inherited affinity: control, log, helper threads */
 	char isolated[256];	    /* isolated/nohz_full CPUs as a list, "none" */
 	char nic[PLACE_SIDES][256]; /* "node 1, local CPUs 8-15" / "locality unknown ..." */
 	int nic_node[PLACE_SIDES];  /* -1: no single node (unknown or several) */
@@ -62,6 +71,10 @@ struct placement {
 	uint32_t nidle;
 	char **warn; /* what is not as it should be */
 	uint32_t nwarn;
+	/* Workers on a non-isolated CPU while isolated CPUs exist, or on a CPU that takes the
+	 * NICs' IRQs: health's placement warning (health.h). The first one's line. */
+	uint32_t nworker_warn;
+	char worker_warn[192];
 };
 
 /*

@@ -849,6 +849,30 @@ static void check_host(const struct tune_input *in, struct tune_report *r)
 		    "on: timers may move onto worker CPUs");
 }
 
+/*
+ * One kernel command line for every worker CPU (the per-CPU fixes merged) and the
+ * unit's CPUAffinity=: isolcpus/nohz_full/rcu_nocbs on the workers, irqaffinity (the
+ * default IRQ affinity, Documentation/admin-guide/kernel-parameters.txt) and the
+ * service's own threads on the housekeeping CPUs.
+ */
+static void merged_lines(const struct tune_input *in, struct tune_report *r)
+{
+	char wl[256], hl[256];
+	cpu_set_t hk;
+
+	if (in->workers_unknown || !CPU_COUNT(&in->workers))
+		return;
+	housekeeping(in, &hk);
+	cpulist_format(&in->workers, wl, sizeof(wl));
+	cpulist_format(&hk, hl, sizeof(hl));
+	snprintf(r->cmdline, sizeof(r->cmdline),
+		 "isolcpus=managed_irq,domain,%.200s nohz_full=%.200s rcu_nocbs=%.200s "
+		 "irqaffinity=%.200s",
+		 wl, wl, wl, CPU_COUNT(&hk) ? hl : "0");
+	if (CPU_COUNT(&hk))
+		snprintf(r->cpuaffinity, sizeof(r->cpuaffinity), "CPUAffinity=%.250s", hl);
+}
+
 int tune_report_build(const struct tune_input *in, struct tune_report *r)
 {
 	int64_t limit;
@@ -871,6 +895,7 @@ int tune_report_build(const struct tune_input *in, struct tune_report *r)
 	check_irqbalance(in, r);
 	check_qos(r, limit, ours);
 	check_host(in, r);
+	merged_lines(in, r);
 	if (r->cap == SIZE_MAX) {
 		tune_report_free(r);
 		return -ENOMEM;
@@ -903,6 +928,10 @@ void tune_report_print(const struct tune_report *r, FILE *out)
 			fprintf(out, "%-*s  %-*s  %-6s  %s\n", wc, l->check, wt, l->target,
 				status_name[l->status], l->detail);
 	}
+	if (r->cmdline[0])
+		fprintf(out, "kernel command line for the worker CPUs: %s\n", r->cmdline);
+	if (r->cpuaffinity[0])
+		fprintf(out, "unit [Service] for the housekeeping CPUs: %s\n", r->cpuaffinity);
 	fprintf(out, "summary: %zu PASS, %zu WARN, %zu FAIL\n", r->count[TUNE_PASS],
 		r->count[TUNE_WARN], r->count[TUNE_FAIL]);
 }

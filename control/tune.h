@@ -66,6 +66,11 @@ struct tune_report {
 	struct tune_line *lines;
 	size_t n, cap;
 	size_t count[3]; /* lines per status */
+	/* For every worker CPU at once (empty without workers): the kernel parameters that
+	 * isolate them and keep IRQs off them, and the unit's CPUAffinity= line (the
+	 * housekeeping CPUs: online minus workers). */
+	char cmdline[1024];
+	char cpuaffinity[300];
 };
 
 /*

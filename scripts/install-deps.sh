@@ -9,14 +9,16 @@ set -eu
 # python3-matplotlib: the plots of bench/harness.py. perftest, qperf, ucx-utils,
 # libfabric-bin, infiniband-diags (ibstat, ibaddr): the RDMA programs the simfabric
 # tests run unchanged (tests/simfabric); libibumad-dev: the headers of simfabric's
-# libibumad.so.3.
+# libibumad.so.3. dpkg-dev, debhelper, lintian: the Debian package (debian/) and its
+# test (tests/package).
 PKGS="build-essential pkg-config meson ninja-build python3
 libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 perftest qperf ucx-utils libfabric-bin libibumad-dev infiniband-diags
 liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
 libpgm-dev tshark iproute2 nftables jq util-linux procps
 valgrind clang libclang-rt-14-dev clang-format
-libedit-dev prometheus keepalived python3-matplotlib python3-yaml curl"
+libedit-dev prometheus keepalived python3-matplotlib python3-yaml curl
+dpkg-dev debhelper lintian"
 
 missing=""
 for p in $PKGS; do

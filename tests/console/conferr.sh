@@ -1,7 +1,8 @@
 #!/bin/bash
 # Configuration errors: each broken file gives "FILE:LINE: reason" on stderr and exit
 # status 2, and nothing starts (no socket, no pid file). --check: a valid file and the
-# devices give status 0 and a summary; a device that does not exist gives 1.
+# devices give status 0 and a summary; a device that does not exist gives 1. Under
+# NOTIFY_SOCKET an invalid configuration also sets STATUS=.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -171,6 +172,42 @@ timeout 20 "$IB2ROCE" --check -c "$SF_TMP/good.conf" -e bridgeing >"$SF_TMP/chec
 [ "$rc" = 2 ] || sf_fail "--check -e bridgeing: exit status $rc, expected 2" "$SF_TMP/check4.err"
 grep -q "unknown feature 'bridgeing': did you mean bridging?" "$SF_TMP/check4.err" ||
 	sf_fail "-e bridgeing: no suggestion" "$SF_TMP/check4.err"
+# Under systemd (NOTIFY_SOCKET): an invalid configuration also says so in STATUS=, what
+# `systemctl status` shows (the unit's RestartPreventExitStatus=2 keeps it down).
+: "${NOTIFYLISTEN:?NOTIFYLISTEN must name the notifylisten tool}"
+"$NOTIFYLISTEN" "$SF_TMP/n.sock" 30 >"$SF_TMP/n.out" 2>&1 &
+nl_pid=$!
+SF_PIDS="${SF_PIDS:-} $nl_pid"
+k=0
+until [ -S "$SF_TMP/n.sock" ]; do
+	k=$((k + 1))
+	[ "$k" -le 50 ] || sf_fail "notifylisten did not bind" "$SF_TMP/n.out"
+	sleep 0.1
+done
+printf 'device sim_ib0\nroce sim_roce0\nfrobnicate\n' >"$SF_TMP/sd.conf"
+rc=0
+NOTIFY_SOCKET=$SF_TMP/n.sock timeout 20 "$IB2ROCE" --control "$sock" -c "$SF_TMP/sd.conf" \
+	>"$SF_TMP/sd.out" 2>"$SF_TMP/sd.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "under NOTIFY_SOCKET: exit status $rc, expected 2" "$SF_TMP/sd.err"
+grep -qF "$SF_TMP/sd.conf:3: unknown option" "$SF_TMP/sd.err" ||
+	sf_fail "under NOTIFY_SOCKET: no message on stderr (the journal)" "$SF_TMP/sd.err"
+# A plan the machine cannot honour is an invalid configuration too.
+rc=0
+NOTIFY_SOCKET=$SF_TMP/n.sock timeout 20 "$IB2ROCE" --control "$sock" -d sim_ib0 -r sim_roce0 \
+	--workers 2 --cpus 1,1 -m 239.1.2.3 >"$SF_TMP/sd2.out" 2>"$SF_TMP/sd2.err" || rc=$?
+[ "$rc" = 2 ] || sf_fail "--cpus 1,1 under NOTIFY_SOCKET: exit status $rc, expected 2" "$SF_TMP/sd2.err"
+k=0
+until [ "$(grep -c 'STATUS=configuration invalid' "$SF_TMP/n.out")" -ge 2 ]; do
+	k=$((k + 1))
+	[ "$k" -le 50 ] || sf_fail "no two STATUS=configuration invalid lines" "$SF_TMP/n.out"
+	sleep 0.1
+done
+grep -qF "STATUS=configuration invalid (exit status 2, not restarted): $SF_TMP/sd.conf:3: unknown option" \
+	"$SF_TMP/n.out" || sf_fail "STATUS= does not name the file and line" "$SF_TMP/n.out"
+grep -qF "STATUS=configuration invalid (exit status 2, not restarted): --cpus: workers 0 and 1 on CPU 1" \
+	"$SF_TMP/n.out" || sf_fail "STATUS= does not name the placement error" "$SF_TMP/n.out"
+kill "$nl_pid" 2>/dev/null || true
+wait "$nl_pid" 2>/dev/null || true
 # --version: one line, the version and the git description.
 "$IB2ROCE" --version >"$SF_TMP/version.out" || sf_fail "--version failed" "$SF_TMP/version.out"
 grep -Eq '^ib2roce [0-9]+\.[0-9]+\.[0-9]+ \(git [^,]+, built .+\)$' "$SF_TMP/version.out" ||

@@ -1,9 +1,13 @@
 #!/bin/bash
 # SIGHUP reload: the bridge re-reads its config file; groups removed from it are left,
 # new ones joined, live, without disturbing the group that stays; runtime features take
-# their new values; a start-up-only change is reported as needing a restart and kept; a
-# file with an error changes nothing. The console's reload does the same and replies
-# with the report. A doubled SIGINT stops it gracefully.
+# their new values, each change logged old -> new; a change that needs a restart (a
+# start-up-only feature, workers, a device) refuses the whole reload: nothing changes,
+# the log and the reply name each setting, `bcom reload` exits 1, `bcom config` and
+# `stats --json` still report the running configuration; `ib2roce --check
+# --running-config` says the same of the file beforehand. A file with an error changes
+# nothing. The console's reload replies with the report and logs it. A doubled SIGINT
+# stops it gracefully.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +32,57 @@ pid=$(sf_child "$(br_pid bridge)")
 br_listen a_rx "$ROCE_NET.2" -g "$ga" -n 2000 --verify --timeout 40
 br_send_start a_tx "$IB_NET.2" -g "$ga" -n 2000 --rate 1000
 
+# A start-up-only feature and the workers changed (to 0: this machine may have only 2
+# CPUs, and --check plans the workers), with a group change and a runtime feature:
+# refused as a whole, nothing changes.
+cat >"$conf" <<C
+device sim_ib0
+roce sim_roce0
+workers 0
+multicast $ga
+multicast $gc
+enable statint=7
+enable buffers=16384
+C
+bc_ok bridge config >"$SF_TMP/running.conf"
+expect_in "$(cat "$SF_TMP/running.conf")" "^workers 1$" "config: the running workers"
+expect_in "$(cat "$SF_TMP/running.conf")" "^feature buffers 65536$" "config: start-up features"
+# The deployment tool's question, before the reload: --check against the running one,
+# with the command line the bridge runs with (br_bridge's).
+same=(--control "$SF_TMP/bridge.sock" --idle backoff -e statint=0 --workers 1)
+rc=0
+"$IB2ROCE" "${same[@]}" --check -c "$conf" --running-config "$SF_TMP/running.conf" \
+	>"$SF_TMP/check.out" 2>"$SF_TMP/check.err" || rc=$?
+[ "$rc" = 3 ] || br_fail "--check --running-config: exit status $rc, expected 3: $(cat "$SF_TMP/check.out" "$SF_TMP/check.err")" bridge
+grep -qxF "needs a restart: workers 1 -> 0 (the engine sized its workers and channel pairs at start)" \
+	"$SF_TMP/check.out" || br_fail "--check: no 'needs a restart: workers 1 -> 0'" bridge
+grep -qxF "needs a restart: feature buffers 65536 -> 16384 (start-up only: the engine sized or set it at start)" \
+	"$SF_TMP/check.out" || br_fail "--check: no 'needs a restart: feature buffers'" bridge
+[ "$(grep -c '^needs a restart' "$SF_TMP/check.out")" = 2 ] ||
+	br_fail "--check: more than the two changes: $(cat "$SF_TMP/check.out")" bridge
+kill -HUP "$pid"
+sf_wait_line "$SF_TMP/bridge.err" 'reload: reload refused: 2 settings need a restart; nothing changed' \
+	"$(br_pid bridge)" 10
+grep -qF "reload: needs a restart: workers 1 -> 0 (the engine sized its workers" "$SF_TMP/bridge.err" ||
+	br_fail "the log does not name the workers change" bridge
+grep -qF "reload: needs a restart: feature buffers 65536 -> 16384 (start-up only" "$SF_TMP/bridge.err" ||
+	br_fail "the log does not name the buffers change" bridge
+if grep -q "reload: joining $gc\|reload: leaving $gb\|feature 'statint'" "$SF_TMP/bridge.err"; then
+	br_fail "a refused reload changed groups or features" bridge
+fi
+[ "$(json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gb" ] ||
+	br_fail "a refused reload changed the groups" bridge
+[ "$(json bridge '.workers | length')" = 1 ] || br_fail "stats --json: workers changed" bridge
+expect_in "$(bc_ok bridge enable)" "statint +0" "a refused reload changed statint"
+expect_in "$(bc_ok bridge enable)" "buffers +65536" "buffers kept its value"
+out=$(bc_fail bridge 1 reload)
+expect_in "$out" "^needs a restart: workers 1 -> 0 " "bcom reload names the workers change"
+expect_in "$out" "^reload refused: 2 settings need a restart; nothing changed" "bcom reload refuses"
+sf_wait_line "$SF_TMP/bridge.err" 'console: reloading the configuration' "$(br_pid bridge)" 10
+[ "$(bc_ok bridge config)" = "$(cat "$SF_TMP/running.conf")" ] ||
+	br_fail "config changed after refused reloads" bridge
+
+# The same without the restart settings: applied, each change logged.
 cat >"$conf" <<C
 device sim_ib0
 roce sim_roce0
@@ -35,18 +90,22 @@ multicast $ga
 # B is gone, C is new
 multicast $gc
 enable statint=7
-enable buffers=2048
 C
+rc=0
+"$IB2ROCE" "${same[@]}" --check -c "$conf" --running-config - <"$SF_TMP/running.conf" \
+	>"$SF_TMP/check.out" 2>"$SF_TMP/check.err" || rc=$?
+[ "$rc" = 0 ] || br_fail "--check --running-config: exit status $rc, expected 0: $(cat "$SF_TMP/check.out")" bridge
+grep -qxF "a reload applies it: no setting needs a restart" "$SF_TMP/check.out" ||
+	br_fail "--check: no 'a reload applies it'" bridge
 kill -HUP "$pid"
 wait_json bridge "[.groups[].group] | sort | join(\",\")" "$ga,$gc"
 wait_json bridge ".groups[] | select(.group == \"$gc\") | .ib.state + .roce.state" joinedjoined
 sf_wait_line "$SF_TMP/bridge.err" 'reload: 1 group added, 1 removed' "$(br_pid bridge)" 10
 grep -q "reload: leaving $gb" "$SF_TMP/bridge.err" || br_fail "no 'leaving $gb'" bridge
 grep -q "reload: joining $gc (both)" "$SF_TMP/bridge.err" || br_fail "no 'joining $gc'" bridge
-grep -q "reload: feature 'buffers': 65536 -> 2048 needs a restart" "$SF_TMP/bridge.err" ||
-	br_fail "buffers change not reported as needing a restart" bridge
+grep -qF "reload: feature 'statint': 0 -> 7" "$SF_TMP/bridge.err" ||
+	br_fail "the statint change not logged old -> new" bridge
 expect_in "$(bc_ok bridge enable)" "statint +7" "statint took its new value"
-expect_in "$(bc_ok bridge enable)" "buffers +65536" "buffers kept its value"
 
 # C forwards; B does not.
 br_listen c_rx "$ROCE_NET.3" -g "$gc" -n "$n" --verify --timeout 20
@@ -78,10 +137,12 @@ device sim_ib1
 roce sim_roce0
 multicast $ga
 C
-out=$(bc_ok bridge reload)
-expect_in "$out" "device: changed, needs a restart" "reload reports the device change"
-expect_in "$out" "leaving $gc" "reload leaves C"
-expect_in "$out" "0 groups added, 1 removed" "reload summary"
+out=$(bc_fail bridge 1 reload)
+expect_in "$out" "needs a restart: device sim_ib0 -> sim_ib1 \(the devices are opened at start\)" \
+	"reload reports the device change"
+expect_in "$out" "reload refused: 1 setting needs a restart; nothing changed" "reload refused"
+[ "$(json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gc" ] ||
+	br_fail "a refused console reload changed the groups" bridge
 
 br_send_end a_tx
 br_expect_listener a_rx 2000 1

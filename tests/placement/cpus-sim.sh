@@ -2,7 +2,8 @@
 # --cpus on the simulated fabric: a CPU given twice is refused (exit status 2, nothing
 # started); with --enable oversubscribe the bridge starts with both workers on that CPU,
 # logs one placement line per worker and for the control thread, and shows the plan in
-# the console's workers table and in stats --json ("placement").
+# the console's workers table and in stats --json ("placement"). Under `taskset -c 0`
+# (the documented recipe) a worker given --cpus 1 runs on CPU 1, the control thread on 0.
 set -eu
 
 # shellcheck source-path=SCRIPTDIR source=../console/lib.sh
@@ -55,4 +56,55 @@ expect_in "$out" "^control thread: CPU 0, " "workers table: the control thread's
 [ "$(json bridge '.placement.warnings | length')" -ge 1 ] ||
 	br_fail "stats --json: placement.warnings" bridge
 br_stop bridge
+
+# docs/tuning.md's recipe, `taskset -c 0 ib2roce --cpus 1`: the inherited affinity is
+# for housekeeping, the worker is pinned outside it (the cgroup cpuset is the limit).
+if taskset -c 1 true 2>/dev/null && taskset -c 0 true 2>/dev/null; then
+	printf '#!/bin/sh\nexec taskset -c 0 "%s" "$@"\n' "$IB2ROCE" >"$SF_TMP/taskset0"
+	chmod +x "$SF_TMP/taskset0"
+	real=$IB2ROCE
+	IB2ROCE=$SF_TMP/taskset0
+	br_bridge recipe 1 -d sim_ib0 -r sim_roce0 --workers 1 --cpus 1 -m "$group"
+	IB2ROCE=$real
+	grep -Eq 'ib2roce info: worker 0: CPU 1, core [0-9]+, node -?[0-9]+, isolated (yes|no): --cpus' \
+		"$SF_TMP/recipe.err" || br_fail "taskset -c 0 --cpus 1: worker 0 not planned on CPU 1" recipe
+	grep -q 'ib2roce info: control thread: CPU 0, ' "$SF_TMP/recipe.err" ||
+		br_fail "taskset -c 0 --cpus 1: the control thread not on CPU 0" recipe
+	grep -q 'housekeeping CPUs 0 (process affinity)' "$SF_TMP/recipe.err" ||
+		br_fail "taskset -c 0: the housekeeping CPUs not logged" recipe
+	out=$(bc_ok recipe workers)
+	expect_in "$out" "^ *0 +1 " "workers table: worker 0 pinned to CPU 1 (outside the affinity)"
+	br_stop recipe
+else
+	sf_log "recipe part skipped: CPUs 0 and 1 are not both usable here"
+fi
+
+# A worker on a non-isolated CPU while an isolated CPU exists (a fake sysfs root with
+# isolated = 1): a warning in the log and bcom workers, the DEGRADED condition placement
+# in health (still healthy: exit 0), the metrics (ib2roce_degraded, the condition) and
+# stats --json (health.placement, degraded).
+mkdir -p "$SF_TMP/root/sys/devices/system/cpu"
+echo 1 >"$SF_TMP/root/sys/devices/system/cpu/isolated"
+IB2ROCE_SYSFS_ROOT=$SF_TMP/root br_bridge warned 1 -d sim_ib0 -r sim_roce0 --workers 1 \
+	--cpus 0 --metrics-file "$SF_TMP/warned.prom" -e statint=1 -m "$group"
+warn='worker 0 on CPU 0: not isolated while CPUs 1 are (--cpus)'
+warn_re='worker 0 on CPU 0: not isolated while CPUs 1 are \(--cpus\)'
+grep -qF "ib2roce warning: placement: $warn" "$SF_TMP/warned.err" ||
+	br_fail "no placement warning in the log" warned
+out=$(bc_ok warned workers)
+expect_in "$out" "^warning: $warn_re" "workers: the placement warning" warned
+out=$(bc_ok warned health)
+expect_in "$out" "^health DEGRADED placement: 1 worker warning: $warn_re" "health: the warning" warned
+[ "$(json warned '.health.placement')" = "placement: 1 worker warning: $warn" ] ||
+	br_fail "stats --json: health.placement" warned
+[ "$(json warned '.healthy')" = true ] || br_fail "stats --json: not healthy" warned
+[ "$(json warned '.degraded')" = true ] || br_fail "stats --json: not degraded" warned
+k=0
+until grep -qx 'ib2roce_health_condition{condition="placement",level="degraded"} 1' "$SF_TMP/warned.prom" 2>/dev/null &&
+	grep -qx 'ib2roce_degraded 1' "$SF_TMP/warned.prom"; do
+	k=$((k + 1))
+	[ "$k" -le 100 ] || br_fail "metrics: no ib2roce_health_condition{condition=\"placement\"} 1 or ib2roce_degraded 1" warned
+	sleep 0.1
+done
+br_stop warned
 sf_log "ok"

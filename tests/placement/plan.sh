@@ -48,9 +48,12 @@ plan() {
 	[ "$got" = "$rc" ] || fail "$xml $*: exit status $got, expected $rc"
 }
 
-# expect NAME: stdout is exactly the plan in expected/NAME.plan.
+# expect NAME: stdout is exactly the plan in expected/NAME.plan (the fake root's path
+# written ROOT there).
 expect() {
-	diff -u "$here/expected/$1.plan" "$tmp/out" >"$tmp/diff" || {
+	sed "s|$root|ROOT|g" "$tmp/out" >"$tmp/out.plan"
+	[ -z "${REGEN:-}" ] || cp "$tmp/out.plan" "$here/expected/$1.plan"
+	diff -u "$here/expected/$1.plan" "$tmp/out.plan" >"$tmp/diff" || {
 		cat "$tmp/diff" >&2
 		fail "the plan differs (diff above: - expected, + printed)"
 	}
@@ -127,7 +130,7 @@ cpus)
 	plan two-socket-smt.xml 0 --allowed-cpus 0-15 -m 239.1.1.1 --workers 3 --cpus 8,9 -e oversubscribe
 	expect cpus-1
 	plan two-socket-smt.xml 2 --allowed-cpus 0-7 -m 239.1.1.1 --workers 1 --cpus 9
-	expect_err 'ib2roce: --cpus: CPU 9 is outside the allowed CPUs 0-7 (taskset, cgroup cpuset); --enable oversubscribe to try anyway'
+	expect_err 'ib2roce: --cpus: CPU 9 is outside the CPUs workers may use, 0-7 (--allowed-cpus); fix: give the service'"'"'s cgroup the worker CPUs (systemd: AllowedCPUs= in the unit or its slice; cgroup v1: cpuset.cpus), or plan with --check --show-placement --allowed-cpus CPUSET:AFFINITY; or --enable oversubscribe to try anyway'
 	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 1 --cpus 16
 	expect_err 'ib2roce: --cpus: CPU 16 does not exist (CPUs 0-15)'
 	plan two-socket-smt.xml 2 --allowed-cpus 0-15 -m 239.1.1.1 --workers 1 --cpus 8 --control-cpu 8
@@ -148,6 +151,76 @@ cpus)
 	expect_err "ib2roce: --allowed-cpus '4294967297,8': '4294967297': CPU 4294967297 is out of range (0-8191)"
 	plan two-socket-smt.xml 2 --allowed-cpus 0-1 -m 239.1.1.1 --workers 2 --cpus 0-1
 	expect_err 'ib2roce: no allowed CPU is left for the control thread (allowed CPUs 0-1, all running workers): give it one with --control-cpu or a shorter --cpus, or --enable oversubscribe'
+	;;
+recipe)
+	# docs/tuning.md's recipe: housekeeping affinity 0-1 (taskset -c 0-1, CPUAffinity=0-1),
+	# a cpuset of every CPU: workers on CPUs outside the affinity, the control thread in it
+	plan eight-cores.xml 0 --allowed-cpus 0-7:0-1 -m 239.1.1.1 --workers 4 --cpus 2-5
+	expect recipe-1
+	# automatic: the isolated CPUs first although the affinity lacks them, then the
+	# CPUs outside the affinity; the control thread on a housekeeping CPU
+	echo 4-5 >"$root/sys/devices/system/cpu/isolated"
+	plan eight-cores.xml 0 --allowed-cpus 0-7:0-1 -m 239.1.1.1 --workers 3
+	expect recipe-2
+	# a worker CPU inside the affinity narrower than the cpuset: CPUAffinity covers it
+	plan eight-cores.xml 0 --allowed-cpus 0-7:0-2 -m 239.1.1.1 --workers 1 --cpus 2
+	expect_out 'warning: worker 0 on CPU 2: inside the process affinity 0-2 where the control, log and helper threads run (CPUAffinity=, taskset); fix: CPUAffinity= only the housekeeping CPUs, without the worker CPUs'
+	expect_out 'warning: worker 0 on CPU 2: not isolated while CPUs 4-5 are (--cpus)'
+	rm "$root/sys/devices/system/cpu/isolated"
+	;;
+cgroup-v2)
+	# the cpuset of the process's cgroup (v2: cpuset.cpus.effective of the nearest
+	# cgroup that has one), the affinity given
+	mkdir -p "$root/proc/self" "$root/sys/fs/cgroup/trading.slice/ib2roce.service"
+	echo 0::/trading.slice/ib2roce.service >"$root/proc/self/cgroup"
+	echo 0-5 >"$root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective"
+	plan eight-cores.xml 0 --allowed-cpus :0 -m 239.1.1.1 --workers 2
+	expect cgroup-v2-1
+	# offline CPUs are not used, and --cpus naming one is refused
+	echo 0-3,5-7 >"$root/sys/devices/system/cpu/online"
+	plan eight-cores.xml 0 --allowed-cpus :0 -m 239.1.1.1 --workers 4
+	expect_out "allowed CPUs: 0-3,5 (cgroup cpuset $root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective)"
+	expect_out '3         5    5    0 no       local to the NIC'"'"'s node 0'
+	plan eight-cores.xml 2 --allowed-cpus :0 -m 239.1.1.1 --workers 1 --cpus 4
+	expect_err 'ib2roce: --cpus: CPU 4 is offline (/sys/devices/system/cpu/online: 0-3,5-7); fix: give online CPUs, or bring it online (echo 1 > /sys/devices/system/cpu/cpu4/online)'
+	rm "$root/sys/devices/system/cpu/online"
+	# a cpuset without the isolated CPUs: refused, naming the file
+	echo 6-7 >"$root/sys/devices/system/cpu/isolated"
+	plan eight-cores.xml 2 --allowed-cpus :0 -m 239.1.1.1 --workers 2
+	expect_err "ib2roce: the isolated CPUs 6-7 are outside the CPUs workers may use, 0-5 (cgroup cpuset $root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective); fix: give the service's cgroup the worker CPUs (systemd: AllowedCPUs= in the unit or its slice; cgroup v1: cpuset.cpus), or plan with --check --show-placement --allowed-cpus CPUSET:AFFINITY; or give --cpus to run the workers on those CPUs anyway"
+	# ... unless --cpus says where: warned
+	plan eight-cores.xml 0 --allowed-cpus :0 -m 239.1.1.1 --workers 1 --cpus 3
+	expect_out "warning: worker 0 on CPU 3: not isolated while CPUs 6-7 are (6-7 outside cgroup cpuset $root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective); fix: let the cgroup cpuset include them (AllowedCPUs=)"
+	rm "$root/sys/devices/system/cpu/isolated"
+	# bad cpuset files: empty, malformed (exit 2, naming the file); missing: the affinity
+	# is the limit, warned
+	: >"$root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective"
+	plan eight-cores.xml 2 --allowed-cpus :0 -m 239.1.1.1 --workers 1
+	expect_err "ib2roce: cgroup cpuset $root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective is empty: no CPU to run on; fix: "
+	echo 0-3x >"$root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective"
+	plan eight-cores.xml 2 --allowed-cpus :0 -m 239.1.1.1 --workers 1
+	expect_err "ib2roce: cgroup cpuset $root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective: '0-3x' is not a CPU or a range like 4-7; fix: "
+	rm "$root/sys/fs/cgroup/trading.slice/cpuset.cpus.effective"
+	plan eight-cores.xml 0 --allowed-cpus :0-1 -m 239.1.1.1 --workers 1
+	expect_out 'allowed CPUs: 0-1 (process affinity: no cpuset)'
+	expect_out "warning: cgroup cpuset: $root/sys/fs/cgroup/cpuset.cpus.effective missing: workers limited to the process affinity; fix: give the service's cgroup the worker CPUs (systemd: AllowedCPUs= in the unit or its slice; cgroup v1: cpuset.cpus), or plan with --check --show-placement --allowed-cpus CPUSET:AFFINITY"
+	rm -r "$root/proc/self" "$root/sys/fs"
+	;;
+cgroup-v1)
+	# cgroup v1 (and the hybrid layout's 0:: line): the cpuset hierarchy's cpuset.cpus
+	mkdir -p "$root/proc/self" "$root/sys/fs/cgroup/cpuset/trading"
+	printf '5:memory:/\n3:cpuset:/trading\n0::/\n' >"$root/proc/self/cgroup"
+	echo 1-7 >"$root/sys/fs/cgroup/cpuset/trading/cpuset.cpus"
+	echo 6-7 >"$root/sys/devices/system/cpu/nohz_full"
+	plan eight-cores.xml 0 --allowed-cpus :1 -m 239.1.1.1 --workers 3
+	expect cgroup-v1-1
+	rm "$root/sys/devices/system/cpu/nohz_full"
+	rm -r "$root/proc/self" "$root/sys/fs"
+	;;
+no-cgroup)
+	# no /proc/self/cgroup (a container without it, a kernel without cgroups): every CPU
+	plan eight-cores.xml 0 --allowed-cpus :0-1 -m 239.1.1.1 --workers 2
+	expect no-cgroup-1
 	;;
 rt)
 	# rt=PRIO: refused while RT throttling is on, planned when it is off

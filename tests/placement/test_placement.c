@@ -4,7 +4,8 @@
  * hwloc (order, ranges, duplicates, errors), and a NIC's locality read through its sysfs
  * directory (what ibv_device.ibdev_path names): device/local_cpus, else
  * device/numa_node, else unknown, on the two-socket machine of two-socket-smt.xml
- * (HWLOC_XMLFILE; its OS devices are named mlx5_*, the NICs here are not).
+ * (HWLOC_XMLFILE; its OS devices are named mlx5_*, the NICs here are not); a worker on a
+ * CPU that takes the NICs' IRQs (device/msi_irqs, /proc/irq/N/smp_affinity_list).
  *
  * Usage: test_placement DIR (the directory of the XML files).
  */
@@ -151,6 +152,65 @@ static void test_sysfs_locality(void)
 	placement_fini(&pl);
 }
 
+/* Write TEXT to DIR-relative PATH ("" for an empty file). */
+static void put(const char *base, const char *path, const char *text)
+{
+	char p[600];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", base, path);
+	if ((f = fopen(p, "w"))) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* A worker CPU that takes the NICs' IRQs (device/msi_irqs/N, /proc/irq/N/
+ * smp_affinity_list under the root): a worker warning per NIC, counted for health. */
+static void test_irqs(const char *root)
+{
+	struct placement pl;
+	char p[600];
+
+	fake_dev("0000ff00", "1");
+	snprintf(p, sizeof(p), "%s/device/msi_irqs", dir);
+	mkdir(p, 0700);
+	put(dir, "device/msi_irqs/41", "msix\n");
+	snprintf(p, sizeof(p), "%s/proc", root);
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/proc/irq", root);
+	mkdir(p, 0700);
+	snprintf(p, sizeof(p), "%s/proc/irq/41", root);
+	mkdir(p, 0700);
+	put(root, "proc/irq/41/smp_affinity_list", "8-9\n");
+	CHECK_EQ(plan_with_sysfs(&pl), 0);
+	CHECK_EQ(pl.w[0].cpu, 8);
+	CHECK_EQ(pl.nworker_warn, 2);
+	CHECK_STR(pl.worker_warn, "worker 0 on CPU 8: the IB NIC sysnic0's IRQs may run there; "
+				  "fix: set /proc/irq/N/smp_affinity_list of its IRQs to "
+				  "housekeeping CPUs (ib2roce --tune-check)");
+	placement_fini(&pl);
+
+	put(root, "proc/irq/41/smp_affinity_list", "0-1\n");
+	CHECK_EQ(plan_with_sysfs(&pl), 0);
+	CHECK_EQ(pl.nworker_warn, 0);
+	placement_fini(&pl);
+
+	snprintf(p, sizeof(p), "%s/proc/irq/41/smp_affinity_list", root);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/proc/irq/41", root);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/proc/irq", root);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/proc", root);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/device/msi_irqs/41", dir);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/device/msi_irqs", dir);
+	rmdir(p);
+	fake_dev(NULL, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	char xml[512], root[300];
@@ -172,6 +232,7 @@ int main(int argc, char **argv)
 	setenv("IB2ROCE_SYSFS_ROOT", root, 1);
 	test_cpulist();
 	test_sysfs_locality();
+	test_irqs(root);
 	/* fake_dev(NULL, NULL) left no files. */
 	snprintf(xml, sizeof(xml), "%s/device", dir);
 	if (rmdir(xml) || rmdir(root) || rmdir(dir))

@@ -3,7 +3,8 @@
 #   tuned     every check PASSes (exit 0); cpu_dma_latency writes 0 and holds the file;
 #             without it the C-state and QoS lines; QoS held by another process;
 #             --workers 0; a device that does not open
-#   desktop   a distribution's defaults: every WARN and FAIL with its fix (exit 3)
+#   desktop   a distribution's defaults: every WARN and FAIL with its fix (exit 3); the
+#             merged kernel command line and CPUAffinity= for two workers
 #   irq       NIC IRQs on the worker CPU with irqbalance running, then banned, then fixed
 #   smt       the worker's sibling online (WARN); two workers on one core (FAIL)
 #   swap      a swap area (WARN)
@@ -71,6 +72,13 @@ desktop)
 	taskset -pc 0,1 $$ >/dev/null
 	tune_check "$root" 3
 	expect_report "$exp/desktop.txt"
+	# Two workers: one kernel command line and one CPUAffinity= line for both, the
+	# per-CPU rows' fixes name them both too.
+	tune_check "$root" 3 --workers 2 --cpus 1,3
+	expect_line "kernel command line for the worker CPUs: isolcpus=managed_irq,domain,1,3 nohz_full=1,3 rcu_nocbs=1,3 irqaffinity=0,2"
+	expect_line "unit [Service] for the housekeeping CPUs: CPUAffinity=0,2"
+	[ "$(grep -c '^kernel command line' "$SF_TMP/tune.out")" = 1 ] ||
+		sf_fail "more than one kernel command line" "$SF_TMP/tune.out"
 	;;
 irq)
 	host_tuned "$root"
