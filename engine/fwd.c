@@ -1420,11 +1420,12 @@ void chan_refill(struct worker *w, struct channel *ch)
 	uint32_t tmp[BR_BURST];
 	struct pool *pool = w->br->pool;
 	struct channel *src = ch->peer;
+	struct rxq *rq = ch->rq;
 
 	if (__builtin_expect(!ch->prepared, 0))
 		chan_prepare(ch);
-	while (ch->rq_posted < ch->rq_depth && !ch->broken) {
-		uint32_t want = ch->rq_depth - ch->rq_posted, got;
+	while (rq->posted < rq->depth && !ch->broken) {
+		uint32_t want = rq->depth - rq->posted, got;
 		/* Only a peer of this worker holds buffers for us (chan_tx_done); another
 		 * worker's ring positions are that worker's to read. */
 		uint64_t held = src->w == w ? src->tx_tail - src->tx_recl : 0;
@@ -1453,7 +1454,8 @@ void chan_refill(struct worker *w, struct channel *ch)
 		}
 		chan_rwr_fill(ch, pool, idx, got);
 		ch->rwr[got - 1].next = NULL;
-		if (ibv_post_recv(ch->qp, ch->rwr, &bad)) {
+		if (rq->srq ? ibv_post_srq_recv(rq->srq, ch->rwr, &bad)
+			    : ibv_post_recv(rq->qp, ch->rwr, &bad)) {
 			uint32_t first = (uint32_t)(bad - ch->rwr);
 
 			if (got < BR_BURST)
@@ -1463,13 +1465,13 @@ void chan_refill(struct worker *w, struct channel *ch)
 			for (uint32_t i = first; i < got; i++)
 				pool_set_state(pool, tmp[i], POOL_CACHED);
 			pool_put_burst(w->pc, tmp + first, got - first);
-			ch->rq_posted += first;
+			rq->posted += first;
 			ch->st.rx_starved++; /* retried on the next pass */
 			return;
 		}
 		if (got < BR_BURST)
 			ch->rwr[got - 1].next = &ch->rwr[got];
-		ch->rq_posted += got;
+		rq->posted += got;
 		if (pooled && got < want) {
 			ch->st.rx_starved++;
 			return;
@@ -1536,7 +1538,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	ch->st.pgm_malformed += b.pgm_malformed;
 	ch->st.pgm_not_pgm += b.pgm_not_pgm;
 	burst_peer_end(&b);
-	ch->rq_posted -= nrx;
+	ch->rq->posted -= nrx;
 	ch->st.rx_pkts += nrx; /* error completions included: they are drop_rx_error */
 	ch->st.rx_bytes += b.rx_bytes;
 	ch->st.fwd_pkts += b.fwd_pkts;
@@ -1547,7 +1549,7 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	if (nrx)
 		hist_add(&w->lat, now_ns() - b.now, nrx);
 	fl_flush(w, &fl);
-	if (ch->rq_depth - ch->rq_posted >= BR_REFILL_MIN)
+	if (ch->rq->depth - ch->rq->posted >= BR_REFILL_MIN)
 		chan_refill(w, ch);
 }
 
@@ -1580,12 +1582,32 @@ __attribute__((noinline)) static unsigned chan_burst(struct worker *w, struct ch
 	return (unsigned)n;
 }
 
-unsigned chan_poll(struct worker *w, struct channel *ch)
+/*
+ * One poll of the worker's CQ of a side: the burst is cut into runs of one QP (a run is
+ * what one channel's CQ returned before CQs were shared), each run handled by its
+ * channel, found through the side's QPN map. One flow is one run: its cost is the map
+ * load and one compare per completion.
+ */
+unsigned worker_side_poll(struct worker *w, enum side side)
 {
+	struct wside *ws = &w->ws[side];
 	struct ibv_wc wc[BR_BURST];
-	int n = ibv_poll_cq(ch->cq, BR_BURST, wc);
+	int n = ibv_poll_cq(ws->cq, BR_BURST, wc), i = 0;
 
-	return n > 0 ? chan_burst(w, ch, wc, n) : 0;
+	ws->polls++;
+	if (n <= 0)
+		return 0;
+	ws->wcs += (unsigned)n;
+	while (i < n) {
+		uint32_t qpn = wc[i].qp_num;
+		int j = i + 1;
+
+		while (j < n && wc[j].qp_num == qpn)
+			j++;
+		chan_burst(w, wside_chan(ws, qpn), wc + i, j - i);
+		i = j;
+	}
+	return (unsigned)n;
 }
 
 /* ---- cross-worker hand-off ---- */
