@@ -554,7 +554,10 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		 * queue per QP, logged by the control thread). */
 		br->sd[s].srq = br->sd[s].dattr.max_srq > 0;
 	}
+	/* A whole number of pairs per worker: the groups, dealt round-robin over the pairs
+	 * (pair k belongs to worker k % nw), are spread evenly over the workers. */
 	br->npairs = (ngroups + mcqp - 1) / mcqp;
+	br->npairs = (br->npairs + nw - 1) / nw * nw;
 	if (br->npairs < nw)
 		br->npairs = nw;
 	c->mcqp = mcqp;
