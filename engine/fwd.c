@@ -1556,10 +1556,12 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 /*
  * Everything a non-empty burst of completions costs: forwarding, posting, retiring,
  * refilling. Kept out of line so that its cost can be measured on its own (callgrind
- * --toggle-collect=chan_burst in bench/bridge_bench.sh).
+ * --toggle-collect=chan_burst in bench/bridge_bench.sh and bench/harness.py), and not
+ * cloned: called from worker_side_poll, GCC made it chan_burst.isra.0, which the toggle
+ * does not name (the measurement read 0).
  */
-__attribute__((noinline)) static unsigned chan_burst(struct worker *w, struct channel *ch,
-						     struct ibv_wc *wc, int n)
+__attribute__((noinline, noclone)) static unsigned chan_burst(struct worker *w, struct channel *ch,
+							      struct ibv_wc *wc, int n)
 {
 	/*
 	 * A lone signaled send completion, the usual burst of a channel that only sends:
