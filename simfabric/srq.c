@@ -17,6 +17,7 @@
  * per-QP receive queue fallback with it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -259,7 +260,9 @@ int sf_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_rec
 		w = sf_rwqe_at(q->ring, r->stride, tail, r->size);
 		w->wr_id = wr->wr_id;
 		w->num_sge = (uint32_t)wr->num_sge;
-		memcpy(w->sge, wr->sg_list, sizeof(struct ibv_sge) * (size_t)wr->num_sge);
+		/* Up to max_sge (31) entries: the stride holds them, past sge[]'s declared 8. */
+		memcpy((uint8_t *)w + offsetof(struct sf_rwqe, sge), wr->sg_list,
+		       sizeof(struct ibv_sge) * (size_t)wr->num_sge);
 		tail++;
 	}
 	/* Pairs with the acquire load of tail in the delivering process. */
