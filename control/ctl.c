@@ -502,7 +502,7 @@ static void on_comp(struct ctl *c, enum side side)
 /*
  * Whether worker w emptied its completion queue of side s after the call began: the
  * passes that began after the first load (at least the passes seen minus one; one poll
- * of the side each) polled fewer completions than a full burst each would give, so one
+ * of the side each) polled fewer completions than a full poll each takes (BR_POLL), so one
  * poll found the queue empty. Waits for two passes (a sleeping worker wakes within
  * idle_max_us); false at the deadline (CLOCK_MONOTONIC ms) too.
  */
@@ -516,7 +516,7 @@ static bool side_drained(const struct worker *w, int s, uint64_t deadline)
 			return false;
 		nanosleep(&ts, NULL);
 	}
-	return CMM_LOAD_SHARED(w->ws[s].wcs) - n0 < (p1 - p0 - 1) * BR_BURST;
+	return CMM_LOAD_SHARED(w->ws[s].wcs) - n0 < (p1 - p0 - 1) * BR_POLL;
 }
 
 bool ctl_data_drain(struct ctl *c)

@@ -351,13 +351,7 @@ static void json_workers(struct jw *j, struct bridge *br, struct hist *h)
 		jw_i64(j, "cpu", w->cpu);
 		jw_i64(j, "node", cpu_node(w->cpu));
 		jw_u64(j, "channels", w->nchan);
-		{
-			uint64_t groups = 0;
-
-			for (uint32_t k = 0; k < w->nchan; k++)
-				groups += CMM_LOAD_SHARED(w->chan[k]->ngroups);
-			jw_u64(j, "groups", groups / 2);
-		}
+		jw_u64(j, "groups", worker_groups(br, w));
 		jw_u64(j, "cqs", NSIDES);
 		jw_u64(j, "cq_polls",
 		       CMM_LOAD_SHARED(w->ws[0].polls) + CMM_LOAD_SHARED(w->ws[1].polls));

@@ -1004,12 +1004,9 @@ void show_workers(struct ctl *c, FILE *out)
 					 CMM_LOAD_SHARED(w->ws[1].polls),
 				 wcs = CMM_LOAD_SHARED(w->ws[0].wcs) +
 				       CMM_LOAD_SHARED(w->ws[1].wcs),
-				 passes = CMM_LOAD_SHARED(w->passes), groups = 0;
+				 passes = CMM_LOAD_SHARED(w->passes);
 
-			for (uint32_t k = 0; k < w->nchan; k++)
-				groups += CMM_LOAD_SHARED(w->chan[k]->ngroups);
-			/* A group is attached on both sides: counted once. */
-			tbl_u64(&t, groups / 2);
+			tbl_u64(&t, worker_groups(br, w));
 			tbl_u64(&t, NSIDES);
 			tbl_add(&t, true, "%.2f", passes ? (double)polls / (double)passes : 0.0);
 			tbl_add(&t, true, "%.2f", polls ? (double)wcs / (double)polls : 0.0);

@@ -40,6 +40,7 @@ struct cap_ring;
 #define BR_UDP_QKEY	       0x01234567u /* RDMA_UDP_QKEY of rdma_cm's UDP port space */
 #define BR_BURST	       32 /* completions polled / WRs chained at a time (<= 32: tx_dirty) */
 #define BR_REFILL_MIN	       (BR_BURST / 2) /* refill receives when this many are missing */
+#define BR_POLL		       (8 * BR_BURST) /* completions one poll of a worker's CQ takes */
 #define BR_IB_MARKER_HOP_LIMIT 1 /* hop limit the bridge sets on IB: "already bridged" */
 /*
  * A bit of group->ready beside the two side bits: the group's HA partition is standby on
@@ -337,6 +338,7 @@ struct wside {
 	struct ibv_comp_channel *cc; /* --workers 0: the control thread's event source */
 	struct rxq rq;
 	struct channel **map;
+	uint16_t *slot; /* per map entry: its channel's number in a poll (fwd.c), else 0xffff */
 	uint32_t map_mul, map_shift;
 	struct channel **chan; /* the worker's channels on this side */
 	uint32_t nchan;

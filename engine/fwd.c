@@ -1585,29 +1585,85 @@ __attribute__((noinline, noclone)) static unsigned chan_burst(struct worker *w, 
 }
 
 /*
- * One poll of the worker's CQ of a side: the burst is cut into runs of one QP (a run is
- * what one channel's CQ returned before CQs were shared), each run handled by its
- * channel, found through the side's QPN map. One flow is one run: its cost is the map
- * load and one compare per completion.
+ * A poll that returned completions of several QPs: grouped by channel (a counting sort on
+ * the QPN map's index, order kept within a channel) so that each channel handles all of
+ * its completions of the poll in bursts of up to 32, and its peer's chain is posted once
+ * per burst, as when each channel had a CQ of its own. ws->slot (one entry per map
+ * entry, UINT16_MAX when free) numbers the channels met in this poll.
+ */
+static __attribute__((noinline)) void wside_poll_mixed(struct worker *w, struct wside *ws,
+						       const struct ibv_wc *wc, int n)
+{
+	struct ibv_wc by[BR_POLL];
+	uint16_t of[BR_POLL];	     /* wc[i]'s channel number in this poll */
+	uint32_t at[BR_POLL];	     /* channel k's map index */
+	uint32_t start[BR_POLL + 1]; /* channel k's completions: by[start[k]..start[k+1]) */
+	uint32_t k = 0;
+
+	for (int i = 0; i < n; i++) {
+		uint32_t m = (uint32_t)(wc[i].qp_num * ws->map_mul) >> ws->map_shift;
+		uint16_t c = ws->slot[m];
+
+		if (c == UINT16_MAX) {
+			c = (uint16_t)k;
+			ws->slot[m] = c;
+			at[k] = m;
+			start[++k] = 0;
+		}
+		of[i] = c;
+		start[c + 1]++;
+	}
+	start[0] = 0;
+	for (uint32_t c = 0; c < k; c++)
+		start[c + 1] += start[c];
+	{
+		uint32_t pos[BR_POLL];
+
+		memcpy(pos, start, k * sizeof(*pos));
+		for (int i = 0; i < n; i++)
+			by[pos[of[i]]++] = wc[i];
+	}
+	for (uint32_t c = 0; c < k; c++) {
+		struct channel *ch = ws->map[at[c]];
+
+		ws->slot[at[c]] = UINT16_MAX;
+		for (uint32_t i = start[c]; i < start[c + 1]; i += BR_BURST) {
+			uint32_t len = start[c + 1] - i;
+
+			chan_burst(w, ch, by + i, (int)(len < BR_BURST ? len : BR_BURST));
+		}
+	}
+}
+
+/*
+ * One poll of the worker's CQ of a side, up to BR_POLL completions: those of one QP (one
+ * flow, or one group) go in bursts of 32 to its channel, found through the side's QPN
+ * map, as its own CQ gave them; a poll of several QPs is grouped by channel first
+ * (wside_poll_mixed), so that interleaved groups still make bursts per channel.
  */
 unsigned worker_side_poll(struct worker *w, enum side side)
 {
 	struct wside *ws = &w->ws[side];
-	struct ibv_wc wc[BR_BURST];
-	int n = ibv_poll_cq(ws->cq, BR_BURST, wc), i = 0;
+	struct ibv_wc wc[BR_POLL];
+	int n = ibv_poll_cq(ws->cq, BR_POLL, wc), i;
+	uint32_t qpn;
 
 	ws->polls++;
 	if (n <= 0)
 		return 0;
 	ws->wcs += (unsigned)n;
-	while (i < n) {
-		uint32_t qpn = wc[i].qp_num;
-		int j = i + 1;
+	qpn = wc[0].qp_num;
+	for (i = 1; i < n && wc[i].qp_num == qpn; i++)
+		;
+	if (i < n) {
+		wside_poll_mixed(w, ws, wc, n);
+		return (unsigned)n;
+	}
+	{
+		struct channel *ch = wside_chan(ws, qpn);
 
-		while (j < n && wc[j].qp_num == qpn)
-			j++;
-		chan_burst(w, wside_chan(ws, qpn), wc + i, j - i);
-		i = j;
+		for (i = 0; i < n; i += BR_BURST)
+			chan_burst(w, ch, wc + i, n - i < BR_BURST ? n - i : BR_BURST);
 	}
 	return (unsigned)n;
 }

@@ -468,6 +468,12 @@ static int wside_map_build(struct wside *ws)
 				map[at] = ws->chan[k];
 			}
 			if (k == ws->nchan) {
+				ws->slot = malloc(((size_t)1 << bits) * sizeof(*ws->slot));
+				if (!ws->slot) {
+					free(map);
+					return -ENOMEM;
+				}
+				memset(ws->slot, 0xff, ((size_t)1 << bits) * sizeof(*ws->slot));
 				ws->map = map;
 				ws->map_mul = muls[m];
 				ws->map_shift = 32 - bits;
@@ -532,6 +538,7 @@ static void wside_destroy(struct wside *ws)
 	if (ws->cc)
 		ibv_destroy_comp_channel(ws->cc);
 	free(ws->map);
+	free(ws->slot);
 	free(ws->chan);
 	memset(ws, 0, sizeof(*ws));
 }
