@@ -500,23 +500,23 @@ static void on_comp(struct ctl *c, enum side side)
 }
 
 /*
- * Whether worker w emptied its completion queue of side s after the call began: the
- * passes that began after the first load (at least the passes seen minus one; one poll
- * of the side each) polled fewer completions than a full poll each takes (BR_POLL), so one
- * poll found the queue empty. Waits for two passes (a sleeping worker wakes within
- * idle_max_us); false at the deadline (CLOCK_MONOTONIC ms) too.
+ * Whether worker w emptied its completion queue of side s after the call began: a poll
+ * that returned fewer completions than it asked for (ws->empty) was counted after the
+ * first load, so it found the queue empty after the call began. Waits for two passes (a
+ * sleeping worker wakes within idle_max_us); false at the deadline (CLOCK_MONOTONIC ms)
+ * too.
  */
 static bool side_drained(const struct worker *w, int s, uint64_t deadline)
 {
-	uint64_t p0 = CMM_LOAD_SHARED(w->passes), n0 = CMM_LOAD_SHARED(w->ws[s].wcs), p1;
+	uint64_t p0 = CMM_LOAD_SHARED(w->passes), e0 = CMM_LOAD_SHARED(w->ws[s].empty);
 	struct timespec ts = {0, 20000};
 
-	while ((p1 = CMM_LOAD_SHARED(w->passes)) < p0 + 2) {
+	while (CMM_LOAD_SHARED(w->passes) < p0 + 2) {
 		if (mono_ms() >= deadline)
 			return false;
 		nanosleep(&ts, NULL);
 	}
-	return CMM_LOAD_SHARED(w->ws[s].wcs) - n0 < (p1 - p0 - 1) * BR_POLL;
+	return CMM_LOAD_SHARED(w->ws[s].empty) != e0;
 }
 
 bool ctl_data_drain(struct ctl *c)

@@ -342,8 +342,9 @@ struct wside {
 	uint32_t map_mul, map_shift;
 	struct channel **chan; /* the worker's channels on this side */
 	uint32_t nchan;
-	uint64_t polls; /* ibv_poll_cq calls (one per pass) */
+	uint64_t polls; /* ibv_poll_cq calls (one per pass, two when a full one was mixed) */
 	uint64_t wcs;	/* completions they returned */
+	uint64_t empty; /* polls that returned fewer than they asked: the CQ was drained */
 };
 
 /* The channel whose QP is `qpn`, one of ws's (no check: only our QPs complete here). */

@@ -47,14 +47,15 @@ br_listen roce2ib "$IB_NET.3" -g "$first" --groups "$nsend" -n $((n * nsend)) --
 br_send send_roce "$ROCE_NET.4" -g "$first" --groups "$nsend" -n "$n" --imm --rate 10000
 br_expect_listener roce2ib $((n * nsend)) 68 "$nsend"
 
-# Two polls per pass whatever the number of groups (the counters are read one after the
-# other while the worker runs: a pass may end between them).
+# Two CQ polls per pass whatever the number of groups, four at most (a full poll of
+# several QPs takes more in a second one); the counters are read one after the other
+# while the worker runs: a pass may end between them.
 for w in 0 1; do
-	json bridge ".workers[$w] | select(.cq_polls <= 2 * .passes + 2 and .cq_polls >= 2 * .passes - 2) | .id" >/dev/null ||
-		br_fail "worker $w: not 2 CQ polls per pass" bridge
+	json bridge ".workers[$w] | select(.cq_polls <= 4 * .passes + 4 and .cq_polls >= 2 * .passes - 2) | .id" >/dev/null ||
+		br_fail "worker $w: not 2 to 4 CQ polls per pass" bridge
 done
 out=$(bc_ok bridge workers)
-expect_in "$out" ' 68 +8000 +2 +2\.00 ' "bcom workers: channels, groups, cqs, polls/pass"
+expect_in "$out" ' 68 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: channels, groups, cqs, polls/pass"
 
 br_stop bridge
 lines=$(grep -c '^group ' "$SF_TMP/bridge.out") || lines=0
