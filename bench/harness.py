@@ -65,6 +65,11 @@ SCENARIOS = {
                         mcpkt_senders=100000, size="64"),
     "groups4096": dict(desc="4096 groups, 1 sender each (16 QPs), 64 B", groups=4096,
                        streams=1, qps=16, size="64"),
+    # Issue 28: many groups on one worker, its QPs on one CQ and one SRQ per side.
+    "groups1k": dict(desc="1000 groups, 1 sender each (4 QPs), 64 B", groups=1000,
+                     streams=1, qps=4, size="64"),
+    "groups16k": dict(desc="16 000 groups (the IB MLID space), 1 sender each (64 QPs), 64 B",
+                      groups=16000, streams=1, qps=64, size="64"),
     "workers2": dict(desc="2 workers, 2 groups x 2 senders, 64 B", groups=2, streams=2,
                      qps=4, size="64", workers=2),
     "direct": dict(desc="no bridge: sender -> listener on the same fabric, 64 B", groups=1,
@@ -321,8 +326,12 @@ def run_senders(fab, cmds, name):
 def listen_argv(args, fab, sc, groups, busy):
     # The direct path listens on the senders' fabric (InfiniBand), without the bridge.
     dev = ["-d", args.direct_dev] if sc.get("direct") else ["-r", args.listen_dev]
+    # mclisten posts --rq buffers on each of its QPs (240 groups each): beyond 4096 groups
+    # (18 QPs of 8192) at most 131 072 buffers in all (16 000 groups: 67 QPs of 1956).
+    nqp = (len(groups) + 239) // 240
+    rq = 8192 if len(groups) <= 4096 else max(256, 131072 // nqp)
     return [os.path.join(fab.tools, "tools", "mclisten")] + dev + ["--json",
-            "--rq", "8192", "-D", "3600"] + (["--busy"] if busy else []) + groups
+            "--rq", str(rq), "-D", "3600"] + (["--busy"] if busy else []) + groups
 
 
 def stream_id(s):

@@ -470,57 +470,53 @@ static int epoll_add(int ep, int fd, struct ev_tag *tag)
 	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
 }
 
-/* With --workers 0: drain a channel whose completion channel fired. */
-static void on_comp(struct ctl *c, struct channel *ch)
+/*
+ * With --workers 0: drain both sides when the completion channel of one fired (one per
+ * side: the CQ that side's channels share, struct wside).
+ */
+static void on_comp(struct ctl *c, enum side side)
 {
 	struct worker *w = &c->br->workers[0];
 	struct ibv_cq *cq;
 	void *ctx;
 
-	if (ibv_get_cq_event(ch->cc, &cq, &ctx))
+	if (ibv_get_cq_event(w->ws[side].cc, &cq, &ctx))
 		return;
 	ibv_ack_cq_events(cq, 1);
 	ibv_req_notify_cq(cq, 0);
 	/*
-	 * Drain the pair together, as a worker's pass does: what one channel receives is
-	 * sent on the other, and only the other's send completions free its send queue.
-	 * Draining the channel that fired alone filled the other's send queue and backlog
+	 * Drain both sides together, as a worker's pass does: what one channel receives is
+	 * sent on its peer, and only the peer's send completions free its send queue.
+	 * Draining the side that fired alone filled the other's send queue and backlog
 	 * under load (tx_full) before its own completion event was served.
 	 */
-	while (chan_poll(w, ch) + chan_poll(w, ch->peer))
+	while (worker_side_poll(w, SIDE_IB) + worker_side_poll(w, SIDE_ROCE))
 		;
-	chan_refill(w, ch);
-	chan_refill(w, ch->peer);
+	worker_refill(w, 1);
 	if (w->br->nworkers > 1)
 		fwd_handoff_drain(w);
 	w->passes++;
 	atomic_store_explicit(&w->heartbeat, w->passes, memory_order_relaxed);
 }
 
-/* Completions channel ch polled (receives and sends): a snapshot. */
-static uint64_t chan_polled(const struct channel *ch)
-{
-	return CMM_LOAD_SHARED(ch->st.rx_pkts) + CMM_LOAD_SHARED(ch->st.tx_completions);
-}
-
 /*
- * Whether channel ch of worker w emptied its completion queue after the call began:
- * the passes that began after the first load (at least the passes seen minus one)
- * polled fewer completions than a full burst each would give, so one poll found the
- * queue empty. Waits for two passes (a sleeping worker wakes within idle_max_us); false
- * at the deadline (CLOCK_MONOTONIC ms) too.
+ * Whether worker w emptied its completion queue of side s after the call began: a poll
+ * that returned fewer completions than it asked for (ws->empty) was counted after the
+ * first load, so it found the queue empty after the call began. Waits for two passes (a
+ * sleeping worker wakes within idle_max_us); false at the deadline (CLOCK_MONOTONIC ms)
+ * too.
  */
-static bool chan_drained(const struct worker *w, const struct channel *ch, uint64_t deadline)
+static bool side_drained(const struct worker *w, int s, uint64_t deadline)
 {
-	uint64_t p0 = CMM_LOAD_SHARED(w->passes), n0 = chan_polled(ch), p1;
+	uint64_t p0 = CMM_LOAD_SHARED(w->passes), e0 = CMM_LOAD_SHARED(w->ws[s].empty);
 	struct timespec ts = {0, 20000};
 
-	while ((p1 = CMM_LOAD_SHARED(w->passes)) < p0 + 2) {
+	while (CMM_LOAD_SHARED(w->passes) < p0 + 2) {
 		if (mono_ms() >= deadline)
 			return false;
 		nanosleep(&ts, NULL);
 	}
-	return chan_polled(ch) - n0 < (p1 - p0 - 1) * BR_BURST;
+	return CMM_LOAD_SHARED(w->ws[s].empty) != e0;
 }
 
 bool ctl_data_drain(struct ctl *c)
@@ -529,21 +525,19 @@ bool ctl_data_drain(struct ctl *c)
 	uint64_t deadline = mono_ms() + CTL_DRAIN_MS;
 
 	if (!br->cfg.nworkers) {
-		/* We are the data path: poll every pair until nothing is left, as on_comp. */
+		/* We are the data path: poll both sides until nothing is left, as on_comp. */
 		struct worker *w = &br->workers[0];
 
-		for (uint32_t i = 0; i < w->nchan; i++) {
-			while (chan_poll(w, w->chan[i]) + chan_poll(w, w->chan[i]->peer))
-				;
-			chan_refill(w, w->chan[i]);
-		}
+		while (worker_side_poll(w, SIDE_IB) + worker_side_poll(w, SIDE_ROCE))
+			;
+		worker_refill(w, 1);
 		return true;
 	}
 	for (uint32_t i = 0; i < br->nworkers; i++) {
 		struct worker *w = &br->workers[i];
 
-		for (uint32_t k = 0; k < w->nchan; k++)
-			while (!chan_drained(w, w->chan[k], deadline))
+		for (int s = 0; s < NSIDES; s++)
+			while (!side_drained(w, s, deadline))
 				if (mono_ms() >= deadline)
 					return false;
 	}
@@ -616,18 +610,17 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 	if (!br->cfg.nworkers) {
 		uint32_t n = 0;
 
-		c->tag_comp = calloc(2 * br->npairs, sizeof(*c->tag_comp));
+		/* One completion channel per side: the CQ of the side's channels. */
+		c->tag_comp = calloc(NSIDES, sizeof(*c->tag_comp));
 		if (!c->tag_comp)
 			return -ENOMEM;
 		for (int s = 0; s < NSIDES; s++) {
-			for (uint32_t k = 0; k < br->npairs; k++) {
-				struct channel *ch = br->sd[s].chan[k];
+			struct wside *ws = &br->workers[0].ws[s];
 
-				c->tag_comp[n] = (struct ev_tag){.kind = EV_COMP, .ch = ch};
-				fcntl_nonblock(ch->cc->fd);
-				ibv_req_notify_cq(ch->cq, 0);
-				epoll_add(c->ep, ch->cc->fd, &c->tag_comp[n++]);
-			}
+			c->tag_comp[n] = (struct ev_tag){.kind = EV_COMP, .side = s};
+			fcntl_nonblock(ws->cc->fd);
+			ibv_req_notify_cq(ws->cq, 0);
+			epoll_add(c->ep, ws->cc->fd, &c->tag_comp[n++]);
 		}
 	}
 	/* The NIC's drop counters count from here: the baseline. */
@@ -984,11 +977,7 @@ static void on_timer(struct ctl *c)
 	if (!c->br->cfg.nworkers) {
 		/* Event-driven: a channel whose refill found the pool empty gets no more
 		 * completions until it has receives again: retry on every tick. */
-		struct worker *w = &c->br->workers[0];
-
-		for (uint32_t k = 0; k < w->nchan; k++)
-			if (w->chan[k]->rq_posted < w->chan[k]->rq_depth)
-				chan_refill(w, w->chan[k]);
+		worker_refill(&c->br->workers[0], 1);
 	}
 	if (now - c->last_rate_ms >= 1000) {
 		show_tick(c, now);
@@ -1349,7 +1338,7 @@ int ctl_run(struct ctl *c)
 				on_async(c, t->side);
 				break;
 			case EV_COMP:
-				on_comp(c, t->ch);
+				on_comp(c, t->side);
 				break;
 			case EV_CONSOLE:
 				if (c->con)

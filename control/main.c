@@ -1420,10 +1420,20 @@ int main(int argc, char **argv)
 		status = r == -ENOBUFS ? config_invalid(err) : 1;
 		goto out_engine;
 	}
-	if (br.cfg.rq_depth < br.rq_asked)
-		log_info("receive queues: %u channels x %u buffers (rqdepth=%u does not fit in "
+	for (int s = 0; s < NSIDES; s++)
+		if (!br.sd[s].srq)
+			log_info("%s %s: no shared receive queues (max_srq 0): a receive queue "
+				 "per QP",
+				 side_name[s], br.sd[s].dev);
+	if (br.cfg.rq_depth < br.rq_asked) {
+		uint32_t nq = 0, nw = br.nworkers;
+
+		for (int s = 0; s < NSIDES; s++)
+			nq += br.sd[s].srq ? nw : br.npairs;
+		log_info("receive queues: %u x %u buffers (rqdepth=%u does not fit in "
 			 "buffers=%u)",
-			 2 * br.npairs, br.cfg.rq_depth, br.rq_asked, br.cfg.nbufs);
+			 nq, br.cfg.rq_depth, br.rq_asked, br.cfg.nbufs);
+	}
 	log_info("IB %s:%u (lid %u) <-> RoCE %s:%u (%s), %u channel pair%s, %u worker%s%s",
 		 br.sd[0].dev, br.sd[0].port, br.sd[0].pattr.lid, br.sd[1].dev, br.sd[1].port,
 		 inet_ntoa(*(struct in_addr *)&br.sd[1].ipv4), br.npairs, br.npairs == 1 ? "" : "s",
@@ -1443,6 +1453,10 @@ int main(int argc, char **argv)
 		       br.sd[0].dev, br.sd[0].port, br.sd[1].dev, br.sd[1].port, br.ngroups,
 		       br.ngroups == 1 ? "" : "s", br.npairs, br.npairs == 1 ? "" : "s",
 		       br.cfg.nworkers, br.cfg.nworkers == 1 ? "" : "s");
+		printf("receive queues: IB %s, RoCE %s, depth %u; buffers=%u, at least %u\n",
+		       br.sd[0].srq ? "one SRQ per worker" : "one per QP",
+		       br.sd[1].srq ? "one SRQ per worker" : "one per QP", br.cfg.rq_depth,
+		       br.cfg.nbufs, br.pool_min);
 		if (o.running_config[0])
 			status = check_running(o.running_config);
 		goto out_engine;

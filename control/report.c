@@ -325,8 +325,9 @@ static void json_channels(struct jw *j, struct bridge *br)
 			jw_u64(j, "qpn", ch->qpn);
 			jw_u64(j, "worker", ch->w ? ch->w->id : 0);
 			jw_u64(j, "groups", ch->ngroups);
-			jw_u64(j, "rq_posted", CMM_LOAD_SHARED(ch->rq_posted));
-			jw_u64(j, "rq_depth", ch->rq_depth);
+			jw_u64(j, "rq_posted", CMM_LOAD_SHARED(ch->rq->posted));
+			jw_u64(j, "rq_depth", ch->rq->depth);
+			jw_bool(j, "srq", ch->rq->srq != NULL);
 			jw_u64(j, "sq_outstanding", chan_sq_outstanding(ch));
 			jw_u64(j, "sq_depth", ch->sq_depth);
 			jw_u64(j, "backlog", st.backlog);
@@ -352,6 +353,12 @@ static void json_workers(struct jw *j, struct bridge *br, struct hist *h)
 		jw_i64(j, "cpu", w->cpu);
 		jw_i64(j, "node", cpu_node(w->cpu));
 		jw_u64(j, "channels", w->nchan);
+		jw_u64(j, "groups", worker_groups(br, w));
+		jw_u64(j, "cqs", NSIDES);
+		jw_u64(j, "cq_polls",
+		       CMM_LOAD_SHARED(w->ws[0].polls) + CMM_LOAD_SHARED(w->ws[1].polls));
+		jw_u64(j, "cq_completions",
+		       CMM_LOAD_SHARED(w->ws[0].wcs) + CMM_LOAD_SHARED(w->ws[1].wcs));
 		jw_u64(j, "passes", CMM_LOAD_SHARED(w->passes));
 		jw_u64(j, "heartbeat", worker_heartbeat(w));
 		jw_u64(j, "loop_rate", w->loop_rate);

@@ -48,7 +48,7 @@
 #define SENDERS_ROWS_MAX     1000000
 #define PGM_LINE_MAX	     2048 /* one stream line is under 1000 characters */
 #define TBL_SEP		     "  "
-#define TBL_COLS_MAX	     18 /* the widest table (workers) has 18 columns */
+#define TBL_COLS_MAX	     22 /* the widest table (workers) has 22 columns */
 
 static uint64_t side_pps(struct bridge *br, int s)
 {
@@ -500,7 +500,9 @@ void show_channels(struct ctl *c, FILE *out)
 			tbl_add(&t, true, "%#x", ch->qpn);
 			tbl_u64(&t, ch->w ? ch->w->id : 0);
 			tbl_u64(&t, ch->ngroups);
-			tbl_add(&t, true, "%u/%u", CMM_LOAD_SHARED(ch->rq_posted), ch->rq_depth);
+			/* With SRQs: the worker's queue of the side, shared by its channels. */
+			tbl_add(&t, true, "%u/%u%s", CMM_LOAD_SHARED(ch->rq->posted), ch->rq->depth,
+				ch->rq->srq ? " srq" : "");
 			tbl_add(&t, true, "%" PRIu64 "/%u", chan_sq_outstanding(ch), ch->sq_depth);
 			tbl_u64(&t, st.backlog);
 			tbl_u64(&t, st.backlog_max);
@@ -960,9 +962,10 @@ void show_tsi(struct ctl *c, const char *filter, FILE *out)
 void show_workers(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
-		"worker",  "cpu",	"core",	  "node",	 "isolated", "channels",
-		"loops/s", "heartbeat", "hb_age", "idle_sleeps", "p50",	     "p90",
-		"p99",	   "p99.9",	"p99.99", "max_ever",	 "samples",  "placement",
+		"worker", "cpu",	 "core",       "node",	    "isolated", "channels",
+		"groups", "cqs",	 "polls/pass", "wcs/poll",  "loops/s",	"heartbeat",
+		"hb_age", "idle_sleeps", "p50",	       "p90",	    "p99",	"p99.9",
+		"p99.99", "max_ever",	 "samples",    "placement",
 	};
 	const struct placement *pl = c->place;
 	struct bridge *br = c->br;
@@ -996,6 +999,18 @@ void show_workers(struct ctl *c, FILE *out)
 		tbl_int_or_dash(&t, pt ? pt->node : cpu_node(w->cpu));
 		tbl_add(&t, false, "%s", pt && pt->cpu >= 0 ? (pt->isolated ? "yes" : "no") : "-");
 		tbl_u64(&t, w->nchan);
+		{
+			uint64_t polls = CMM_LOAD_SHARED(w->ws[0].polls) +
+					 CMM_LOAD_SHARED(w->ws[1].polls),
+				 wcs = CMM_LOAD_SHARED(w->ws[0].wcs) +
+				       CMM_LOAD_SHARED(w->ws[1].wcs),
+				 passes = CMM_LOAD_SHARED(w->passes);
+
+			tbl_u64(&t, worker_groups(br, w));
+			tbl_u64(&t, NSIDES);
+			tbl_add(&t, true, "%.2f", passes ? (double)polls / (double)passes : 0.0);
+			tbl_add(&t, true, "%.2f", polls ? (double)wcs / (double)polls : 0.0);
+		}
 		tbl_u64(&t, w->loop_rate);
 		tbl_u64(&t, worker_heartbeat(w));
 		fmt_age(worker_hb_age_ms(c, w, now), age, sizeof(age));

@@ -138,6 +138,22 @@ static inline void lat_view(const struct worker *w, bool zapped, struct hist *h)
 	/* max stays the all-time maximum: the histogram does not know when it was seen. */
 }
 
+/* Groups with a channel of worker w on either side (a group across workers counts for
+ * both). Control thread. */
+static inline uint64_t worker_groups(const struct bridge *br, const struct worker *w)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		const struct group *g = br->groups[i];
+
+		if ((g->out_chan[0] && g->out_chan[0]->w == w) ||
+		    (g->out_chan[1] && g->out_chan[1]->w == w))
+			n++;
+	}
+	return n;
+}
+
 static inline uint64_t worker_heartbeat(const struct worker *w)
 {
 	/* Relaxed: a progress indicator, it publishes nothing (worker.c stores it relaxed). */

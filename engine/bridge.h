@@ -40,6 +40,7 @@ struct cap_ring;
 #define BR_UDP_QKEY	       0x01234567u /* RDMA_UDP_QKEY of rdma_cm's UDP port space */
 #define BR_BURST	       32 /* completions polled / WRs chained at a time (<= 32: tx_dirty) */
 #define BR_REFILL_MIN	       (BR_BURST / 2) /* refill receives when this many are missing */
+#define BR_POLL		       (8 * BR_BURST) /* completions one poll of a worker's CQ takes */
 #define BR_IB_MARKER_HOP_LIMIT 1 /* hop limit the bridge sets on IB: "already bridged" */
 /*
  * A bit of group->ready beside the two side bits: the group's HA partition is standby on
@@ -205,6 +206,18 @@ struct qcache_ent {
 	struct sender *s;
 };
 
+/*
+ * Where a channel's receives are posted: its worker's shared receive queue on its side
+ * (one per worker and side, shared by that worker's channels there), or the channel's
+ * own QP receive queue where the device has no SRQ (max_srq 0). Owner thread only.
+ */
+struct rxq {
+	struct ibv_srq *srq; /* NULL: post to qp */
+	struct ibv_qp *qp;
+	uint32_t depth;
+	uint32_t posted;
+};
+
 struct channel {
 	enum side side;
 	uint32_t index;
@@ -218,9 +231,9 @@ struct channel {
 	uint32_t qpn;
 	uint32_t lkey;
 	uint32_t ngroups; /* groups attached */
-	/* Receive queue. */
-	uint32_t rq_depth;
-	uint32_t rq_posted;
+	/* Receive queue: &own_rq, or the worker's SRQ on this side (struct wside). */
+	struct rxq *rq;
+	struct rxq own_rq;
 	/* Send queue: buffers of posted sends in order, retired by signaled completions. */
 	uint32_t sq_depth;
 	uint32_t *tx_buf;
@@ -311,6 +324,35 @@ enum idle_policy {
 	IDLE_BACKOFF, /* spin, then yield and sleep increasingly (up to idle_max_us) */
 };
 
+/*
+ * A worker's share of one side: one completion queue for the sends and receives of all
+ * its channels on that side, one shared receive queue (rq.srq, NULL without SRQ
+ * support), and the map from a completion's QP number to its channel: a table of
+ * 2^(32 - map_shift) entries indexed by (qpn * map_mul) >> map_shift, built at set-up so
+ * that the worker's QPNs on this side land in distinct entries (QPNs are 24-bit and not
+ * consecutive when other processes create QPs: a direct table would be 16 M entries, a
+ * search costs a compare per channel). The worker polls ws[IB] and ws[RoCE] per pass.
+ */
+struct wside {
+	struct ibv_cq *cq;
+	struct ibv_comp_channel *cc; /* --workers 0: the control thread's event source */
+	struct rxq rq;
+	struct channel **map;
+	uint16_t *slot; /* per map entry: its channel's number in a poll (fwd.c), else 0xffff */
+	uint32_t map_mul, map_shift;
+	struct channel **chan; /* the worker's channels on this side */
+	uint32_t nchan;
+	uint64_t polls; /* ibv_poll_cq calls (one per pass, two when a full one was mixed) */
+	uint64_t wcs;	/* completions they returned */
+	uint64_t empty; /* polls that returned fewer than they asked: the CQ was drained */
+};
+
+/* The channel whose QP is `qpn`, one of ws's (no check: only our QPs complete here). */
+static inline struct channel *wside_chan(const struct wside *ws, uint32_t qpn)
+{
+	return ws->map[(uint32_t)(qpn * ws->map_mul) >> ws->map_shift];
+}
+
 /* Each worker on pages of its own, so that they can be bound to its NUMA node. */
 #define BR_WORKER_ALIGN 4096
 
@@ -321,6 +363,7 @@ struct worker {
 	struct bridge *br;
 	struct channel **chan; /* owned channels, IB and RoCE of each pair */
 	uint32_t nchan;
+	struct wside ws[NSIDES];
 	struct pool_cache *pc;
 	struct handoff_ring **in;   /* in[from]: rings from other workers */
 	_Atomic uint64_t heartbeat; /* passes, read by the control thread */
@@ -368,6 +411,7 @@ struct side_ctx {
 	uint32_t mtu;
 	uint32_t lkey; /* pool's MR on this side */
 	bool block_lb; /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB works here */
+	bool srq;      /* its channels receive from one SRQ per worker (max_srq > 0) */
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *cm_id;
 	struct cds_lfht *groups; /* MGID -> group */
@@ -416,6 +460,7 @@ struct bridge {
 	uint32_t nworkers; /* at least 1: worker 0 is the control thread with cfg.nworkers 0 */
 	uint32_t npairs;
 	uint32_t rq_asked; /* cfg.rq_depth before bridge_build fitted it to the pool */
+	uint32_t pool_min; /* the smallest pool this configuration accepts (bridge_fit_rq) */
 	struct cds_lfht *groups_by_addr;
 	struct group **groups; /* all groups, control thread */
 	uint32_t ngroups, groups_cap;

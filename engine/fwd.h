@@ -23,13 +23,21 @@ static inline bool fwd_own_qpn(const struct side_ctx *sd, uint32_t qpn)
 }
 
 /*
- * Poll one burst of the channel's CQ and forward what it received. Returns the number of
- * completions handled. Owner thread, QSBR reader.
+ * Poll one burst of the worker's completion queue of `side` (shared by its channels
+ * there) and forward what it received. Returns the number of completions handled. Owner
+ * thread, QSBR reader.
  */
-unsigned chan_poll(struct worker *w, struct channel *ch);
+unsigned worker_side_poll(struct worker *w, enum side side);
 
 /*
- * Post receives until the receive queue is full (or the pool is empty: counted). The
+ * Refill every receive queue of worker w that misses at least `min` receives: its SRQ
+ * of each side, or each channel's own queue without SRQs. Owner thread.
+ */
+void worker_refill(struct worker *w, uint32_t min);
+
+/*
+ * Post receives until the channel's receive queue (its own, or its worker's SRQ of its
+ * side) is full (or the pool is empty: counted). The
  * first call on a channel also prepares its data-path state (work request templates,
  * caches): every channel is refilled once before any other function here uses it (bridge
  * setup does so before the workers start).

@@ -279,8 +279,27 @@ static int qp_to_rts(struct ibv_qp *qp, uint8_t port)
 	return -r;
 }
 
+/* Pairs of worker i (pair k belongs to worker k % nw). */
+static uint32_t worker_pairs(const struct bridge *br, uint32_t nw, uint32_t i)
+{
+	return br->npairs / nw + (i < br->npairs % nw);
+}
+
+/*
+ * Whether a channel of worker i on side s holds its completed sends' buffers for its
+ * peer's refill (chan_tx_done): always when the peer side has a receive queue per QP;
+ * with an SRQ on the peer side only when the worker has one pair, so that what is held
+ * does not grow with the QPs (the single-flow case keeps the shortcut; with more pairs
+ * the buffers go back through the worker's cache, from which the SRQ refills).
+ */
+static bool chan_holds(const struct bridge *br, uint32_t nw, uint32_t i, enum side s)
+{
+	return !br->sd[!s].srq || worker_pairs(br, nw, i) == 1;
+}
+
 static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index, int node,
-			  struct channel **out, char *err, size_t errlen)
+			  struct wside *ws, bool hold, struct channel **out, char *err,
+			  size_t errlen)
 {
 	struct ibv_qp_init_attr_ex qa;
 	struct channel *ch;
@@ -295,10 +314,11 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->br = br;
 	ch->sd = sd;
 	ch->lkey = sd->lkey;
-	ch->rq_depth = br->cfg.rq_depth;
+	ch->own_rq.depth = br->cfg.rq_depth;
+	ch->rq = ws->rq.srq ? &ws->rq : &ch->own_rq;
 	ch->sq_depth = br->cfg.sq_depth;
 	ch->sig_every = br->cfg.sig_every;
-	ch->tx_hold = chan_hold(&br->cfg);
+	ch->tx_hold = hold ? chan_hold(&br->cfg) : 0;
 	/* Posted sends and held buffers: at most sq_depth + tx_hold entries. */
 	ch->tx_mask = pow2_mask(ch->sq_depth + ch->tx_hold);
 	ch->tx_buf = node_alloc(((size_t)ch->tx_mask + 1) * sizeof(uint32_t), node);
@@ -311,22 +331,16 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	*out = ch;
 	if (!ch->tx_buf || !ch->bl || !ch->scache || !ch->qcache || !ch->flows)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
-	if (!br->cfg.nworkers) {
-		ch->cc = ibv_create_comp_channel(sd->ctx);
-		if (!ch->cc)
-			return seterr(err, errlen, -errno, "%s: ibv_create_comp_channel: %s",
-				      sd->dev, strerror(errno));
-	}
-	ch->cq = ibv_create_cq(sd->ctx, (int)(ch->rq_depth + ch->sq_depth), ch, ch->cc, 0);
-	if (!ch->cq)
-		return seterr(err, errlen, -errno, "%s: ibv_create_cq(%u): %s", sd->dev,
-			      ch->rq_depth + ch->sq_depth, strerror(errno));
+	/* The worker's completion queue of this side, and its SRQ when there is one. */
+	ch->cq = ws->cq;
+	ch->cc = ws->cc;
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_type = IBV_QPT_UD;
 	qa.send_cq = ch->cq;
 	qa.recv_cq = ch->cq;
+	qa.srq = ws->rq.srq;
 	qa.cap.max_send_wr = ch->sq_depth;
-	qa.cap.max_recv_wr = ch->rq_depth;
+	qa.cap.max_recv_wr = ws->rq.srq ? 0 : ch->own_rq.depth;
 	qa.cap.max_send_sge = 1;
 	qa.cap.max_recv_sge = 1;
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD;
@@ -351,6 +365,7 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	if (r)
 		return seterr(err, errlen, r, "%s: QP to RTS: %s", sd->dev, strerror(-r));
 	ch->qpn = ch->qp->qp_num;
+	ch->own_rq.qp = ch->qp;
 	return 0;
 }
 
@@ -360,10 +375,6 @@ static void channel_destroy(struct channel *ch)
 		return;
 	if (ch->qp)
 		ibv_destroy_qp(ch->qp);
-	if (ch->cq)
-		ibv_destroy_cq(ch->cq);
-	if (ch->cc)
-		ibv_destroy_comp_channel(ch->cc);
 	node_free(ch->tx_buf, ((size_t)ch->tx_mask + 1) * sizeof(uint32_t));
 	node_free(ch->bl, ((size_t)ch->bl_mask + 1) * sizeof(*ch->bl));
 	node_free(ch->scache, (size_t)ch->scache_n * sizeof(*ch->scache));
@@ -383,39 +394,153 @@ static int worker_cpu(const struct bridge_cfg *c, uint32_t i)
 
 /*
  * Fit the receive queues to the pool (docs/pool.md, "The receive budget"). A posted
- * receive holds its buffer until a packet arrives: an idle channel keeps its whole
- * queue, so the pool must hold every channel's receive queue at once and the buffers it
- * holds for its peer's refill (chan_hold), plus, per worker, what the busy path has in
- * hand: a full cache (cache_size: it spills beyond that, and keeps more only while the
- * depot is momentarily blocked), one full send queue and two bursts. The depth is lowered from
- * cfg.rq_depth (down to BR_RQ_FIT_MIN, or the configured depth if smaller) when the channels'
- * queues do not fit. -ENOBUFS with the minimum in err when even that does not fit.
+ * receive holds its buffer until a packet arrives: an idle queue keeps all of it, so the
+ * pool must hold every receive queue at once (per side: one SRQ per worker, or one queue
+ * per channel where the device has no SRQ) and the buffers channels hold for their
+ * peer's refill (chan_holds: with SRQs at most one pair per worker holds), plus, per
+ * worker, what the busy path has in hand: a full cache (cache_size: it spills beyond
+ * that, and keeps more only while the depot is momentarily blocked), one full send queue
+ * and two bursts. The depth is lowered from cfg.rq_depth (down to BR_RQ_FIT_MIN, or the
+ * configured depth if smaller) when the queues do not fit. -ENOBUFS with the minimum in
+ * err when even that does not fit; br->pool_min is that minimum either way.
  */
 static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, char *err,
 			 size_t errlen)
 {
 	struct bridge_cfg *c = &br->cfg;
-	uint64_t nch = 2ull * br->npairs;
+	uint64_t nq = 0, nhold = 0;
 	uint64_t per_worker = (uint64_t)cache_size + c->sq_depth + 2ull * BR_BURST;
-	uint64_t reserve = nw * per_worker + nch * chan_hold(c), floor_rq, fit;
+	uint64_t reserve, floor_rq, fit;
 
+	for (int s = 0; s < NSIDES; s++) {
+		nq += br->sd[s].srq ? nw : br->npairs;
+		for (uint32_t i = 0; i < nw; i++)
+			if (chan_holds(br, nw, i, (enum side)s))
+				nhold += worker_pairs(br, nw, i);
+	}
+	reserve = nw * per_worker + nhold * chan_hold(c);
 	floor_rq = c->rq_depth < BR_RQ_FIT_MIN ? c->rq_depth : BR_RQ_FIT_MIN;
 	br->rq_asked = c->rq_depth;
-	fit = c->nbufs > reserve ? (c->nbufs - reserve) / nch : 0;
+	br->pool_min = (uint32_t)(nq * floor_rq + reserve);
+	fit = c->nbufs > reserve ? (c->nbufs - reserve) / nq : 0;
 	if (fit < floor_rq)
 		return seterr(err, errlen, -ENOBUFS,
 			      "buffers=%u is too small: this configuration needs at least %" PRIu64
-			      " (%" PRIu64 " channels x (RQ depth %" PRIu64
-			      " + %u held) + %u worker%s x "
+			      " (%" PRIu64 " receive queue%s x RQ depth %" PRIu64 " + %" PRIu64
+			      " channel%s x %u held + %u worker%s x "
 			      "(cache %u + SQ depth %u + %u in flight))",
-			      c->nbufs, nch * floor_rq + reserve, nch, floor_rq, chan_hold(c), nw,
-			      nw == 1 ? "" : "s", cache_size, c->sq_depth, 2 * BR_BURST);
+			      c->nbufs, nq * floor_rq + reserve, nq, nq == 1 ? "" : "s", floor_rq,
+			      nhold, nhold == 1 ? "" : "s", chan_hold(c), nw, nw == 1 ? "" : "s",
+			      cache_size, c->sq_depth, 2 * BR_BURST);
 	if (fit < c->rq_depth) {
 		/* A whole number of receive bursts, never below the floor. */
 		fit -= fit % BR_BURST;
 		c->rq_depth = (uint32_t)(fit > floor_rq ? fit : floor_rq);
 	}
 	return 0;
+}
+
+/*
+ * The QPN -> channel map of a worker's side (struct wside): the smallest table, from
+ * twice the channels up to 2^16 entries, with a multiplier that puts every QPN in an
+ * entry of its own. -EEXIST when none does (QPNs are distinct: not seen in practice).
+ */
+static int wside_map_build(struct wside *ws)
+{
+	static const uint32_t muls[] = {0x9e3779b1u, 0x85ebca6bu, 0xc2b2ae35u, 0x27d4eb2fu,
+					0x165667b1u, 0x1b873593u, 0xcc9e2d51u, 0x61c88647u};
+	uint32_t bits = 1;
+
+	while ((1u << bits) < 2 * ws->nchan)
+		bits++;
+	for (; bits <= 16; bits++) {
+		for (size_t m = 0; m < sizeof(muls) / sizeof(muls[0]); m++) {
+			struct channel **map = calloc((size_t)1 << bits, sizeof(*map));
+			uint32_t k;
+
+			if (!map)
+				return -ENOMEM;
+			for (k = 0; k < ws->nchan; k++) {
+				uint32_t at = (uint32_t)(ws->chan[k]->qpn * muls[m]) >> (32 - bits);
+
+				if (map[at])
+					break;
+				map[at] = ws->chan[k];
+			}
+			if (k == ws->nchan) {
+				ws->slot = malloc(((size_t)1 << bits) * sizeof(*ws->slot));
+				if (!ws->slot) {
+					free(map);
+					return -ENOMEM;
+				}
+				memset(ws->slot, 0xff, ((size_t)1 << bits) * sizeof(*ws->slot));
+				ws->map = map;
+				ws->map_mul = muls[m];
+				ws->map_shift = 32 - bits;
+				return 0;
+			}
+			free(map);
+		}
+	}
+	return -EEXIST;
+}
+
+/*
+ * A worker's completion queue and shared receive queue on side sd (struct wside): the
+ * CQ holds every send its channels there can have posted and every receive its queues
+ * can hold. The SRQ when the device has them (sd->srq), of the fitted depth (at most
+ * the device's max_srq_wr).
+ */
+static int wside_create(struct bridge *br, struct side_ctx *sd, struct wside *ws, uint32_t npairs,
+			char *err, size_t errlen)
+{
+	const struct bridge_cfg *c = &br->cfg;
+	uint64_t cqe;
+
+	if (!c->nworkers) {
+		ws->cc = ibv_create_comp_channel(sd->ctx);
+		if (!ws->cc)
+			return seterr(err, errlen, -errno, "%s: ibv_create_comp_channel: %s",
+				      sd->dev, strerror(errno));
+	}
+	ws->chan = calloc(npairs ? npairs : 1, sizeof(*ws->chan));
+	if (!ws->chan)
+		return seterr(err, errlen, -ENOMEM, "out of memory");
+	ws->rq.depth = c->rq_depth;
+	if (sd->srq) {
+		struct ibv_srq_init_attr sa = {.attr = {.max_sge = 1}};
+
+		if (ws->rq.depth > (uint32_t)sd->dattr.max_srq_wr)
+			ws->rq.depth = (uint32_t)sd->dattr.max_srq_wr;
+		sa.attr.max_wr = ws->rq.depth;
+		ws->rq.srq = ibv_create_srq(sd->pd, &sa);
+		if (!ws->rq.srq)
+			return seterr(err, errlen, -errno, "%s: ibv_create_srq(%u): %s", sd->dev,
+				      ws->rq.depth, strerror(errno));
+	}
+	cqe = (uint64_t)npairs * c->sq_depth +
+	      (sd->srq ? ws->rq.depth : (uint64_t)npairs * c->rq_depth);
+	if (sd->dattr.max_cqe > 0 && cqe > (uint64_t)sd->dattr.max_cqe)
+		cqe = (uint64_t)sd->dattr.max_cqe;
+	ws->cq = ibv_create_cq(sd->ctx, (int)cqe, ws, ws->cc, 0);
+	if (!ws->cq)
+		return seterr(err, errlen, -errno, "%s: ibv_create_cq(%" PRIu64 "): %s", sd->dev,
+			      cqe, strerror(errno));
+	return 0;
+}
+
+static void wside_destroy(struct wside *ws)
+{
+	if (ws->rq.srq)
+		ibv_destroy_srq(ws->rq.srq);
+	if (ws->cq)
+		ibv_destroy_cq(ws->cq);
+	if (ws->cc)
+		ibv_destroy_comp_channel(ws->cc);
+	free(ws->map);
+	free(ws->slot);
+	free(ws->chan);
+	memset(ws, 0, sizeof(*ws));
 }
 
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
@@ -432,8 +557,14 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		br->sd[s].block_lb = atomic_load(&br->loopback_prev) != 0;
 		if (!mcqp || (dev_max && mcqp > dev_max))
 			mcqp = dev_max ? dev_max : 1;
+		/* One SRQ per worker and side where the device has them (else one receive
+		 * queue per QP, logged by the control thread). */
+		br->sd[s].srq = br->sd[s].dattr.max_srq > 0;
 	}
+	/* A whole number of pairs per worker: the groups, dealt round-robin over the pairs
+	 * (pair k belongs to worker k % nw), are spread evenly over the workers. */
 	br->npairs = (ngroups + mcqp - 1) / mcqp;
+	br->npairs = (br->npairs + nw - 1) / nw * nw;
 	if (br->npairs < nw)
 		br->npairs = nw;
 	c->mcqp = mcqp;
@@ -484,6 +615,12 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		w->in = calloc(nw, sizeof(*w->in));
 		if (!w->chan || !w->in)
 			return seterr(err, errlen, -ENOMEM, "out of memory");
+		for (int s = 0; s < NSIDES; s++) {
+			r = wside_create(br, &br->sd[s], &w->ws[s], worker_pairs(br, nw, i), err,
+					 errlen);
+			if (r)
+				return r;
+		}
 		for (uint32_t f = 0; f < nw && nw > 1; f++) {
 			struct handoff_ring *hr;
 
@@ -509,8 +646,9 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		if (!sd->chan || !sd->own_qpn)
 			return seterr(err, errlen, -ENOMEM, "out of memory");
 		for (uint32_t k = 0; k < br->npairs; k++) {
-			r = channel_create(br, sd, k, worker_node(c, k % nw), &sd->chan[k], err,
-					   errlen);
+			r = channel_create(
+				br, sd, k, worker_node(c, k % nw), &br->workers[k % nw].ws[s],
+				chan_holds(br, nw, k % nw, s), &sd->chan[k], err, errlen);
 			if (r)
 				return r;
 			sd->own_qpn[k] = sd->chan[k]->qpn;
@@ -525,6 +663,17 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		ib->w = ro->w = w;
 		w->chan[w->nchan++] = ib;
 		w->chan[w->nchan++] = ro;
+		w->ws[SIDE_IB].chan[w->ws[SIDE_IB].nchan++] = ib;
+		w->ws[SIDE_ROCE].chan[w->ws[SIDE_ROCE].nchan++] = ro;
+	}
+	for (uint32_t i = 0; i < nw; i++) {
+		for (int s = 0; s < NSIDES; s++) {
+			r = wside_map_build(&br->workers[i].ws[s]);
+			if (r)
+				return seterr(
+					err, errlen, r, "%s: no QPN map for worker %u's %u QPs: %s",
+					br->sd[s].dev, i, br->workers[i].ws[s].nchan, strerror(-r));
+		}
 	}
 	br->senders = sender_table_new(nw, c->max_senders);
 	if (!br->senders)
@@ -564,6 +713,8 @@ void bridge_destroy(struct bridge *br)
 		}
 		free(w->in);
 		free(w->chan);
+		for (int s = 0; s < NSIDES; s++)
+			wside_destroy(&w->ws[s]);
 	}
 	node_free(br->workers, sizeof(struct worker) * br->nworkers);
 	br->workers = NULL;

@@ -19,18 +19,33 @@
 #define IDLE_YIELD_PASSES 4096
 #define HEARTBEAT_EVERY	  64
 
+void worker_refill(struct worker *w, uint32_t min)
+{
+	for (int s = 0; s < NSIDES; s++) {
+		struct wside *ws = &w->ws[s];
+
+		if (ws->rq.srq) {
+			/* One queue for the side: any of its channels posts to it. */
+			if (ws->nchan && ws->rq.depth - ws->rq.posted >= min)
+				chan_refill(w, ws->chan[0]);
+			continue;
+		}
+		for (uint32_t i = 0; i < ws->nchan; i++) {
+			struct channel *ch = ws->chan[i];
+
+			if (ch->rq->depth - ch->rq->posted >= min)
+				chan_refill(w, ch);
+		}
+	}
+}
+
 unsigned worker_pass(struct worker *w)
 {
-	unsigned work = 0;
+	/* Two CQ polls per pass whatever the number of channels (struct wside). */
+	unsigned work = worker_side_poll(w, SIDE_IB) + worker_side_poll(w, SIDE_ROCE);
 
-	for (uint32_t i = 0; i < w->nchan; i++) {
-		struct channel *ch = w->chan[i];
-
-		work += chan_poll(w, ch);
-		/* Bursts refill what they consumed; this retries after the pool ran dry. */
-		if (ch->rq_depth - ch->rq_posted >= BR_REFILL_MIN)
-			chan_refill(w, ch);
-	}
+	/* Bursts refill what they consumed; this retries after the pool ran dry. */
+	worker_refill(w, BR_REFILL_MIN);
 	if (w->br->nworkers > 1)
 		work += fwd_handoff_drain(w);
 	w->passes++;

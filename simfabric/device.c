@@ -119,6 +119,10 @@ int sf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int sf_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int sf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+/* srq.c */
+int sf_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_srq *sf_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);
+int sf_srq_caps(uint32_t *max_srq_wr, uint32_t *max_srq_sge);
 
 SF_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
@@ -170,6 +174,7 @@ SF_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	c->vctx.query_device_ex = sf_query_device_ex;
 	c->vctx.create_qp_ex = sf_create_qp_ex;
 	c->vctx.create_cq_ex = sf_create_cq_ex;
+	c->vctx.create_srq_ex = sf_create_srq_ex;
 	ctx = &c->vctx.context;
 	ctx->device = device;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -177,6 +182,7 @@ SF_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->ops.req_notify_cq = sf_req_notify_cq;
 	ctx->ops.post_send = sf_post_send;
 	ctx->ops.post_recv = sf_post_recv;
+	ctx->ops.post_srq_recv = sf_post_srq_recv;
 	ctx->async_fd = fd;
 	/* The command fd of a real context is /dev/infiniband/uverbsN; nothing is ever
 	 * written to it by applications, /dev/null keeps it a valid descriptor. */
@@ -206,6 +212,7 @@ SF_EXPORT int ibv_close_device(struct ibv_context *context)
 static void sf_fill_device_attr(struct sf_fabric *fab, uint32_t dev, struct ibv_device_attr *a)
 {
 	struct sf_dev *d = &fab->devs[dev];
+	uint32_t srq_wr, srq_sge;
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", SF_FW_VER);
@@ -238,10 +245,11 @@ static void sf_fill_device_attr(struct sf_fabric *fab, uint32_t dev, struct ibv_
 	a->max_mcast_qp_attach = 240;
 	a->max_total_mcast_qp_attach = 503316480;
 	a->max_ah = INT32_MAX;
-	/* No shared receive queues (verbs_abi.c): advertise none, as a device without them. */
-	a->max_srq = 0;
-	a->max_srq_wr = 0;
-	a->max_srq_sge = 0;
+	/* Shared receive queues (srq.c) as a ConnectX-6 reports them, or none under
+	 * SIMFABRIC_NO_SRQ. */
+	a->max_srq = sf_srq_caps(&srq_wr, &srq_sge);
+	a->max_srq_wr = (int)srq_wr;
+	a->max_srq_sge = (int)srq_sge;
 	a->max_pkeys = d->link == SF_LINK_IB ? SF_PKEY_TBL_IB : 1;
 	a->local_ca_ack_delay = 16;
 	a->phys_port_cnt = 1;
@@ -616,6 +624,10 @@ SF_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_
 	case IBV_EVENT_QP_ACCESS_ERR:
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
 		event->element.qp = (struct ibv_qp *)(uintptr_t)m.cookie;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		event->element.srq = (struct ibv_srq *)(uintptr_t)m.cookie;
 		break;
 	case IBV_EVENT_DEVICE_FATAL:
 		event->element.port_num = 0;

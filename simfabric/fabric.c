@@ -361,6 +361,16 @@ static void sf_release_pid_locked(struct sf_fabric *fab, int32_t pid)
 		sf_owner_release(&qp->own);
 		sf_qp_unlock(qp);
 	}
+	for (uint32_t i = 0; i < SF_MAX_SRQS; i++) {
+		struct sf_srq *srq = &fab->srqs[i];
+
+		if (srq->own.pid != pid)
+			continue;
+		sf_srq_lock(srq);
+		srq->nqps = 0;
+		sf_owner_release(&srq->own);
+		sf_srq_unlock(srq);
+	}
 	for (uint32_t i = 0; i < SF_MAX_CQS; i++)
 		if (fab->cqs[i].own.pid == pid)
 			sf_owner_release(&fab->cqs[i].own);

@@ -35,9 +35,14 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (!a->send_cq || !a->recv_cq || a->srq || !pd || a->cap.max_send_wr > SF_MAX_QP_WR ||
+	/* With an SRQ, max_recv_wr and max_recv_sge are ignored (ibv_create_qp(3)): the QP
+	 * has no receive queue of its own (mlx5_ib set_rq_size: 0 WQEs). */
+	if (a->srq)
+		a->cap.max_recv_wr = a->cap.max_recv_sge = 0;
+	if (!a->send_cq || !a->recv_cq || !pd || a->cap.max_send_wr > SF_MAX_QP_WR ||
 	    a->cap.max_recv_wr > SF_MAX_QP_WR || a->cap.max_send_sge > SF_MAX_SGE ||
-	    a->cap.max_recv_sge > SF_MAX_SGE || a->cap.max_inline_data > SF_MAX_INLINE) {
+	    a->cap.max_recv_sge > SF_MAX_SGE || a->cap.max_inline_data > SF_MAX_INLINE ||
+	    (a->srq && a->srq->context != context)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -72,6 +77,12 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 	r = &fab->qps[i];
 	sf_owner_claim(&r->own);
 	r->nattached = 0; /* the last owner's attachments went with it (detach_all) */
+	r->srq = 0;
+	if (a->srq) {
+		/* Counted under the fabric lock: ibv_destroy_srq is refused while it is used. */
+		r->srq = ((struct sf_srq_priv *)a->srq)->index + 1;
+		fab->srqs[r->srq - 1].nqps++;
+	}
 	sf_unlock(fab);
 
 	q->rq = rq_size ? sf_obj_create("rq", r->own.serial, (size_t)rq_size * stride, NULL) : NULL;
@@ -79,6 +90,9 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 		int e = errno;
 
 		sf_lock(fab);
+		if (r->srq)
+			fab->srqs[r->srq - 1].nqps--;
+		r->srq = 0;
 		sf_owner_release(&r->own);
 		sf_unlock(fab);
 		free(q);
@@ -96,7 +110,7 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 	r->recv_cq = ((struct sf_cq_priv *)a->recv_cq)->index;
 	r->send_cq = ((struct sf_cq_priv *)a->send_cq)->index;
 	r->rq_size = rq_size;
-	r->max_recv_sge = a->cap.max_recv_sge ? a->cap.max_recv_sge : 1;
+	r->max_recv_sge = a->srq ? 0 : a->cap.max_recv_sge ? a->cap.max_recv_sge : 1;
 	r->ctx = c->ctx_index;
 	atomic_store(&r->rq_head, 0);
 	atomic_store(&r->rq_tail, 0);
@@ -117,6 +131,7 @@ static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *p
 	q->qp.pd = pd;
 	q->qp.send_cq = a->send_cq;
 	q->qp.recv_cq = a->recv_cq;
+	q->qp.srq = a->srq;
 	q->qp.handle = i;
 	q->qp.qp_num = r->qpn;
 	q->qp.state = IBV_QPS_RESET;
@@ -455,6 +470,9 @@ SF_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	sf_qp_lock(r);
 	atomic_store(&r->state, IBV_QPS_RESET);
 	sf_obj_path(path, sizeof(path), "rq", r->own.pid, r->own.serial);
+	if (r->srq)
+		fab->srqs[r->srq - 1].nqps--;
+	r->srq = 0;
 	sf_owner_release(&r->own);
 	sf_qp_unlock(r);
 	sf_unlock(fab);
@@ -592,6 +610,7 @@ SF_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask
 		init->qp_context = qp->qp_context;
 		init->send_cq = qp->send_cq;
 		init->recv_cq = qp->recv_cq;
+		init->srq = qp->srq;
 		init->cap = attr->cap;
 		init->qp_type = IBV_QPT_UD;
 		init->sq_sig_all = (int)q->sq_sig_all;
@@ -607,6 +626,13 @@ int sf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 	uint64_t tail = atomic_load_explicit(&r->rq_tail, memory_order_relaxed);
 	int ret = 0;
 
+	/* A QP of an SRQ has no receive queue: as posting to a full one (mlx5_post_recv's
+	 * overflow check on a queue of 0 WQEs), ENOMEM. Receives go to ibv_post_srq_recv. */
+	if (r->srq) {
+		if (bad)
+			*bad = wr;
+		return ENOMEM;
+	}
 	for (; wr; wr = wr->next) {
 		struct sf_rwqe *w;
 

@@ -7,11 +7,12 @@
  * refuse other ids with EOPNOTSUPP). So that a program
  * written for real hosts loads and fails cleanly instead of dying with "undefined
  * symbol", every such call is exported and refused as librdmacm refuses a call the
- * kernel does not support: -1 with errno EOPNOTSUPP (ids, endpoints, SRQs, ECE), and
+ * kernel does not support: -1 with errno EOPNOTSUPP (ids, endpoints, ECE), and
  * rsocket() likewise; calls on an rsocket descriptor that cannot exist answer EBADF, as
  * upstream answers for a descriptor that is not an rsocket. What is real: rselect()
- * over ordinary descriptors (upstream converts to rpoll, and so does this), and
- * rdma_destroy_ep()/rdma_destroy_srq() on ids made by rdma_create_id().
+ * over ordinary descriptors (upstream converts to rpoll, and so does this),
+ * rdma_create_srq()/rdma_destroy_srq() (basic SRQs, srq.c) and rdma_destroy_ep() on ids
+ * made by rdma_create_id().
  * docs/simfabric.md lists these calls.
  */
 #include <errno.h>
@@ -45,7 +46,7 @@ SF_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, 
 	return conn_err(EOPNOTSUPP);
 }
 
-/* As upstream: the QP, the SRQ (none can exist here), then the id. */
+/* As upstream: the QP, the SRQ, then the id. */
 SF_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 {
 	if (!id)
@@ -56,29 +57,60 @@ SF_EXPORT void rdma_destroy_ep(struct rdma_cm_id *id)
 	rdma_destroy_id(id);
 }
 
+/*
+ * rdma_create_srq_ex, as librdmacm's: the comp_mask must name the SRQ type (EINVAL);
+ * no PD: the id's (the device's default PD, allocated when the id was bound); then
+ * ibv_create_srq_ex on id->verbs, and id->srq (and id->pd if unset). Basic SRQs only:
+ * an XRC SRQ needs an XRC domain, which the simulated device does not have (EOPNOTSUPP
+ * from ibv_create_srq_ex). An id not bound to a device: EINVAL; an id that already has
+ * an SRQ: EINVAL (rdma_create_srq(3): one SRQ per id).
+ */
+SF_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+
+	if (!id || !attr || !id->verbs || id->srq || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+		return conn_err(EINVAL);
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		attr->pd = id->pd;
+		attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	}
+	if (!attr->pd || attr->pd->context != id->verbs)
+		return conn_err(EINVAL);
+	srq = ibv_create_srq_ex(id->verbs, attr);
+	if (!srq)
+		return -1;
+	if (!id->pd)
+		id->pd = attr->pd;
+	id->srq = srq;
+	return 0;
+}
+
+/* rdma_create_srq: a basic SRQ (XRC for an XRC receive id) through rdma_create_srq_ex. */
 SF_EXPORT int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd,
 			      struct ibv_srq_init_attr *attr)
 {
-	(void)id;
-	(void)pd;
-	(void)attr;
-	return conn_err(EOPNOTSUPP);
+	struct ibv_srq_init_attr_ex ax;
+	int ret;
+
+	if (!id || !attr)
+		return conn_err(EINVAL);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, attr, sizeof(*attr));
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	ax.srq_type = id->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
+	ax.pd = pd;
+	ret = rdma_create_srq_ex(id, &ax);
+	memcpy(attr, &ax, sizeof(*attr));
+	return ret;
 }
 
-SF_EXPORT int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
-{
-	(void)id;
-	(void)attr;
-	return conn_err(EOPNOTSUPP);
-}
-
-/* rdma_create_srq never succeeds here, so an id never holds an SRQ of ours. */
+/* The id's SRQ, made by rdma_create_srq; its QP must be gone first (EBUSY otherwise,
+ * and the SRQ stays: upstream ignores ibv_destroy_srq's answer too). */
 SF_EXPORT void rdma_destroy_srq(struct rdma_cm_id *id)
 {
-	if (id && id->srq) {
-		ibv_destroy_srq(id->srq);
+	if (id && id->srq && !ibv_destroy_srq(id->srq))
 		id->srq = NULL;
-	}
 }
 
 SF_EXPORT int rdma_establish(struct rdma_cm_id *id)

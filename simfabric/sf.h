@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 10u
+#define SF_VERSION 11u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -55,6 +55,7 @@
 #define SF_MAX_CTXS    2048
 #define SF_MAX_CQS     16384
 #define SF_MAX_QPS     131072 /* 100 000 senders in one benchmark (bench/) */
+#define SF_MAX_SRQS    4096
 #define SF_MAX_MRS     16384
 #define SF_MAX_GROUPS  32768 /* two segments of SF_SEG_MAX_GROUPS, with room */
 #define SF_MAX_JOINS   65536
@@ -203,6 +204,7 @@ struct sf_cqe {
 
 /* One posted receive in a receive ring (file kind "rq"). */
 #define SF_MAX_RECV_SGE 8
+#define SF_MAX_SRQ_SGE	31 /* max_srq_sge of a ConnectX-6 (device.c) */
 struct sf_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
@@ -230,12 +232,38 @@ struct sf_qp {
 	uint32_t max_recv_sge;
 	uint32_t ctx;
 	uint32_t nattached; /* groups the QP is attached to (fabric lock) */
+	uint32_t srq;	    /* its shared receive queue: index into srqs + 1; 0 none */
 	uint64_t cookie;    /* the owner's struct ibv_qp pointer */
 	/* Written by deliveries (any process): the lock and the consumer index. */
 	_Atomic int32_t lock __attribute__((aligned(64)));
 	_Atomic uint64_t rq_head;
 	/* Written by the owner: the producer index. */
 	_Atomic uint64_t rq_tail __attribute__((aligned(64)));
+} __attribute__((aligned(64)));
+
+/*
+ * A shared receive queue (ibv_create_srq). Its ring (file kind "srq") holds `size` (a
+ * power of two) receive WQEs of `stride` bytes, at most size - 1 outstanding (as mlx5,
+ * which keeps one spare WQE). The owner posts (tail); a delivery to any QP created with
+ * the SRQ pops one WQE under `lock` (head), in any process. `limit` is the armed SRQ
+ * limit (0: not armed): the delivery that leaves fewer WQEs than it disarms it and
+ * posts IBV_EVENT_SRQ_LIMIT_REACHED to the owning context.
+ */
+struct sf_srq {
+	struct sf_owner own;
+	uint32_t dev;
+	uint32_t ctx;	 /* owning context (async events) */
+	uint32_t size;	 /* ring entries */
+	uint32_t stride; /* bytes per WQE */
+	uint32_t max_sge;
+	uint32_t nqps;	 /* QPs created with it (fabric lock) */
+	uint64_t cookie; /* the owner's struct ibv_srq pointer */
+	/* Written by deliveries (any process): the lock, the consumer index, the limit. */
+	_Atomic int32_t lock __attribute__((aligned(64)));
+	_Atomic uint32_t limit;
+	_Atomic uint64_t head;
+	/* Written by the owner: the producer index. */
+	_Atomic uint64_t tail __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
 
 /*
@@ -339,6 +367,7 @@ struct sf_fabric {
 	struct sf_ctx ctxs[SF_MAX_CTXS];
 	struct sf_cq cqs[SF_MAX_CQS];
 	struct sf_qp qps[SF_MAX_QPS];
+	struct sf_srq srqs[SF_MAX_SRQS];
 	struct sf_mr mrs[SF_MAX_MRS];
 	struct sf_group groups[SF_MAX_GROUPS];
 	struct sf_join joins[SF_MAX_JOINS];

@@ -70,6 +70,15 @@ struct sf_qp_priv {
 	struct sf_wr_batch *wrb; /* the ibv_wr_* batch being built; NULL: not extended */
 };
 
+/* The process-local half of a shared receive queue (qp.c). */
+struct sf_srq_priv {
+	struct ibv_srq srq;
+	uint32_t index; /* fab->srqs */
+	uint32_t max_wr;
+	uint8_t *ring;
+	pthread_spinlock_t post_lock; /* posting threads of the owner */
+};
+
 struct sf_mr_priv {
 	struct ibv_mr mr;
 	uint32_t index; /* fab->mrs */
@@ -138,6 +147,10 @@ void sf_sysfs_stop(void);
 void sf_qp_lock(struct sf_qp *qp);
 void sf_qp_unlock(struct sf_qp *qp);
 
+/* The SRQ's delivery lock: the same spinlock as the QP's (wire.c). */
+void sf_srq_lock(struct sf_srq *srq);
+void sf_srq_unlock(struct sf_srq *srq);
+
 /* Detach QP `qp_index` from every group. Lock held. */
 void sf_qp_detach_all_locked(struct sf_fabric *fab, uint32_t qp_index);
 
@@ -145,6 +158,7 @@ void sf_qp_detach_all_locked(struct sf_fabric *fab, uint32_t qp_index);
 
 void sf_map_register_cq(uint32_t index, struct sf_cqe *ring);
 void sf_map_register_rq(uint32_t index, uint8_t *rq);
+void sf_map_register_srq(uint32_t index, uint8_t *ring);
 
 /* ---- completions (cq.c) ---- */
 

@@ -7,11 +7,11 @@
  * What the simulated device does not implement answers as rdma-core answers for a
  * provider without that operation (libibverbs/dummy_ops.c): constructors return NULL
  * with errno EOPNOTSUPP, int verbs return EOPNOTSUPP, void verbs do nothing. The device
- * advertises no SRQ (max_srq 0) and no CQ resize, so a program that checks the
- * attributes first never calls them. docs/simfabric.md lists every such call.
+ * advertises no CQ resize, so a program that checks the attributes first never calls
+ * it. docs/simfabric.md lists every such call.
  *
  * Three groups:
- * - public calls of IBVERBS_1.1 .. 1.14 (SRQs, CQ resize, re-registration, imports,
+ * - public calls of IBVERBS_1.1 .. 1.14 (CQ resize, re-registration, imports,
  *   ECE, dma-buf, the kernel-ABI copy helpers, L2 resolution, QP extension);
  * - IBVERBS_1.0: the compatibility entry points for binaries linked before 2006
  *   against the 1.0 ABI (struct ibv_*_1_0); none is built against Debian 12's headers,
@@ -36,36 +36,7 @@
 /* Mark f as the non-default version `sym@node` (the compatibility and legacy nodes). */
 #define SF_SYMVER(f, sym, node) __asm__(".symver " #f ", " #sym "@" #node)
 
-/* ---- IBVERBS_1.1: SRQs, CQ resize, re-registration (not simulated) ---- */
-
-SF_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
-{
-	(void)pd;
-	(void)attr;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-SF_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	(void)srq;
-	(void)attr;
-	(void)mask;
-	return EOPNOTSUPP;
-}
-
-SF_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
-{
-	(void)srq;
-	(void)attr;
-	return EOPNOTSUPP;
-}
-
-SF_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	(void)srq;
-	return EOPNOTSUPP;
-}
+/* ---- IBVERBS_1.1: CQ resize, re-registration (not simulated; SRQs: srq.c) ---- */
 
 SF_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {

@@ -29,9 +29,10 @@
 #define SF_ROCE_PKT_IPV4    0xa
 #define SF_LOCK_SPINS_CHECK (1u << 20)
 
-/* ---- the QP delivery lock ---- */
+/* ---- the delivery locks of QPs and SRQs ---- */
 
-void sf_qp_lock(struct sf_qp *qp)
+/* A spinlock holding its holder's pid, so that a waiter can break it when the holder died. */
+static void sf_spin_lock(_Atomic int32_t *lock)
 {
 	int32_t me = sf_self_pid();
 	uint32_t spins = 0;
@@ -39,7 +40,7 @@ void sf_qp_lock(struct sf_qp *qp)
 	for (;;) {
 		int32_t exp = 0;
 
-		if (atomic_compare_exchange_weak_explicit(&qp->lock, &exp, me, memory_order_acquire,
+		if (atomic_compare_exchange_weak_explicit(lock, &exp, me, memory_order_acquire,
 							  memory_order_relaxed))
 			return;
 		sf_cpu_relax();
@@ -47,16 +48,31 @@ void sf_qp_lock(struct sf_qp *qp)
 			continue;
 		/* Held for a long time: if the holder died, take the lock over. */
 		spins = 0;
-		exp = atomic_load(&qp->lock);
+		exp = atomic_load(lock);
 		if (exp && exp != me && !sf_pid_alive(exp, 0) &&
-		    atomic_compare_exchange_strong(&qp->lock, &exp, me))
+		    atomic_compare_exchange_strong(lock, &exp, me))
 			return;
 	}
+}
+
+void sf_qp_lock(struct sf_qp *qp)
+{
+	sf_spin_lock(&qp->lock);
 }
 
 void sf_qp_unlock(struct sf_qp *qp)
 {
 	atomic_store_explicit(&qp->lock, 0, memory_order_release);
+}
+
+void sf_srq_lock(struct sf_srq *srq)
+{
+	sf_spin_lock(&srq->lock);
+}
+
+void sf_srq_unlock(struct sf_srq *srq)
+{
+	atomic_store_explicit(&srq->lock, 0, memory_order_release);
 }
 
 /* ---- mappings of other processes' rings ---- */
@@ -68,6 +84,7 @@ struct sf_ring_map {
 
 static struct sf_ring_map g_rq_maps[SF_MAX_QPS];
 static struct sf_ring_map g_cq_maps[SF_MAX_CQS];
+static struct sf_ring_map g_srq_maps[SF_MAX_SRQS];
 static pthread_mutex_t g_map_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void sf_map_register_cq(uint32_t index, struct sf_cqe *ring)
@@ -87,6 +104,17 @@ void sf_map_register_rq(uint32_t index, uint8_t *rq)
 	pthread_mutex_lock(&g_map_lock);
 	g_rq_maps[index].ring = rq;
 	atomic_store_explicit(&g_rq_maps[index].gen, fab->qps[index].own.gen, memory_order_release);
+	pthread_mutex_unlock(&g_map_lock);
+}
+
+void sf_map_register_srq(uint32_t index, uint8_t *ring)
+{
+	struct sf_fabric *fab = sf_get();
+
+	pthread_mutex_lock(&g_map_lock);
+	g_srq_maps[index].ring = ring;
+	atomic_store_explicit(&g_srq_maps[index].gen, fab->srqs[index].own.gen,
+			      memory_order_release);
 	pthread_mutex_unlock(&g_map_lock);
 }
 
@@ -243,6 +271,41 @@ void sf_wire_gather(const struct sf_tx *tx, uint32_t off, uint8_t *dst, uint32_t
 	}
 }
 
+/*
+ * Take the oldest receive WQE of SRQ `s` (ring `ring` mapped here) into `dst`, under the
+ * SRQ's lock; NULL when none is posted. A take that leaves fewer WQEs than the armed
+ * limit disarms it and posts IBV_EVENT_SRQ_LIMIT_REACHED to the owner (once per arming,
+ * as the HCA: ibv_modify_srq(3)). The WQE is copied out so that the lock is not held
+ * while the payload is written: QPs sharing the SRQ receive in parallel.
+ */
+static struct sf_rwqe *sf_srq_pop(struct sf_fabric *fab, struct sf_srq *s, uint8_t *ring,
+				  struct sf_rwqe *dst)
+{
+	const struct sf_rwqe *w;
+	uint64_t head, tail;
+	uint32_t limit;
+	bool fire = false;
+
+	sf_srq_lock(s);
+	head = atomic_load_explicit(&s->head, memory_order_relaxed);
+	/* Pairs with the release store of tail in sf_post_srq_recv. */
+	tail = atomic_load_explicit(&s->tail, memory_order_acquire);
+	if (head == tail) {
+		sf_srq_unlock(s);
+		return NULL;
+	}
+	w = sf_rwqe_at(ring, s->stride, head, s->size);
+	memcpy(dst, w, 16 + sizeof(struct ibv_sge) * (size_t)w->num_sge);
+	atomic_store_explicit(&s->head, head + 1, memory_order_release);
+	limit = atomic_load_explicit(&s->limit, memory_order_relaxed);
+	if (limit && tail - head - 1 < limit && atomic_exchange(&s->limit, 0))
+		fire = true;
+	sf_srq_unlock(s);
+	if (fire)
+		sf_async_post_ctx(fab, s->ctx, IBV_EVENT_SRQ_LIMIT_REACHED, s->cookie, 0);
+	return dst;
+}
+
 static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 {
 	struct sf_qp *r = &fab->qps[qpi];
@@ -250,6 +313,11 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 	uint32_t need = SF_GRH_LEN + tx->len, total = 0, done = 0;
 	enum ibv_wc_status status = IBV_WC_SUCCESS;
 	struct sf_owner own = r->own;
+	struct sf_srq *srq = NULL;
+	union {
+		struct sf_rwqe w;
+		uint8_t raw[16 + sizeof(struct ibv_sge) * SF_MAX_SRQ_SGE];
+	} wq;
 	struct sf_cq *cq;
 	struct sf_rwqe *w;
 	struct ibv_wc wc;
@@ -293,14 +361,20 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		if (__builtin_expect(cg != 0, 0) && !(tx->cap_seen & (1u << r->dev)))
 			sf_cap_record(fab, tx, r->dev, (uint32_t)cg);
 	}
-	if (!r->rq_size) {
+	if (r->srq) {
+		/* A QP of a shared receive queue: the buffer comes from the SRQ. */
+		srq = &fab->srqs[r->srq - 1];
+		rq = sf_ring_get(&g_srq_maps[r->srq - 1], &srq->own, "srq",
+				 (size_t)srq->size * srq->stride);
+	} else if (!r->rq_size) {
 		/* A QP made without a receive queue (max_recv_wr 0): never a receive posted. */
 		SF_CTR_ADD(fab, r->dev, out_of_buffer, 1);
 		return;
+	} else {
+		rq = sf_ring_get(&g_rq_maps[qpi], &own, "rq",
+				 (size_t)r->rq_size * sf_rwqe_stride(r->max_recv_sge));
 	}
 	cq = &fab->cqs[r->recv_cq];
-	rq = sf_ring_get(&g_rq_maps[qpi], &own, "rq",
-			 (size_t)r->rq_size * sf_rwqe_stride(r->max_recv_sge));
 	ring = sf_ring_get(&g_cq_maps[r->recv_cq], &cq->own, "cq",
 			   cq->size * sizeof(struct sf_cqe));
 	if (!rq || !ring) {
@@ -315,12 +389,21 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 		SF_CTR_ADD(fab, r->dev, qp_not_ready, 1);
 		goto out;
 	}
-	head = atomic_load_explicit(&r->rq_head, memory_order_relaxed);
-	if (head == atomic_load_explicit(&r->rq_tail, memory_order_acquire)) {
-		SF_CTR_ADD(fab, r->dev, out_of_buffer, 1);
-		goto out;
+	if (srq) {
+		head = 0;
+		w = sf_srq_pop(fab, srq, rq, &wq.w);
+		if (!w) {
+			SF_CTR_ADD(fab, r->dev, out_of_buffer, 1);
+			goto out;
+		}
+	} else {
+		head = atomic_load_explicit(&r->rq_head, memory_order_relaxed);
+		if (head == atomic_load_explicit(&r->rq_tail, memory_order_acquire)) {
+			SF_CTR_ADD(fab, r->dev, out_of_buffer, 1);
+			goto out;
+		}
+		w = sf_rwqe_at(rq, sf_rwqe_stride(r->max_recv_sge), head, r->rq_size);
 	}
-	w = sf_rwqe_at(rq, sf_rwqe_stride(r->max_recv_sge), head, r->rq_size);
 	for (uint32_t i = 0; i < w->num_sge; i++)
 		total += w->sge[i].length;
 	if (total < need) {
@@ -373,8 +456,10 @@ static void sf_deliver(struct sf_fabric *fab, struct sf_tx *tx, uint32_t qpi)
 	}
 	/* The WQE is consumed before its completion is visible: an owner that polled the
 	 * completion may post a receive into the slot at once (post_recv reads rq_head). On
-	 * a CQ overrun the packet is lost and the QP goes to the error state, like the HCA. */
-	atomic_store_explicit(&r->rq_head, head + 1, memory_order_release);
+	 * a CQ overrun the packet is lost and the QP goes to the error state, like the HCA.
+	 * (An SRQ's WQE was taken when it was copied out.) */
+	if (!srq)
+		atomic_store_explicit(&r->rq_head, head + 1, memory_order_release);
 	if (sf_cq_push(fab, r->recv_cq, ring, &wc, UINT64_MAX, tx->solicited)) {
 		SF_CTR_ADD(fab, r->dev, cq_overrun, 1);
 		atomic_store(&r->state, IBV_QPS_ERR);

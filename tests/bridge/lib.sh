@@ -112,8 +112,8 @@ br_pid() {
 }
 
 # br_bridge NAME NGROUPS ARG...: start ib2roce with ARG... (--idle backoff added), and
-# wait until both sides joined NGROUPS groups ("IB joined" / "RoCE joined" lines). Its
-# time limit is BR_BRIDGE_SECS (default 120 s).
+# wait until both sides joined NGROUPS groups ("IB joined" / "RoCE joined" lines), at
+# most BR_JOIN_SECS (default 30 s). Its time limit is BR_BRIDGE_SECS (default 120 s).
 br_bridge() {
 	local name=$1 ngroups=$2 n=0 ib ro pid
 
@@ -131,7 +131,8 @@ br_bridge() {
 		[ "$ib" -lt "$ngroups" ] || [ "$ro" -lt "$ngroups" ] || break
 		kill -0 "$pid" 2>/dev/null || br_fail "bridge $name exited before joining" "$name"
 		n=$((n + 1))
-		[ "$n" -le 300 ] || br_fail "bridge $name: $ngroups joins per side not done in 30 s" "$name"
+		[ "$n" -le $((${BR_JOIN_SECS:-30} * 10)) ] ||
+			br_fail "bridge $name: $ngroups joins per side not done in ${BR_JOIN_SECS:-30} s" "$name"
 		sleep 0.1
 	done
 }

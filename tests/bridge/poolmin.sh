@@ -15,15 +15,20 @@
 #   w0     --workers 0 (event-driven on the control thread), one group
 #   w2     --workers 2, -e mcqp=1 and 4 groups (4 channel pairs, 2 per worker: the
 #          listener sees 4 senders, one QP per pair)
-#   pairs  --workers 1, -e mcqp=1 and 20 groups with buffers=16384 (accepted): the 40
-#          receive queues at the default depth do not fit, so they shrink to fit and
-#          the start-up log says so; idle, no channel starves
+#   pairs  --workers 1, -e mcqp=1 and 20 groups with buffers=16384 (accepted) on devices
+#          without shared receive queues (SIMFABRIC_NO_SRQ=1: the per-QP fallback, which
+#          the log says): the 40 receive queues at the default depth do not fit, so they
+#          shrink to fit and the start-up log says so; idle, no channel starves
+#   srq20  --workers 1, -e mcqp=1 and 20 groups (20 channel pairs) with SRQs: the minimum
+#          is no larger than a single group's (one SRQ per worker and side, whatever the
+#          QPs),
+#          and that pool forwards one-sided load over the 20 pairs completely
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 [ $# = 1 ] || {
-	echo "usage: $0 w1|w0|w2|pairs" >&2
+	echo "usage: $0 w1|w0|w2|pairs|srq20" >&2
 	exit 2
 }
 mode=$1
@@ -34,8 +39,9 @@ w0) ngroups=1 opts=(--workers 0) ;;
 # Two workers and the control thread on a two-CPU machine share CPUs: oversubscribe.
 w2) ngroups=4 opts=(--workers 2 -e oversubscribe -e mcqp=1) ;;
 pairs) ngroups=20 opts=(--workers 1 -e mcqp=1) ;;
+srq20) ngroups=20 opts=(--workers 1 -e mcqp=1) ;;
 *)
-	echo "usage: $0 w1|w0|w2|pairs" >&2
+	echo "usage: $0 w1|w0|w2|pairs|srq20" >&2
 	exit 2
 	;;
 esac
@@ -57,13 +63,17 @@ check() {
 }
 
 if [ "$mode" = pairs ]; then
+	# Devices without SRQs, as some providers are: a receive queue per QP.
+	export SIMFABRIC_NO_SRQ=1
 	min=16384
 	check check_ok "$min"
 	[ "$SF_RC" = 0 ] || br_fail "--check -e buffers=$min: exit $SF_RC, expected 0" check_ok
 	br_bridge bridge "$ngroups" "${devs[@]}" "${opts[@]}" -e buffers="$min" "${groups[@]}"
-	grep -Eq 'ib2roce info: receive queues: 40 channels x [0-9]+ buffers \(rqdepth=2048 does not fit in buffers=16384\)' \
+	grep -q 'ib2roce info: IB sim_ib0: no shared receive queues (max_srq 0): a receive queue per QP' \
+		"$SF_TMP/bridge.err" || br_fail "no log line of the per-QP receive queue fallback" bridge
+	grep -Eq 'ib2roce info: receive queues: 40 x [0-9]+ buffers \(rqdepth=2048 does not fit in buffers=16384\)' \
 		"$SF_TMP/bridge.err" || br_fail "no log line of the receive queues fitted to the pool" bridge
-	depth=$(sed -n 's/.*receive queues: 40 channels x \([0-9]*\) buffers.*/\1/p' "$SF_TMP/bridge.err")
+	depth=$(sed -n 's/.*receive queues: 40 x \([0-9]*\) buffers.*/\1/p' "$SF_TMP/bridge.err")
 	[ $((40 * depth)) -le "$min" ] || br_fail "40 receive queues of $depth exceed the pool" bridge
 	sleep 1
 else
@@ -85,6 +95,18 @@ else
 		br_fail "bridge with buffers=1024: no 'is too small' message" small
 	check check_min "$min"
 	[ "$SF_RC" = 0 ] || br_fail "--check -e buffers=$min: exit $SF_RC, expected 0" check_min
+	grep -q "receive queues: IB one SRQ per worker, RoCE one SRQ per worker, depth [0-9]*; buffers=$min, at least $min" \
+		"$SF_TMP/check_min.out" || br_fail "--check does not state the minimum $min" check_min
+	if [ "$mode" = srq20 ]; then
+		# The minimum does not grow with the channel pairs: one group's is not smaller
+		# (one pair holds its sends' buffers for its peer, 20 pairs on an SRQ do not).
+		one=$(timeout -k 5 30 "$IB2ROCE" --check --control "$SF_TMP/one.sock" "${devs[@]}" \
+			"${opts[@]}" -e buffers=1024 -m 239.1.3.1 2>&1 >/dev/null |
+			sed -n 's/.* at least \([0-9]*\) .*/\1/p' || true)
+		sf_log "minimum with $ngroups groups: $min, with one: $one"
+		[ -n "$one" ] && [ "$min" -le "$one" ] ||
+			br_fail "$ngroups groups need $min buffers, one group ${one:-?}" check_min
+	fi
 
 	# The minimum forwards one-sided load: more packets than the pool, each way in turn.
 	br_bridge bridge "$ngroups" "${devs[@]}" "${opts[@]}" -e buffers="$min" "${groups[@]}"

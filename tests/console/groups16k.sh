@@ -1,0 +1,76 @@
+#!/bin/bash
+# 16 000 groups (the IB multicast LID space), two workers: every group joined on both
+# sides, 1 000 of them forwarding both ways, with exact accounting. The structure of
+# issue 28 seen from the console: each worker holds half the groups on its channel
+# pairs, polls two CQs per pass (one per side, shared by its QPs there) and receives
+# from one SRQ per side.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init console-groups16k
+ngroups=16000
+nsend=1000
+first=239.3.0.0
+n=3 # packets per sending group and direction
+
+args=()
+for i in $(seq 0 $((ngroups - 1))); do
+	args+=(-m "239.3.$((i / 256)).$((i % 256))")
+done
+# Two workers and the control thread on a two-CPU machine share CPUs: oversubscribe.
+BR_JOIN_SECS=240 BR_BRIDGE_SECS=400 br_bridge bridge "$ngroups" -d sim_ib0 -r sim_roce0 \
+	--workers 2 -e oversubscribe "${args[@]}"
+# 240 groups per QP on the simulated ConnectX: 67 pairs, rounded up to 68 so that the
+# two workers hold as many.
+grep -q ' 68 channel pairs, 2 workers$' "$SF_TMP/bridge.err" ||
+	br_fail "16000 groups: expected 68 channel pairs on 2 workers" bridge
+
+for w in 0 1; do
+	[ "$(json bridge ".workers[$w].groups")" = 8000 ] ||
+		br_fail "worker $w holds $(json bridge ".workers[$w].groups") groups, expected 8000" bridge
+	[ "$(json bridge ".workers[$w].channels")" = 68 ] ||
+		br_fail "worker $w has $(json bridge ".workers[$w].channels") channels, expected 68" bridge
+	[ "$(json bridge ".workers[$w].cqs")" = 2 ] || br_fail "worker $w: cqs not 2" bridge
+done
+[ "$(json bridge '[.channels[] | select(.srq)] | length')" = 136 ] ||
+	br_fail "not every channel receives from its worker's SRQ" bridge
+
+br_listen ib2roce "$ROCE_NET.2" -g "$first" --groups "$nsend" -n $((n * nsend)) --verify \
+	--timeout 60
+br_send send_ib "$IB_NET.2" -g "$first" --groups "$nsend" -n "$n" --imm --rate 10000
+# One sender QP; its 1 000 groups are on 68 pairs: as many RoCE sources.
+br_expect_listener ib2roce $((n * nsend)) 68 "$nsend"
+
+br_listen roce2ib "$IB_NET.3" -g "$first" --groups "$nsend" -n $((n * nsend)) --verify \
+	--timeout 60
+br_send send_roce "$ROCE_NET.4" -g "$first" --groups "$nsend" -n "$n" --imm --rate 10000
+br_expect_listener roce2ib $((n * nsend)) 68 "$nsend"
+
+# Two CQ polls per pass whatever the number of groups, four at most (a full poll of
+# several QPs takes more in a second one); the counters are read one after the other
+# while the worker runs: a pass may end between them.
+for w in 0 1; do
+	json bridge ".workers[$w] | select(.cq_polls <= 4 * .passes + 4 and .cq_polls >= 2 * .passes - 2) | .id" >/dev/null ||
+		br_fail "worker $w: not 2 to 4 CQ polls per pass" bridge
+done
+out=$(bc_ok bridge workers)
+expect_in "$out" ' 68 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: channels, groups, cqs, polls/pass"
+
+br_stop bridge
+lines=$(grep -c '^group ' "$SF_TMP/bridge.out") || lines=0
+[ "$lines" = "$ngroups" ] || br_fail "bridge printed $lines group lines, expected $ngroups" bridge
+# The first 1 000 groups forwarded n packets each way, the others none; all joined.
+bad=$(awk -v n="$n" -v ns="$nsend" '$1 == "group" {
+	split($2, a, "."); i = a[3] * 256 + a[4]; want = i < ns ? n : 0
+	if ($3 != "ib_to_roce=" want || $4 != "roce_to_ib=" want || $5 != "ib=joined" ||
+	    $6 != "roce=joined") print }' "$SF_TMP/bridge.out")
+[ -z "$bad" ] || br_fail "groups with other counts: $(echo "$bad" | head -5)" bridge
+for s in IB RoCE; do
+	br_expect bridge "$s" rx_pkts $((n * nsend))
+	br_expect bridge "$s" fwd_pkts $((n * nsend))
+	br_expect bridge "$s" tx_pkts $((n * nsend))
+	br_expect bridge "$s" drops 0
+done
+br_conservation bridge sim_ib0 sim_roce0
+sf_log "PASS"
