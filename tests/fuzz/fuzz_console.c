@@ -63,6 +63,20 @@ void log_ctx(int prio, const char *device, const char *group, const char *fmt, .
 	va_end(ap);
 }
 
+void log_text(int prio, const char *prefix, char *text)
+{
+	(void)prio;
+	snprintf(logbuf, sizeof(logbuf), "%s%s", prefix, text);
+}
+
+/* The fuzzed bridge has no configuration to reload (c->reload is NULL there). */
+int ctl_reload(struct ctl *c, FILE *out)
+{
+	(void)c;
+	(void)out;
+	return -ENOSYS;
+}
+
 int ctl_watch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag)
 {
 	(void)c, (void)fd, (void)events, (void)tag;
