@@ -1,0 +1,61 @@
+#!/bin/bash
+# Per-group weights ("-m addr#w=N", issue 28): the groups are spread over the workers by
+# weight, not by count. Two workers, groups given as A#w=10, C, B#w=10, D: by count
+# (round-robin over the pairs) A and B would both land on worker 0; by weight A and B go
+# to different workers, C and D fill up behind them (11 and 11). A join at run time goes
+# to the worker with the least weight: E#w=30 to worker 0, then F and G to worker 1 (by
+# count G would go to worker 0). A heavy group forwards; a bad weight is refused with a
+# one-line message and changes nothing.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+sf_init console-weights
+ga=239.7.0.1
+gb=239.7.0.2
+gc=239.7.0.3
+gd=239.7.0.4
+n=200
+
+br_bridge bridge 4 -d sim_ib0 -r sim_roce0 --workers 2 -e oversubscribe \
+	-m "$ga#w=10" -m "$gc" -m "$gb#96,w=10" -m "$gd"
+
+worker_of() { # the worker of group $1 (pair k is worker k % 2)
+	echo $(($(json bridge ".groups[] | select(.addr == \"$1\") | .pair") % 2))
+}
+[ "$(worker_of "$ga")" != "$(worker_of "$gb")" ] ||
+	br_fail "the two heavy groups share worker $(worker_of "$ga")" bridge
+[ "$(json bridge '[.workers[].weight] | map(tostring) | join(",")')" = "11,11" ] ||
+	br_fail "worker weights $(json bridge '[.workers[].weight]')" bridge
+[ "$(json bridge ".groups[] | select(.addr == \"$gb\") | .weight")" = 10 ] ||
+	br_fail "B's weight" bridge
+out=$(bc_ok bridge workers)
+expect_in "$out" "^ *worker +cpu +core +node +isolated +channels +groups +weight " "workers table: weight column"
+expect_in "$out" "^ *[01] +.* 2 +11 +2 " "workers table: 2 groups of weight 11 per worker"
+
+# The heavy group B forwards (IB -> RoCE), on its worker.
+br_listen b_roce "$ROCE_NET.3" -g "$gb" -n "$n" --verify --timeout 30
+br_send b_tx "$IB_NET.4" -g "$gb" -n "$n" --rate 5000
+br_expect_listener b_roce "$n" 1
+
+# Joins at run time: the least weighted worker.
+bc_ok bridge join 239.7.0.5#w=30 both >/dev/null
+[ "$(worker_of 239.7.0.5)" = 0 ] || br_fail "E (w=30) not on worker 0 (tie 11/11)" bridge
+bc_ok bridge join 239.7.0.6 both >/dev/null
+bc_ok bridge join 239.7.0.7 both >/dev/null
+[ "$(worker_of 239.7.0.6)" = 1 ] || br_fail "F not on worker 1 (weights 41/11)" bridge
+[ "$(worker_of 239.7.0.7)" = 1 ] || br_fail "G not on worker 1 (weights 41/12)" bridge
+[ "$(json bridge '[.workers[].weight] | map(tostring) | join(",")')" = "41,13" ] ||
+	br_fail "worker weights after the joins $(json bridge '[.workers[].weight]')" bridge
+
+# Bad weights: one line naming the group, nothing joined.
+for bad in "239.7.0.8#w=0" "239.7.0.8#w=x" "239.7.0.8#w=3,w=4" "239.7.0.8#5,7"; do
+	out=$(bc_fail bridge 1 join "$bad" both)
+	expect_in "$out" "group '$bad': (weight|TOS)" "join $bad"
+done
+[ "$(json bridge '.groups | length')" = 7 ] || br_fail "a bad join changed the groups" bridge
+
+br_stop bridge
+br_expect_group bridge "$gb#96,w=10" ib_to_roce "$n"
+br_conservation bridge sim_ib0 sim_roce0
+sf_log "PASS"
