@@ -118,7 +118,6 @@ struct group {
 	bool tos_set;
 	enum group_dir dir;
 	union ibv_gid mgid[NSIDES];
-	uint32_t weight;		  /* "#w=N": its share of a worker's load (1..) */
 	uint32_t pair;			  /* channel pair */
 	struct channel *out_chan[NSIDES]; /* the pair's channel on each side */
 	struct group_side js[NSIDES];	  /* join state: control thread only */
@@ -137,6 +136,7 @@ struct group {
 	 * here (mirrored in ready's GROUP_STANDBY bit). */
 	uint32_t part;
 	bool standby;
+	uint32_t weight; /* control thread: "#w=N", its share of a worker's load (1..) */
 	struct rcu_head rcu;
 } __attribute__((aligned(64)));
 
