@@ -947,8 +947,9 @@ static int reload(struct ctl *c, FILE *out)
 		for (uint32_t k = 0; k < r.nwant && !keep; k++)
 			if (r.want[k] && same_group(g, r.want[k])) {
 				/* A new weight counts for the groups placed from now on; this
-				 * one stays on its pair. */
+				 * one stays on its pair. The spec (control thread) says it. */
 				g->weight = r.want[k]->weight;
+				memcpy(g->spec, r.want[k]->spec, sizeof(g->spec));
 				keep = true;
 			}
 		if (keep) {

@@ -1,11 +1,13 @@
 #!/bin/bash
-# Per-group weights ("-m addr#w=N", issue 28): the groups are spread over the workers by
-# weight, not by count. Two workers, groups given as A#w=10, C, B#w=10, D: by count
+# Per-group weights ("-m addr#w=N", the config file's multicast line, issue 28): the
+# groups are spread over the workers by weight, not by count. Two workers, groups given
+# (in the config file) as A#w=10, C, B#w=10, D: by count
 # (round-robin over the pairs) A and B would both land on worker 0; by weight A and B go
 # to different workers, C and D fill up behind them (11 and 11). A join at run time goes
 # to the worker with the least weight: E#w=30 to worker 0, then F and G to worker 1 (by
 # count G would go to worker 0). A heavy group forwards; a bad weight is refused with a
-# one-line message and changes nothing.
+# one-line message and changes nothing. A reload that changes C's weight keeps C where it
+# is, with the new weight counted for the next placement.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -17,8 +19,17 @@ gc=239.7.0.3
 gd=239.7.0.4
 n=200
 
-br_bridge bridge 4 -d sim_ib0 -r sim_roce0 --workers 2 -e oversubscribe \
-	-m "$ga#w=10" -m "$gc" -m "$gb#96,w=10" -m "$gd"
+conf=$SF_TMP/bridge.conf
+cat >"$conf" <<C
+device sim_ib0
+roce sim_roce0
+workers 2
+multicast $ga#w=10
+multicast $gc
+multicast $gb#96,w=10
+multicast $gd
+C
+br_bridge bridge 4 -e oversubscribe -c "$conf"
 
 worker_of() { # the worker of group $1 (pair k is worker k % 2)
 	echo $(($(json bridge ".groups[] | select(.addr == \"$1\") | .pair") % 2))
@@ -54,6 +65,27 @@ for bad in "239.7.0.8#w=0" "239.7.0.8#w=x" "239.7.0.8#w=3,w=4" "239.7.0.8#5,7"; 
 	expect_in "$out" "group '$bad': (weight|TOS)" "join $bad"
 done
 [ "$(json bridge '.groups | length')" = 7 ] || br_fail "a bad join changed the groups" bridge
+
+# Reload: C weighs 40 now (it stays on its pair: worker 0 weighs 80), H is new and
+# goes to worker 1 (13).
+pc=$(json bridge ".groups[] | select(.addr == \"$gc\") | .pair")
+{
+	cat "$conf"
+	echo "multicast 239.7.0.5#w=30"
+	echo "multicast 239.7.0.6"
+	echo "multicast 239.7.0.7"
+	echo "multicast 239.7.0.8"
+} | sed "s/^multicast $gc\$/multicast $gc#w=40/" >"$conf.new"
+mv "$conf.new" "$conf"
+out=$(bc_ok bridge reload)
+expect_in "$out" "1 group added, 0 removed" "reload: H added"
+[ "$(json bridge ".groups[] | select(.addr == \"$gc\") | .weight")" = 40 ] ||
+	br_fail "C's weight after the reload" bridge
+[ "$(json bridge ".groups[] | select(.addr == \"$gc\") | .pair")" = "$pc" ] ||
+	br_fail "the reload moved C" bridge
+[ "$(worker_of 239.7.0.8)" = 1 ] || br_fail "H not on worker 1 (weights 80/13)" bridge
+[ "$(json bridge ".groups[] | select(.addr == \"$gc\") | .group")" = "$gc#w=40" ] ||
+	br_fail "C's spec after the reload" bridge
 
 br_stop bridge
 br_expect_group bridge "$gb#96,w=10" ib_to_roce "$n"
