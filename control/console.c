@@ -307,7 +307,7 @@ static int cmd_join(struct ctl *c, char *args, FILE *out)
 	enum group_dir dir = DIR_BOTH;
 
 	if (!spec) {
-		fprintf(out, "join: usage: join addr[:port][/fmt][#tos] [both|in|out]\n");
+		fprintf(out, "join: usage: join addr[:port][/fmt][#tos[,w=N]|#w=N] [both|in|out]\n");
 		return -1;
 	}
 	if (d) {

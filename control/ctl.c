@@ -1109,15 +1109,22 @@ static uint32_t chan_load(struct bridge *br, int s, uint32_t k)
 }
 
 /*
- * Channels for a new group: the least loaded pair with room on each side that receives;
- * failing that (a group received on both sides, no pair with room on both), a channel
- * with room on each side, in different pairs: their workers hand packets over.
+ * Channels for a new group: among the pairs with room on each side that receives, one of
+ * the worker with the least weight (the sum of its groups' "#w=N"), the least loaded of
+ * that worker's; failing that (a group received on both sides, no pair with room on
+ * both), a channel with room on each side, in different pairs: their workers hand
+ * packets over.
  */
 static int place_group(struct bridge *br, struct group *g, char *err, size_t errlen)
 {
 	uint32_t cap = br->cfg.mcqp, best = UINT32_MAX, best_load = UINT32_MAX;
-	uint32_t k1 = UINT32_MAX, k2 = UINT32_MAX;
+	uint32_t k1 = UINT32_MAX, k2 = UINT32_MAX, nw = br->nworkers;
+	uint64_t *wload = calloc(nw, sizeof(*wload));
 
+	if (!wload)
+		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < br->ngroups; i++) /* pair k is worker k % nw's */
+		wload[br->groups[i]->pair % nw] += br->groups[i]->weight;
 	for (uint32_t k = 0; k < br->npairs; k++) {
 		uint32_t l0 = group_dir_rx(g->dir, SIDE_IB) ? chan_load(br, SIDE_IB, k) : 0;
 		uint32_t l1 = group_dir_rx(g->dir, SIDE_ROCE) ? chan_load(br, SIDE_ROCE, k) : 0;
@@ -1126,11 +1133,14 @@ static int place_group(struct bridge *br, struct group *g, char *err, size_t err
 			k1 = k;
 		if (l1 < cap && k2 == UINT32_MAX)
 			k2 = k;
-		if (l0 < cap && l1 < cap && l0 + l1 < best_load) {
+		if (l0 < cap && l1 < cap &&
+		    (best == UINT32_MAX || wload[k % nw] < wload[best % nw] ||
+		     (wload[k % nw] == wload[best % nw] && l0 + l1 < best_load))) {
 			best = k;
 			best_load = l0 + l1;
 		}
 	}
+	free(wload);
 	if (best != UINT32_MAX) {
 		k1 = k2 = best;
 	} else if (k1 == UINT32_MAX || k2 == UINT32_MAX) {

@@ -439,12 +439,12 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"roce", 'r', "dev[:port]", false,
 		 "RoCE device (default: first active port with a RoCEv2 IPv4 GID)", opt_roce, o,
 		 false},
-		{"multicast", 'm', "addr[:port][/fmt][#tos]", false, "bridge a group both ways",
+		{"multicast", 'm', "addr[:port][/fmt][#tos[,w=N]|#w=N]", false, "bridge a group both ways",
 		 opt_multicast, o, true},
-		{"inbound", 'i', "addr[:port][/fmt][#tos]", false,
+		{"inbound", 'i', "addr[:port][/fmt][#tos[,w=N]|#w=N]", false,
 		 "bridge a group IB -> RoCE only (RoCE side joins send-only)", opt_inbound, o,
 		 true},
-		{"outbound", 'o', "addr[:port][/fmt][#tos]", false,
+		{"outbound", 'o', "addr[:port][/fmt][#tos[,w=N]|#w=N]", false,
 		 "bridge a group RoCE -> IB only (IB side joins send-only)", opt_outbound, o, true},
 		{"mgid", 'l', "fmt", true,
 		 "IB MGID format of the groups that follow (RDMA, IPv4, IPv6, PORT, IB); no "
@@ -601,7 +601,7 @@ static int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 	for (size_t i = 0; i < sizeof(feats) / sizeof(feats[0]); i++)
 		if ((r = feat_register(&feats[i])))
 			return r;
-	return opt_set_positional("addr[:port][/fmt][#tos]", "groups bridged both ways (like -m)",
+	return opt_set_positional("addr[:port][/fmt][#tos[,w=N]|#w=N]", "groups bridged both ways (like -m)",
 				  opt_multicast, o);
 }
 
@@ -945,7 +945,13 @@ static int reload(struct ctl *c, FILE *out)
 		bool keep = false;
 
 		for (uint32_t k = 0; k < r.nwant && !keep; k++)
-			keep = r.want[k] && same_group(g, r.want[k]);
+			if (r.want[k] && same_group(g, r.want[k])) {
+				/* A new weight counts for the groups placed from now on; this
+				 * one stays on its pair. The spec (control thread) says it. */
+				g->weight = r.want[k]->weight;
+				memcpy(g->spec, r.want[k]->spec, sizeof(g->spec));
+				keep = true;
+			}
 		if (keep) {
 			i++;
 			continue;
@@ -1003,13 +1009,68 @@ static void cfg_from_features(struct bridge *br)
 		br->cfg.sig_every = br->cfg.sq_depth / 2;
 }
 
-/* Publish the configured groups on channel pairs round-robin (before the workers run). */
+/*
+ * The pair of each configured group: the heaviest groups first (their weight, "#w=N";
+ * stable, so equal weights keep the command line's order), each on the worker with the
+ * least weight so far that has a pair with room (mcqp groups), on that worker's pair with
+ * the fewest groups (pair k belongs to worker k % nworkers). With every weight 1 this is
+ * the round-robin i % npairs. bridge_build made enough pairs for the count.
+ */
+static int assign_pairs(struct bridge *br)
+{
+	uint32_t n = br->ngroups, nw = br->nworkers, *ord = calloc(n ? n : 1, sizeof(*ord));
+	uint32_t *cnt = calloc(br->npairs, sizeof(*cnt));
+	uint64_t *wload = calloc(nw, sizeof(*wload));
+
+	if (!ord || !cnt || !wload) {
+		free(ord);
+		free(cnt);
+		free(wload);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) { /* insertion sort: stable, by weight descending */
+		uint32_t j = i;
+
+		while (j && br->groups[ord[j - 1]]->weight < br->groups[i]->weight) {
+			ord[j] = ord[j - 1];
+			j--;
+		}
+		ord[j] = i;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct group *g = br->groups[ord[i]];
+		uint32_t best = UINT32_MAX;
+
+		for (uint32_t k = 0; k < br->npairs; k++) {
+			if (cnt[k] >= br->cfg.mcqp)
+				continue;
+			if (best == UINT32_MAX || wload[k % nw] < wload[best % nw] ||
+			    (k % nw == best % nw && cnt[k] < cnt[best]))
+				best = k;
+		}
+		if (best == UINT32_MAX) { /* bridge_build counted: not reached */
+			best = ord[i] % br->npairs;
+		}
+		g->pair = best;
+		cnt[best]++;
+		wload[best % nw] += g->weight;
+	}
+	free(ord);
+	free(cnt);
+	free(wload);
+	return 0;
+}
+
+/* Publish the configured groups on their channel pairs (before the workers run). */
 static int place_groups(struct bridge *br, uint32_t *npub)
 {
+	if (assign_pairs(br)) {
+		log_err("placing the groups: out of memory");
+		return -ENOMEM;
+	}
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		struct group *g = br->groups[i];
 
-		g->pair = i % br->npairs;
 		g->out_chan[SIDE_IB] = br->sd[SIDE_IB].chan[g->pair];
 		g->out_chan[SIDE_ROCE] = br->sd[SIDE_ROCE].chan[g->pair];
 		group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);

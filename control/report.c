@@ -298,6 +298,7 @@ static void json_groups(struct jw *j, struct bridge *br)
 		jw_u64(j, "port", g->port);
 		jw_string(j, "dir", group_dir_name[g->dir]);
 		jw_u64(j, "pair", g->pair);
+		jw_u64(j, "weight", g->weight);
 		json_join(j, "ib", g, SIDE_IB);
 		json_join(j, "roce", g, SIDE_ROCE);
 		jw_u64(j, "ib_to_roce_pkts", CMM_LOAD_SHARED(g->fwd_pkts[SIDE_IB]));
@@ -354,6 +355,7 @@ static void json_workers(struct jw *j, struct bridge *br, struct hist *h)
 		jw_i64(j, "node", cpu_node(w->cpu));
 		jw_u64(j, "channels", w->nchan);
 		jw_u64(j, "groups", worker_groups(br, w));
+		jw_u64(j, "weight", worker_weight(br, w));
 		jw_u64(j, "cqs", NSIDES);
 		jw_u64(j, "cq_polls",
 		       CMM_LOAD_SHARED(w->ws[0].polls) + CMM_LOAD_SHARED(w->ws[1].polls));

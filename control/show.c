@@ -48,7 +48,7 @@
 #define SENDERS_ROWS_MAX     1000000
 #define PGM_LINE_MAX	     2048 /* one stream line is under 1000 characters */
 #define TBL_SEP		     "  "
-#define TBL_COLS_MAX	     22 /* the widest table (workers) has 22 columns */
+#define TBL_COLS_MAX	     23 /* the widest table (workers) has 23 columns */
 
 static uint64_t side_pps(struct bridge *br, int s)
 {
@@ -963,7 +963,7 @@ void show_workers(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
 		"worker", "cpu",	 "core",       "node",	    "isolated", "channels",
-		"groups", "cqs",	 "polls/pass", "wcs/poll",  "loops/s",	"heartbeat",
+		"groups", "weight", "cqs",	 "polls/pass", "wcs/poll",  "loops/s",	"heartbeat",
 		"hb_age", "idle_sleeps", "p50",	       "p90",	    "p99",	"p99.9",
 		"p99.99", "max_ever",	 "samples",    "placement",
 	};
@@ -1007,6 +1007,7 @@ void show_workers(struct ctl *c, FILE *out)
 				 passes = CMM_LOAD_SHARED(w->passes);
 
 			tbl_u64(&t, worker_groups(br, w));
+			tbl_u64(&t, worker_weight(br, w));
 			tbl_u64(&t, NSIDES);
 			tbl_add(&t, true, "%.2f", passes ? (double)polls / (double)passes : 0.0);
 			tbl_add(&t, true, "%.2f", polls ? (double)wcs / (double)polls : 0.0);

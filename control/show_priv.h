@@ -154,6 +154,17 @@ static inline uint64_t worker_groups(const struct bridge *br, const struct worke
 	return n;
 }
 
+/* The weights ("#w=N") of the groups on worker w's pairs (the placement's measure). */
+static inline uint64_t worker_weight(const struct bridge *br, const struct worker *w)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		if (br->groups[i]->pair % br->nworkers == w->id)
+			n += br->groups[i]->weight;
+	return n;
+}
+
 static inline uint64_t worker_heartbeat(const struct worker *w)
 {
 	/* Relaxed: a progress indicator, it publishes nothing (worker.c stores it relaxed). */

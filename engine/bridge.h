@@ -136,6 +136,7 @@ struct group {
 	 * here (mirrored in ready's GROUP_STANDBY bit). */
 	uint32_t part;
 	bool standby;
+	uint32_t weight; /* control thread: "#w=N", its share of a worker's load (1..) */
 	struct rcu_head rcu;
 } __attribute__((aligned(64)));
 
@@ -496,9 +497,12 @@ struct bridge {
 /* ---- mgid.c: group specs and MGIDs ---- */
 
 /*
- * Parse "addr[:port][/fmt][#tos]" (the reference's group syntax) into g (addr, port,
- * fmt, tos). Defaults from the arguments. Returns 0 or -EINVAL with a message.
+ * Parse "addr[:port][/fmt][#opt[,opt]]" into g (addr, port, fmt, tos, weight): an opt
+ * is the traffic class (the reference's "#tos") or "w=N", the group's weight when the
+ * groups are spread over the workers (1..GROUP_WEIGHT_MAX, default 1). Defaults from the
+ * arguments. Returns 0 or -EINVAL with a message.
  */
+#define GROUP_WEIGHT_MAX 1000000u
 int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, uint16_t def_port,
 		     int def_tos, char *err, size_t errlen);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * Group specifications ("addr[:port][/fmt][#tos]", as the reference bridge) and the
+ * Group specifications ("addr[:port][/fmt][#tos]" as the reference bridge, "#w=N" or
+ * "#tos,w=N" with a weight) and the
  * MGIDs a group has on each side.
  */
 #include <errno.h>
@@ -48,6 +49,7 @@ int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, u
 {
 	char buf[sizeof(g->spec)], *p, *port = NULL, *fmt = NULL, *tos = NULL;
 	struct in_addr a;
+	bool tos_set = false, weight_set = false;
 
 	if (strlen(spec) >= sizeof(buf))
 		return spec_err(err, errlen, spec, "too long");
@@ -94,14 +96,32 @@ int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, u
 	}
 	g->tos_set = def_tos >= 0;
 	g->tos = def_tos >= 0 ? (uint8_t)def_tos : 0;
-	if (tos) {
+	g->weight = 1;
+	/* "#tos", "#w=N", "#tos,w=N": each option once. */
+	for (char *opt = tos, *next; opt; opt = next) {
 		char *end;
-		unsigned long v = strtoul(tos, &end, 0);
+		unsigned long v;
 
-		if (!*tos || *end || v > 255)
-			return spec_err(err, errlen, spec, "TOS must be 0..255");
+		if ((next = strchr(opt, ',')))
+			*next++ = 0;
+		if (!strncmp(opt, "w=", 2)) {
+			if (weight_set)
+				return spec_err(err, errlen, spec, "weight given twice");
+			v = strtoul(opt + 2, &end, 10);
+			if (!opt[2] || *end || opt[2] == '-' || v < 1 || v > GROUP_WEIGHT_MAX)
+				return spec_err(err, errlen, spec, "weight w= must be 1..1000000");
+			g->weight = (uint32_t)v;
+			weight_set = true;
+			continue;
+		}
+		if (tos_set)
+			return spec_err(err, errlen, spec, "TOS given twice");
+		v = strtoul(opt, &end, 0);
+		if (!*opt || *end || *opt == '-' || v > 255)
+			return spec_err(err, errlen, spec, "TOS must be 0..255 (or w=N, the weight)");
 		g->tos = (uint8_t)v;
 		g->tos_set = true;
+		tos_set = true;
 	}
 	snprintf(g->spec, sizeof(g->spec), "%s", spec);
 	return 0;
