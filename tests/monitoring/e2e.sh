@@ -5,7 +5,9 @@
 #   1. healthy: no alert at all, not even pending, for 20 s: twice the longest `for:` a
 #      running bridge can reach (IB2RoCEFailed, 10 s); the loss alerts have no `for:`
 #      and fire at the first evaluation after their counter moved, so a longer wait
-#      would only repeat the same evaluations;
+#      would only repeat the same evaluations. Any alert counts, pending included, so a
+#      rule whose expression turns true is caught at the next evaluation whatever its
+#      `for:`; a full minute would take the test past two minutes (docs/metrics.md);
 #   2. a NIC-drop burst (a worker paused with small receive queues) fires
 #      IB2RoCENICDrops within 15 s;
 #   3. a port down (simfab port ... down) fires IB2RoCEFailed{condition="sides"}; it
