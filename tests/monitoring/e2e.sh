@@ -10,6 +10,8 @@
 #      `for:`; a full minute would take the test past two minutes (docs/metrics.md);
 #   2. a NIC-drop burst (a worker paused with small receive queues) fires
 #      IB2RoCENICDrops within 15 s;
+#   2b. a PGM stream with sequence gaps (mcsender --skip-every) fires IB2RoCEPGMGaps
+#      within 15 s;
 #   3. a port down (simfab port ... down) fires IB2RoCEFailed{condition="sides"}; it
 #      resolves (leaves /api/v1/alerts) once the port is back up;
 #   4. kill -9 of the bridge fires IB2RoCEScrapeDown.
@@ -115,6 +117,16 @@ bc_ok bridge disable stall >/dev/null
 wait_alert 15 '.labels.alertname == "IB2RoCENICDrops" and .state == "firing" and .labels.side == "IB"' \
 	"IB2RoCENICDrops firing"
 sf_log "NIC drops: $(alerts '.labels.alertname == "IB2RoCENICDrops"')"
+
+# 2b. PGM sequence gaps: sequence numbers 49, 99, 149 of 200 not sent (3 gaps).
+br_start pgmsend 60 "$MCSENDER" -d sim_ib1 --pgm -n 200 --rate 2000 --skip-every 50 \
+	--stream-id 4343 "$g"
+sf_wait_exit "$BR_PID"
+[ "$SF_RC" = 0 ] || br_fail "mcsender exited with status $SF_RC" pgmsend
+wait_json bridge '.pgm_gaps_total' 3
+wait_alert 15 '.labels.alertname == "IB2RoCEPGMGaps" and .state == "firing"' \
+	"IB2RoCEPGMGaps firing"
+sf_log "PGM gaps: $(alerts '.labels.alertname == "IB2RoCEPGMGaps"')"
 
 # 3. A port down: IB2RoCEFailed (sides) fires; it resolves once the port is back.
 wait_json bridge '.healthy | tostring' true
