@@ -7,7 +7,8 @@
 #      and fire at the first evaluation after their counter moved, so a longer wait
 #      would only repeat the same evaluations. Any alert counts, pending included, so a
 #      rule whose expression turns true is caught at the next evaluation whatever its
-#      `for:`; a full minute would take the test past two minutes (docs/metrics.md);
+#      `for:`. A full minute on a loaded test machine meets real control-thread
+#      stalls (IB2RoCEControlStall, rightly) from CPU starvation (docs/metrics.md);
 #   2. a NIC-drop burst (a worker paused with small receive queues) fires
 #      IB2RoCENICDrops within 15 s;
 #   2b. a PGM stream with sequence gaps (mcsender --skip-every) fires IB2RoCEPGMGaps
