@@ -420,6 +420,45 @@ static void json_placement(struct jw *j, const struct placement *pl)
 	jw_close(j, '}');
 }
 
+struct pgm_gap_sum {
+	uint64_t gaps, missed, repairs;
+};
+
+static int gap_add(const struct pgm_stream *st, void *arg)
+{
+	struct pgm_gap_sum *gs = arg;
+	struct pgm_stream_stats ss;
+
+	pgm_stream_snapshot(st, &ss);
+	gs->gaps += ss.gaps;
+	gs->missed += ss.missed;
+	gs->repairs += ss.repairs;
+	return 0;
+}
+
+/* The live PGM streams' gap counts into *gs, and the counters c->pgm_gaps_reported and
+ * c->pgm_missed_reported updated: the aged-out streams' counts plus the live ones'; a
+ * stream read while it is removed could count twice, then once: never report lower.
+ * The metrics and stats --json report the same counters. Control thread. */
+static void pgm_totals(struct ctl *c, struct pgm_gap_sum *gs)
+{
+	struct bridge *br = c->br;
+	struct pgm_stream_table_info ti = {0};
+	uint64_t g, m;
+
+	*gs = (struct pgm_gap_sum){0};
+	if (br->pgm) {
+		pgm_stream_table_for_each(br->pgm, gap_add, gs);
+		pgm_stream_table_info(br->pgm, &ti);
+	}
+	g = ti.gaps_retired + gs->gaps;
+	m = ti.missed_retired + gs->missed;
+	if (g > c->pgm_gaps_reported)
+		c->pgm_gaps_reported = g;
+	if (m > c->pgm_missed_reported)
+		c->pgm_missed_reported = m;
+}
+
 void report_json(struct ctl *c, FILE *out)
 {
 	struct bridge *br = c->br;
@@ -440,6 +479,17 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "ctl_stall_last_ms", c->stall_last_ms);
 	jw_u64(&j, "log_dropped", log_dropped());
 	jw_u64(&j, "console_tty_dropped", console_tty_dropped(c->con));
+	jw_open(&j, "reloads", '{');
+	for (int k = 0; k < CTL_RELOAD_NOUTCOMES; k++)
+		jw_u64(&j, ctl_reload_outcome_name[k], c->reloads[k]);
+	jw_close(&j, '}');
+	{
+		struct pgm_gap_sum gs;
+
+		pgm_totals(c, &gs);
+		jw_u64(&j, "pgm_gaps_total", c->pgm_gaps_reported);
+		jw_u64(&j, "pgm_missed_sqns_total", c->pgm_missed_reported);
+	}
 	{
 		struct health hl;
 
@@ -714,22 +764,6 @@ static void prom_latency(FILE *f, uint32_t worker, const struct hist *h)
 		h->count);
 }
 
-struct pgm_gap_sum {
-	uint64_t gaps, missed, repairs;
-};
-
-static int gap_add(const struct pgm_stream *st, void *arg)
-{
-	struct pgm_gap_sum *gs = arg;
-	struct pgm_stream_stats ss;
-
-	pgm_stream_snapshot(st, &ss);
-	gs->gaps += ss.gaps;
-	gs->missed += ss.missed;
-	gs->repairs += ss.repairs;
-	return 0;
-}
-
 /* {worker="0",cpu="3" (the caller closes the braces); cpu "none" when unpinned. */
 static void prom_worker(FILE *f, const char *name, const struct worker *w)
 {
@@ -808,22 +842,8 @@ static void prom_pgm(FILE *f, struct ctl *c)
 			fprintf(f, "} %" PRIu64 "\n", x);
 		}
 	}
-	if (br->pgm)
-		pgm_stream_table_for_each(br->pgm, gap_add, &gs);
+	pgm_totals(c, &gs);
 	{
-		/* Counters: the aged-out streams' counts plus the live ones'; a stream read
-		 * while it is removed could count twice, then once: never report lower. */
-		struct pgm_stream_table_info ti = {0};
-		uint64_t g, m;
-
-		if (br->pgm)
-			pgm_stream_table_info(br->pgm, &ti);
-		g = ti.gaps_retired + gs.gaps;
-		m = ti.missed_retired + gs.missed;
-		if (g > c->pgm_gaps_reported)
-			c->pgm_gaps_reported = g;
-		if (m > c->pgm_missed_reported)
-			c->pgm_missed_reported = m;
 		prom_head(f, "ib2roce_pgm_gaps_total", "counter",
 			  "PGM data sequence gaps since the start, every stream (also aged-out "
 			  "ones).");

@@ -85,9 +85,10 @@ struct sopts {
 	uint32_t stream_base;
 	bool stream_base_set;
 	enum mct_clock clock;
-	uint64_t first_seq; /* sequence number of every stream's first packet */
-	uint64_t spm_ms;    /* ambient SPM interval */
-	uint64_t hb_ms;	    /* first heartbeat SPM after data */
+	uint64_t first_seq;  /* sequence number of every stream's first packet */
+	uint64_t skip_every; /* 0, or every n-th sequence number is not sent (a gap) */
+	uint64_t spm_ms;     /* ambient SPM interval */
+	uint64_t hb_ms;	     /* first heartbeat SPM after data */
 };
 
 struct stream {
@@ -237,6 +238,11 @@ static int opt_first_seq(void *ctx, const char *arg, char *err, size_t len)
 	return opt_parse_uint(arg, 0, UINT64_MAX >> 1, &((struct sopts *)ctx)->first_seq, err, len);
 }
 
+static int opt_skip_every(void *ctx, const char *arg, char *err, size_t len)
+{
+	return opt_parse_uint(arg, 2, UINT32_MAX, &((struct sopts *)ctx)->skip_every, err, len);
+}
+
 static int opt_hb(void *ctx, const char *arg, char *err, size_t len)
 {
 	return opt_parse_uint(arg, 1, 3600000, &((struct sopts *)ctx)->hb_ms, err, len);
@@ -304,6 +310,10 @@ static int register_options(struct sopts *o)
 		{"first-seq", 0, "n", false,
 		 "sequence number of each stream's first packet (0); PGM SQNs are its low 32 bits",
 		 opt_first_seq, o, false},
+		{"skip-every", 0, "n", false,
+		 "every n-th sequence number of a stream is not sent: a gap (never the first or "
+		 "the last)",
+		 opt_skip_every, o, false},
 		{"spm-heartbeat", 0, "ms", false,
 		 "first heartbeat SPM after data with --pgm, doubling up to --spm-interval (100)",
 		 opt_hb, o, false},
@@ -540,6 +550,11 @@ static void send_data(struct sender *sd, struct stream *s, uint64_t now_ns)
 		memset(buf + MCT_HDR_LEN, (int)(s->seq & 0xff), len - MCT_HDR_LEN);
 	}
 	s->seq++;
+	/* --skip-every: the sequence number n-1, 2n-1, ... after the first is skipped, never
+	 * the last of a counted stream (its FIN / MCT_F_LAST must go out). */
+	if (o->skip_every && (s->seq - o->first_seq) % o->skip_every == o->skip_every - 1 &&
+	    (!o->count || s->seq + 1 < o->first_seq + o->count))
+		s->seq++;
 	if (o->count && s->seq == o->first_seq + o->count)
 		s->done = true;
 	sd->sent++;

@@ -7,7 +7,8 @@
 # the pipe fills after a few dozen lines, then the writer thread's ring, then messages
 # are dropped and counted. Meanwhile every console client must be answered. Once the
 # reader drains the pipe, the count of dropped messages appears in the log, in sequence,
-# and in stats --json (log_dropped).
+# and in stats --json (log_dropped), and ib2roce_log_dropped_total on --metrics-port
+# rises from 0 to at least that count (the scrape logs nothing itself).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -16,6 +17,20 @@ sf_init console-logblock
 fifo=$SF_TMP/log.fifo
 go=$SF_TMP/reader.go
 mkfifo "$fifo"
+mport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# scrape_log_dropped: ib2roce_log_dropped_total from --metrics-port.
+scrape_log_dropped() {
+	python3 - "$mport" <<'PY'
+import sys, urllib.request
+body = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=10).read()
+for line in body.decode().splitlines():
+    if line.startswith("ib2roce_log_dropped_total "):
+        print(line.split()[1])
+        break
+else:
+    sys.exit("no ib2roce_log_dropped_total")
+PY
+}
 
 # The reader: one page of pipe, nothing read until $go exists, then everything into
 # bridge.err until the bridge closes its end.
@@ -37,7 +52,7 @@ SF_PIDS="$SF_PIDS $!"
 
 # Debug level: every console connection logs a line ("console: client pid ...").
 timeout -k 5 120 "$IB2ROCE" --debug --control "$SF_TMP/bridge.sock" --idle backoff \
-	-e statint=0 -e loglevel=7 -d sim_ib0 -r sim_roce0 --workers 1 -m 239.1.2.3 \
+	-e statint=0 -e loglevel=7 --metrics-port "$mport" -d sim_ib0 -r sim_roce0 --workers 1 -m 239.1.2.3 \
 	>"$SF_TMP/bridge.out" 2>"$fifo" </dev/null &
 BR_PID=$!
 bridge_pid=$BR_PID
@@ -48,6 +63,9 @@ until timeout 5 "$BCOM" --control "$SF_TMP/bridge.sock" status >/dev/null 2>&1; 
 	[ "$n" -le 100 ] || sf_fail "the bridge's console did not answer within 10 s"
 	sleep 0.1
 done
+
+before=$(scrape_log_dropped) || sf_fail "no ib2roce_log_dropped_total on --metrics-port"
+[ "$before" = 0 ] || sf_fail "ib2roce_log_dropped_total $before before the log output filled"
 
 # 500 clients: far more lines than the pipe and the ring hold. Each must be answered.
 for i in $(seq 1 500); do
@@ -73,7 +91,10 @@ logged=$(sed -n 's/.*ib2roce warning: \([0-9]*\) log messages dropped.*/\1/p' "$
 drops=$(timeout 10 "$BCOM" --control "$SF_TMP/bridge.sock" stats --json | jq -e .log_dropped)
 [ "$logged" -gt 0 ] && [ "$logged" -le "$drops" ] ||
 	sf_fail "the log counts $logged dropped messages, stats --json $drops" "$SF_TMP/bridge.err"
-sf_log "log_dropped $drops, logged $logged"
+after=$(scrape_log_dropped) || sf_fail "no ib2roce_log_dropped_total on --metrics-port"
+[ "$after" -ge "$drops" ] ||
+	sf_fail "ib2roce_log_dropped_total $after, below stats --json log_dropped $drops"
+sf_log "log_dropped $drops, logged $logged, ib2roce_log_dropped_total 0 -> $after"
 
 kill -INT "$(sf_child "$bridge_pid")"
 sf_wait_exit "$bridge_pid"

@@ -5,9 +5,14 @@
 #   1. healthy: no alert at all, not even pending, for 20 s: twice the longest `for:` a
 #      running bridge can reach (IB2RoCEFailed, 10 s); the loss alerts have no `for:`
 #      and fire at the first evaluation after their counter moved, so a longer wait
-#      would only repeat the same evaluations;
+#      would only repeat the same evaluations. Any alert counts, pending included, so a
+#      rule whose expression turns true is caught at the next evaluation whatever its
+#      `for:`. A full minute on a loaded test machine meets real control-thread
+#      stalls (IB2RoCEControlStall, rightly) from CPU starvation (docs/metrics.md);
 #   2. a NIC-drop burst (a worker paused with small receive queues) fires
 #      IB2RoCENICDrops within 15 s;
+#   2b. a PGM stream with sequence gaps (mcsender --skip-every) fires IB2RoCEPGMGaps
+#      within 15 s;
 #   3. a port down (simfab port ... down) fires IB2RoCEFailed{condition="sides"}; it
 #      resolves (leaves /api/v1/alerts) once the port is back up;
 #   4. kill -9 of the bridge fires IB2RoCEScrapeDown.
@@ -113,6 +118,16 @@ bc_ok bridge disable stall >/dev/null
 wait_alert 15 '.labels.alertname == "IB2RoCENICDrops" and .state == "firing" and .labels.side == "IB"' \
 	"IB2RoCENICDrops firing"
 sf_log "NIC drops: $(alerts '.labels.alertname == "IB2RoCENICDrops"')"
+
+# 2b. PGM sequence gaps: sequence numbers 49, 99, 149 of 200 not sent (3 gaps).
+br_start pgmsend 60 "$MCSENDER" -d sim_ib1 --pgm -n 200 --rate 2000 --skip-every 50 \
+	--stream-id 4343 "$g"
+sf_wait_exit "$BR_PID"
+[ "$SF_RC" = 0 ] || br_fail "mcsender exited with status $SF_RC" pgmsend
+wait_json bridge '.pgm_gaps_total' 3
+wait_alert 15 '.labels.alertname == "IB2RoCEPGMGaps" and .state == "firing"' \
+	"IB2RoCEPGMGaps firing"
+sf_log "PGM gaps: $(alerts '.labels.alertname == "IB2RoCEPGMGaps"')"
 
 # 3. A port down: IB2RoCEFailed (sides) fires; it resolves once the port is back.
 wait_json bridge '.healthy | tostring' true
