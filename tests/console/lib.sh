@@ -57,6 +57,23 @@ json() {
 	printf '%s\n' "$out"
 }
 
+# stall_worker NAME: hold worker 0 of bridge NAME (the stall feature) and wait until it
+# stopped: its pass counter no longer moves (15 s at most). The NIC-drop tests then send
+# more than its receive queue holds; `bc_ok NAME disable stall` lets it go on.
+stall_worker() {
+	local prev=-1 n=0 p
+
+	bc_ok "$1" enable stall=1 >/dev/null
+	while :; do
+		p=$(json "$1" '.workers[0].passes')
+		[ "$p" != "$prev" ] || return 0
+		prev=$p
+		n=$((n + 1))
+		[ "$n" -le 50 ] || br_fail "worker 0 does not stall" "$1"
+		sleep 0.3
+	done
+}
+
 # wait_json NAME FILTER VALUE [SECS]: poll until jq FILTER gives VALUE.
 wait_json() {
 	local n=0 v lim=$((${4:-10} * 10))

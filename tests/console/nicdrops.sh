@@ -41,18 +41,7 @@ status_nic() {
 [ "$(json bridge '.sides[1].nic_rx_dropped == null')" = true ] ||
 	br_fail "stats --json: RoCE nic_rx_dropped is not null" bridge
 
-# Stall the worker and wait until it stopped: its pass counter no longer moves.
-bc_ok bridge enable stall=1 >/dev/null
-prev=-1
-n=0
-while :; do
-	p=$(json bridge '.workers[0].passes')
-	[ "$p" != "$prev" ] || break
-	prev=$p
-	n=$((n + 1))
-	[ "$n" -le 50 ] || br_fail "worker 0 does not stall" bridge
-	sleep 0.3
-done
+stall_worker bridge
 
 br_send burst "$IB_NET.2" -g "$g" -n "$burst"
 rcv=$(sf_counter sim_ib0 rcv_pkts)

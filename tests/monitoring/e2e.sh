@@ -101,17 +101,7 @@ done
 sf_log "healthy: no alert in 20 s"
 
 # 2. A NIC-drop burst: pause the worker, send more than its receive queue holds.
-bc_ok bridge enable stall=1 >/dev/null
-prev=-1
-n=0
-while :; do
-	p=$(json bridge '.workers[0].passes')
-	[ "$p" != "$prev" ] || break
-	prev=$p
-	n=$((n + 1))
-	[ "$n" -le 50 ] || br_fail "worker 0 does not stall" bridge
-	sleep 0.3
-done
+stall_worker bridge
 br_send burst "$IB_NET.2" -g "$g" -n 500
 bc_ok bridge disable stall >/dev/null
 [ "$(sf_counter sim_ib0 out_of_buffer)" -gt 0 ] || br_fail "the burst did not overflow the receive queue" bridge
