@@ -55,7 +55,7 @@ for w in 0 1; do
 		br_fail "worker $w: not 2 to 4 CQ polls per pass" bridge
 done
 out=$(bc_ok bridge workers)
-expect_in "$out" ' 68 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: channels, groups, cqs, polls/pass"
+expect_in "$out" ' 68 +8000 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: channels, groups, weight, cqs, polls/pass"
 
 br_stop bridge
 lines=$(grep -c '^group ' "$SF_TMP/bridge.out") || lines=0
