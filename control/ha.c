@@ -53,7 +53,7 @@ struct ha_xfer {
 	bool watched;  /* l.fd is in the control loop's epoll */
 	enum { X_CONNECT, X_ASK, X_PREPARE, X_COMMIT } phase;
 	struct peer_link l;
-	uint32_t *todo, ntodo, cur; /* partition indices, the one being handed over */
+	uint32_t *parts, nparts, cur; /* partition indices, the one being handed over */
 	uint32_t moved;
 	int last; /* the last failure, 0: none */
 	char id[HA_ID_MAX];
@@ -289,7 +289,7 @@ void ha_free(struct ha *ha)
 		fclose(ha->x.out);
 		free(ha->x.text);
 	}
-	free(ha->x.todo);
+	free(ha->x.parts);
 	free(ha->part);
 	free(ha->map);
 	free(ha->peer);
@@ -427,8 +427,8 @@ static bool xfer_has(const struct ha *ha, uint32_t idx)
 {
 	const struct ha_xfer *x = &ha->x;
 
-	for (uint32_t i = x->cur; x->on && i < x->ntodo; i++)
-		if (x->todo[i] == idx)
+	for (uint32_t i = x->cur; x->on && i < x->nparts; i++)
+		if (x->parts[i] == idx)
 			return true;
 	return false;
 }
@@ -771,18 +771,18 @@ static void xfer_finish(struct ha *ha, struct ctl *c)
 			ctl_unwatch(c, x->l.fd);
 		close(x->l.fd);
 	}
-	fprintf(x->out, "handover: %u of %u partition%s handed over\n", x->moved, x->ntodo,
-		x->ntodo == 1 ? "" : "s");
+	fprintf(x->out, "handover: %u of %u partition%s handed over\n", x->moved, x->nparts,
+		x->nparts == 1 ? "" : "s");
 	if (x->moved)
-		log_notice("%s: %u of %u partition%s handed over to %s", x->why, x->moved, x->ntodo,
-			   x->ntodo == 1 ? "" : "s", ha->peer);
+		log_notice("%s: %u of %u partition%s handed over to %s", x->why, x->moved, x->nparts,
+			   x->nparts == 1 ? "" : "s", ha->peer);
 	fclose(x->out);
 	x->on = false;
 	done(c, arg, rc, x->text ? x->text : "");
 	free(x->text);
 	x->text = NULL;
-	free(x->todo);
-	x->todo = NULL;
+	free(x->parts);
+	x->parts = NULL;
 	if (ha->stop_after) {
 		/* A stop asked for during this handover: now what is still active here. */
 		ha_done_fn *sd = ha->stop_done;
@@ -809,11 +809,11 @@ static void xfer_run(struct ha *ha, struct ctl *c)
 		char cmd[64 + HA_NAME_MAX + HA_ID_MAX], txt[HA_ANSWER_MAX];
 		int r;
 
-		if (x->cur == x->ntodo) {
+		if (x->cur == x->nparts) {
 			xfer_finish(ha, c);
 			return;
 		}
-		idx = x->todo[x->cur];
+		idx = x->parts[x->cur];
 		if (x->l.err) {
 			xfer_failed(ha, idx, x->l.err, "");
 			x->cur++;
@@ -891,7 +891,7 @@ static void xfer_stop(struct ha *ha, struct ctl *c, int r)
 
 	if (x->phase == X_COMMIT && !x->l.err && !link_settle(&x->l, txt, sizeof(txt))) {
 		/* The peer's yes was there after all: that partition went over. */
-		xfer_moved(ha, c, x->todo[x->cur]);
+		xfer_moved(ha, c, x->parts[x->cur]);
 		x->cur++;
 		x->phase = X_ASK;
 	}
@@ -966,13 +966,13 @@ static int handover_start(struct ha *ha, struct ctl *c, const char *name, const 
 	if (!ha->start_ns)
 		ha->start_ns = mono_ns();
 	count_groups(ha, c->br);
-	free(x->todo);
-	x->todo = calloc(ha->nparts, sizeof(*x->todo));
-	if (!x->todo) {
+	free(x->parts);
+	x->parts = calloc(ha->nparts, sizeof(*x->parts));
+	if (!x->parts) {
 		fprintf(out, "handover: out of memory\n");
 		return -ENOMEM;
 	}
-	x->ntodo = 0;
+	x->nparts = 0;
 	for (uint32_t i = 0; i < ha->nparts; i++) {
 		const struct ha_part *p = &ha->part[i];
 
@@ -985,9 +985,9 @@ static int handover_start(struct ha *ha, struct ctl *c, const char *name, const 
 					p->name);
 			continue;
 		}
-		x->todo[x->ntodo++] = i;
+		x->parts[x->nparts++] = i;
 	}
-	if (!x->ntodo) {
+	if (!x->nparts) {
 		fprintf(out, "handover: no active partition%s%s with groups here\n",
 			name ? " " : "", name ? name : "");
 		return 0;
@@ -1072,7 +1072,7 @@ void ha_show(struct ha *ha, struct ctl *c, FILE *out)
 		fprintf(out,
 			"handover in progress (%s): partition %s, %u of %u, %s, %" PRIu64
 			" ms left\n",
-			x->why, ha->part[x->todo[x->cur < x->ntodo ? x->cur : 0]].name, x->cur + 1,
-			x->ntodo, phase[x->phase], x->l.deadline > now ? x->l.deadline - now : 0);
+			x->why, ha->part[x->parts[x->cur < x->nparts ? x->cur : 0]].name, x->cur + 1,
+			x->nparts, phase[x->phase], x->l.deadline > now ? x->l.deadline - now : 0);
 	}
 }

@@ -379,7 +379,7 @@ static int read_affinity(struct plan_ctx *c, char *err, size_t len)
  * The CPUs that may take a NIC's IRQs: <ibdev_path>/device/msi_irqs/N names its IRQs,
  * /proc/irq/N/smp_affinity_list where each may run (the kernel's PCI MSI sysfs and
  * procfs files; tune.c reads the same for --tune-check). A NIC without those files
- * (simfabric, a dry run on an XML topology) adds nothing.
+ * (a virtual device, a dry run on an XML topology) adds nothing.
  */
 static void nic_irqs(struct plan_ctx *c, int s)
 {
