@@ -11,9 +11,25 @@
  * are refilled in chains. Every packet ends forwarded or in a drop counter.
  *
  * Assumed: called by the channel's owner thread only, as a registered QSBR reader.
+ *
+ * Why one file of ~1 800 lines: a packet's walk (chan_burst_side -> rx_fast_run or
+ * chan_rx -> rx_classify -> rx_sender -> chan_send / burst_peer_post -> chan_flush) is
+ * one always_inline chain that gcc compiles into one function per side, with the burst's
+ * state (struct burst) and the peer's chain position kept in registers. Split over
+ * several files the chain crosses translation units (the build has no LTO), so the calls
+ * stay calls and the burst's state goes through memory: a split was measured to make a
+ * packet's walk worse (issue 27; engine instructions per forwarded packet, callgrind
+ * inside chan_burst, bench/harness.py and docs/benchmarks.md). The file reads in
+ * sections instead, each under a "----" marker, in the order a packet meets them:
+ *   helpers, channel set-up, sending, send completions, the burst, classification and
+ *   discard rules, sender records, PGM inspection, flows, the fast path, capture, the
+ *   full path (chan_rx), receive refill, the burst loop and polling, hand-off.
  */
 #include <errno.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 
@@ -28,6 +44,28 @@
 #define TX_TAG (1ull << 63)
 _Static_assert(IBV_WR_SEND + 1 == IBV_WR_SEND_WITH_IMM, "send_wr_fill computes the opcode");
 _Static_assert(IBV_WC_SUCCESS == 0, "rx_fast_run tests the status with the flags");
+
+/*
+ * The header bytes the data path reads, named after the structures that define them
+ * (<infiniband/verbs.h> struct ibv_grh, <netinet/ip.h> struct iphdr). A RoCEv2 receive
+ * holds the IPv4 header at BR_IPV4_OFF of the 40-byte header area.
+ */
+#define GRH_HOP_LIMIT offsetof(struct ibv_grh, hop_limit) /* 7: the loop marker */
+#define GRH_SGID      offsetof(struct ibv_grh, sgid)	  /* 8 */
+#define GRH_DGID      offsetof(struct ibv_grh, dgid)	  /* 24 */
+#define GID_LOW	      8	   /* the low half of a GID: the port GUID, or a group's bits */
+#define IB_MGID_FIRST 0xff /* the first byte of every IB multicast GID (the IBA's multicast GID format) */
+/* 0x45: version 4, header length 5 words (no options); anything else is not forwarded. */
+#define IPV4_VER_IHL ((IPVERSION << 4) | (sizeof(struct iphdr) / 4))
+#define IPV4_SADDR   offsetof(struct iphdr, saddr) /* 12; daddr follows it */
+#define IPV4_DADDR   offsetof(struct iphdr, daddr) /* 16 */
+/* Fibonacci hashing: 2^64 / the golden ratio, the caches' multiplier. */
+#define FIB_HASH_MUL 0x9e3779b97f4a7c15ull
+_Static_assert(IPV4_VER_IHL == 0x45, "IPv4 without options");
+_Static_assert(GRH_HOP_LIMIT == 7 && GRH_SGID == 8 && GRH_DGID == 24, "the GRH's layout");
+_Static_assert(IPV4_DADDR == IPV4_SADDR + 4, "flow keys read saddr and daddr as one word");
+
+/* ---- helpers: sender cache, flows, clock, free list, pool region ---- */
 
 /*
  * What prev_sender points to when there is no previous sender: a record no packet
@@ -102,6 +140,8 @@ static inline uint32_t sq_used(const struct channel *ch)
 	return (uint32_t)(ch->tx_head - ch->tx_tail) + ch->nwr;
 }
 
+/* ---- channel set-up: the work-request templates ---- */
+
 /*
  * Prepare a channel's data-path state, once, before its first receive is posted. Write
  * the fields of its work requests that never change: the chaining (wr[i] -> wr[i + 1]; a
@@ -141,6 +181,8 @@ static void chan_prepare(struct channel *ch)
 	flows_drop(ch);
 	ch->prepared = true;
 }
+
+/* ---- sending: chains, the send queue, the backlog ---- */
 
 /*
  * Give the slots of tx_dirty their template's opcode and flags back (what chan_prepare
@@ -310,6 +352,8 @@ static void chan_backlog_drain(struct worker *w, struct channel *ch, struct free
 	chan_flush(w, ch, fl);
 }
 
+/* ---- send completions: buffers back to the peer's receives or the pool ---- */
+
 /* Give the held buffers of ch (chan_tx_done) up to ring position upto back to the pool,
  * in at most two runs (the ring wraps). */
 static void chan_tx_release(struct worker *w, struct channel *ch, uint64_t upto)
@@ -354,6 +398,8 @@ static void chan_tx_done(struct worker *w, struct channel *ch, const struct ibv_
 		chan_tx_release(w, ch, ch->tx_tail - hold);
 	ch->st.tx_completions++;
 }
+
+/* ---- the burst: what one pass over a channel's completions holds ---- */
 
 /*
  * What a burst reads once rather than once per packet: the runtime features (relaxed
@@ -455,9 +501,15 @@ static inline __attribute__((always_inline)) void burst_peer_post(struct burst *
 	out->st.tx_bytes += len;
 }
 
+/* ---- classification and the discard rules ---- */
+
+/*
+ * Whether the IPv4 address at a (network order) is a multicast one: 224.0.0.0/4, the top
+ * 4 bits of its first byte.
+ */
 static inline bool ipv4_multicast(const uint8_t *a)
 {
-	return (a[0] & 0xf0) == 0xe0;
+	return (a[0] & 0xf0) == INADDR_UNSPEC_GROUP >> 24;
 }
 
 /*
@@ -476,7 +528,7 @@ static inline struct group *chan_group(struct channel *ch, uint64_t hi, uint64_t
 	 */
 	if (__builtin_expect(((e->mgid_hi ^ hi) | (e->mgid_lo ^ lo)) == 0, 1))
 		return e->g;
-	e = &ch->gcache[(uint32_t)((lo * 0x9e3779b97f4a7c15ull) >> 56) & (CH_GCACHE - 1)];
+	e = &ch->gcache[(uint32_t)((lo * FIB_HASH_MUL) >> 56) & (CH_GCACHE - 1)];
 	if (e->g && e->mgid_hi == hi && e->mgid_lo == lo) {
 		ch->glast = e;
 		return e->g;
@@ -503,12 +555,12 @@ rx_classify_ib(struct burst *b, struct channel *ch, const struct ibv_wc *wc, con
 	uint64_t hi, lo;
 	struct group *g;
 
-	if (grh->dgid.raw[0] != 0xff) {
+	if (grh->dgid.raw[0] != IB_MGID_FIRST) {
 		*why = DROP_UNICAST;
 		return NULL;
 	}
 	memcpy(&src->hi, grh->sgid.raw, 8);
-	memcpy(&src->lo, grh->sgid.raw + 8, 8);
+	memcpy(&src->lo, grh->sgid.raw + GID_LOW, 8);
 	if (b->check_own && !memcmp(grh->sgid.raw, sd->gid.raw, 16) &&
 	    fwd_own_qpn(sd, wc->src_qp)) {
 		*why = DROP_OWN;
@@ -519,7 +571,7 @@ rx_classify_ib(struct burst *b, struct channel *ch, const struct ibv_wc *wc, con
 		return NULL;
 	}
 	memcpy(&hi, grh->dgid.raw, 8);
-	memcpy(&lo, grh->dgid.raw + 8, 8);
+	memcpy(&lo, grh->dgid.raw + GID_LOW, 8);
 	g = chan_group(ch, hi, lo);
 	if (!g) {
 		uint32_t low;
@@ -527,7 +579,7 @@ rx_classify_ib(struct burst *b, struct channel *ch, const struct ibv_wc *wc, con
 		/* The same group address in another MGID format? */
 		memcpy(&low, &grh->dgid.raw[12], 4);
 		*why = group_lookup_addr(b->br, low) ||
-				       group_lookup_addr(b->br, low | htonl(0xe0000000))
+				       group_lookup_addr(b->br, low | htonl(INADDR_UNSPEC_GROUP))
 			       ? DROP_MGID_FORMAT
 			       : DROP_UNKNOWN_GROUP;
 		return NULL;
@@ -548,15 +600,15 @@ rx_classify_roce(struct burst *b, struct channel *ch, const struct ibv_wc *wc, c
 	uint64_t hi, lo;
 	struct group *g;
 
-	if (ip[0] != 0x45) {
+	if (ip[0] != IPV4_VER_IHL) {
 		*why = DROP_BAD_HEADER;
 		return NULL;
 	}
-	if (!ipv4_multicast(ip + 16)) {
+	if (!ipv4_multicast(ip + IPV4_DADDR)) {
 		*why = DROP_UNICAST;
 		return NULL;
 	}
-	memcpy(&saddr, ip + 12, 4);
+	memcpy(&saddr, ip + IPV4_SADDR, 4);
 	/* ::ffff:a.b.c.d, assembled in registers. */
 	mapped[10] = mapped[11] = 0xff;
 	memcpy(mapped + 12, &saddr, 4);
@@ -577,7 +629,7 @@ rx_classify_roce(struct burst *b, struct channel *ch, const struct ibv_wc *wc, c
 		return NULL;
 	}
 	/* The group's MGID ::ffff:a.b.c.d. */
-	memcpy(&daddr, ip + 16, 4);
+	memcpy(&daddr, ip + IPV4_DADDR, 4);
 	memcpy(mapped + 12, &daddr, 4);
 	memcpy(&hi, mapped, 8);
 	memcpy(&lo, mapped + 8, 8);
@@ -639,6 +691,8 @@ rx_classify(struct burst *b, struct channel *ch, const enum side side, const str
 	return g;
 }
 
+/* ---- sender records: the channel's caches, then the table ---- */
+
 static inline bool sender_is(const struct sender *s, uint32_t qpn, const struct src_addr *src)
 {
 	uint64_t hi, lo;
@@ -662,7 +716,7 @@ static inline uint64_t src_mix(const struct src_addr *src)
 static inline struct sender **scache_set(struct channel *ch, uint32_t qpn, uint64_t mix)
 {
 	/* Multiplicative hash: only its top bits depend on every input bit. */
-	uint64_t x = (mix ^ qpn) * 0x9e3779b97f4a7c15ull;
+	uint64_t x = (mix ^ qpn) * FIB_HASH_MUL;
 
 	return &ch->scache[(x >> ch->scache_shift) * 2];
 }
@@ -762,6 +816,8 @@ static inline void chan_caches_check(struct worker *w, struct channel *ch)
 	}
 }
 
+/* ---- PGM inspection ---- */
+
 /*
  * PGM inspection of a payload about to be forwarded: well-formed packets are accounted
  * to their stream (TSI + group; this worker owns both sides of the group, so it is the
@@ -827,6 +883,8 @@ static inline bool rx_pgm(struct bridge *br, struct channel *ch, const struct gr
 	return rx_pgm_inspect(br, ch, g, payload, len, now);
 }
 
+/* ---- flows: the fast path's memory of what passed the rules ---- */
+
 /*
  * The flow set (CH_FLOW_WAYS flows) of a packet's addresses. IB: x the low half of the
  * source GID (the port GUID), y the low half of the MGID (the group bits); RoCE: x the
@@ -838,7 +896,7 @@ static inline bool rx_pgm(struct bridge *br, struct channel *ch, const struct gr
 static inline __attribute__((always_inline)) struct chan_flow *
 flow_slot(struct chan_flow *flows, uint64_t x, uint64_t y)
 {
-	uint64_t h = ((x << 32 | x >> 32) ^ y) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = ((x << 32 | x >> 32) ^ y) * FIB_HASH_MUL;
 
 	return &flows[(h >> (64 - CH_FLOWS_BITS)) * CH_FLOW_WAYS];
 }
@@ -884,17 +942,17 @@ flow_set(struct burst *b, struct channel *ch, const enum side side, const uint8_
 	if (!s || !b->flows_ok || mtu == UINT32_MAX)
 		return;
 	if (side == SIDE_IB) {
-		if (b->check_own && !memcmp(p + 8, ch->sd->gid.raw, 16))
+		if (b->check_own && !memcmp(p + GRH_SGID, ch->sd->gid.raw, 16))
 			return;
-		memcpy(key, p + 8, 32);
+		memcpy(key, p + GRH_SGID, 32); /* the source GID and the MGID */
 		f = flow_pick(flow_slot(ch->flows, key[1], key[3]), key, side);
 	} else {
 		uint32_t saddr;
 
-		memcpy(&saddr, p + BR_IPV4_OFF + 12, 4);
+		memcpy(&saddr, p + BR_IPV4_OFF + IPV4_SADDR, 4);
 		if (b->check_own && saddr == ch->sd->ipv4)
 			return;
-		memcpy(&key[0], p + BR_IPV4_OFF + 12, 8);
+		memcpy(&key[0], p + BR_IPV4_OFF + IPV4_SADDR, 8);
 		f = flow_pick(flow_slot(ch->flows, key[0], 0), key, side);
 	}
 	if (side == SIDE_IB)
@@ -928,12 +986,13 @@ static inline __attribute__((always_inline)) bool ib_flow_match(const uint8_t *p
 #ifdef __SSE2__
 	typedef char i8x16 __attribute__((vector_size(16)));
 	typedef char i8x16u __attribute__((vector_size(16), aligned(1)));
-	i8x16 m = (i8x16)((*(const i8x16u *)(p + 8) == (i8x16)f->kv[0]) &
-			  (*(const i8x16u *)(p + 24) == (i8x16)f->kv[1]));
+	i8x16 m = (i8x16)((*(const i8x16u *)(p + GRH_SGID) == (i8x16)f->kv[0]) &
+			  (*(const i8x16u *)(p + GRH_DGID) == (i8x16)f->kv[1]));
 
 	return __builtin_ia32_pmovmskb128(m) == 0xffff;
 #else
-	u64x2 e = (*(const u64x2u *)(p + 8) ^ f->kv[0]) | (*(const u64x2u *)(p + 24) ^ f->kv[1]);
+	u64x2 e = (*(const u64x2u *)(p + GRH_SGID) ^ f->kv[0]) |
+		  (*(const u64x2u *)(p + GRH_DGID) ^ f->kv[1]);
 
 	return (e[0] | e[1]) == 0;
 #endif
@@ -954,8 +1013,8 @@ flow_find_ib(struct chan_flow *flows, const uint8_t *p)
 	struct chan_flow *e;
 	uint64_t gx, dx;
 
-	memcpy(&gx, p + 16, 8);
-	memcpy(&dx, p + 32, 8);
+	memcpy(&gx, p + GRH_SGID + GID_LOW, 8);
+	memcpy(&dx, p + GRH_DGID + GID_LOW, 8);
 	e = flow_slot(flows, gx, dx);
 	if (__builtin_expect(!ib_flow_match(p, e), 0)) {
 		/* Way 1 loads the addresses again (an empty asm "changes" p): kept in vector
@@ -975,7 +1034,7 @@ flow_find_roce(struct chan_flow *flows, const uint8_t *p)
 	struct chan_flow *e;
 	uint64_t k;
 
-	memcpy(&k, p + BR_IPV4_OFF + 12, 8);
+	memcpy(&k, p + BR_IPV4_OFF + IPV4_SADDR, 8);
 	e = flow_slot(flows, k, 0);
 	if (__builtin_expect(e->key[0] != k, 0)) {
 		e++;
@@ -984,6 +1043,8 @@ flow_find_roce(struct chan_flow *flows, const uint8_t *p)
 	}
 	return e;
 }
+
+/* ---- the fast path: runs of packets of known flows ---- */
 
 /*
  * rx_fast_run's send of buffer buf (payload at p + BR_GRH_LEN, len bytes) of flow f into
@@ -1076,11 +1137,11 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 			len = c->byte_len - BR_GRH_LEN;
 			p = region_data(&r, buf);
 			if (side == SIDE_IB) {
-				if (p[7] /* hop limit: the loop marker */)
+				if (p[GRH_HOP_LIMIT]) /* the loop marker */
 					break;
 				f = flow_find_ib(flows, p);
 			} else {
-				if (p[BR_IPV4_OFF] != 0x45)
+				if (p[BR_IPV4_OFF] != IPV4_VER_IHL)
 					break;
 				f = flow_find_roce(flows, p);
 			}
@@ -1219,6 +1280,8 @@ send:
 	return (int)(c - wc);
 }
 
+/* ---- capture ---- */
+
 /*
  * A capture is running (bridge->cap_gen): take this burst's receives if the capture
  * wants the channel's side. The flow fast path is off for the burst (flows_ok): every
@@ -1281,6 +1344,8 @@ static __attribute__((noinline)) void rx_capture_done(struct burst *b, struct ca
 	r->verdict = (uint8_t)why;
 	cap_ring_commit(b->cap);
 }
+
+/* ---- the full path: one receive through every rule ---- */
 
 /* Whether chan_send will drop (DROP_TX_FULL) a packet on `out` now. */
 static inline bool chan_send_drops(const struct channel *out)
@@ -1391,6 +1456,8 @@ drop:
 	fl_put(w, fl, buf);
 }
 
+/* ---- receive refill ---- */
+
 /* Point receive WRs 0..n-1 at buffers idx[] and record them as posted. */
 static inline void chan_rwr_fill(struct channel *ch, struct pool *pool, const uint32_t *idx,
 				 uint32_t n)
@@ -1482,6 +1549,8 @@ void chan_refill(struct worker *w, struct channel *ch)
 		}
 	}
 }
+
+/* ---- the burst loop and the CQ polls ---- */
 
 /* chan_burst for the channels of one side (a constant after inlining). */
 static inline __attribute__((always_inline)) void chan_burst_side(struct worker *w,
