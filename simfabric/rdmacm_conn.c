@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * rdmacm_conn.c: the rest of librdmacm.so.1's ABI (rdma-core 44): connection
- * management and rsockets. The simulated fabric carries UD datagrams (unicast and
- * multicast) only; connected QPs (RC, UC, XRC) are not simulated (rdma_listen,
- * rdma_connect, rdma_accept and rdma_reject work on UD ids through SIDR, rdmacm.c, and
- * refuse other ids with EOPNOTSUPP). So that a program
+ * rdmacm_conn.c: connection management and rsockets of librdmacm.so.1's ABI (rdma-core
+ * 44). The simulated fabric carries UD datagrams (unicast and multicast) only: on UD ids
+ * rdma_listen, rdma_connect, rdma_accept, rdma_get_request and rdma_reject work through
+ * SIDR (the calls here, the protocol below the event reading they wait on in
+ * rdmacm_sidr.c); connected QPs (RC, UC, XRC) are not simulated, and those calls refuse
+ * other ids with EOPNOTSUPP. So that a program
  * written for real hosts loads and fails cleanly instead of dying with "undefined
- * symbol", every such call is exported and refused as librdmacm refuses a call the
+ * symbol", every other such call is exported and refused as librdmacm refuses a call the
  * kernel does not support: -1 with errno EOPNOTSUPP (ids, endpoints, ECE), and
  * rsocket() likewise; calls on an rsocket descriptor that cannot exist answer EBADF, as
- * upstream answers for a descriptor that is not an rsocket. What is real: rselect()
- * over ordinary descriptors (upstream converts to rpoll, and so does this),
- * rdma_create_srq()/rdma_destroy_srq() (basic SRQs, srq.c) and rdma_destroy_ep() on ids
- * made by rdma_create_id().
+ * upstream answers for a descriptor that is not an rsocket. What is real: rpoll() and
+ * rselect() over ordinary descriptors (upstream converts select to rpoll, and so does
+ * this), rdma_create_srq()/rdma_destroy_srq() (basic SRQs, srq.c) and rdma_destroy_ep()
+ * on ids made by rdma_create_id().
  * docs/simfabric.md lists these calls.
  */
 #include <errno.h>
@@ -24,13 +25,270 @@
 #include <rdma/rdma_verbs.h>
 #include <rdma/rsocket.h>
 
-#include "sf.h"
+#include "rdmacm_priv.h"
 
 /* librdmacm's ERR(e). */
 static int conn_err(int e)
 {
 	errno = e;
 	return -1;
+}
+
+/* ---- SIDR on UD ids: rdma_listen, rdma_connect, rdma_accept, rdma_get_request, rdma_reject ----
+ */
+
+/*
+ * rdma_listen: UD ids only (connected QPs are not simulated: EOPNOTSUPP). An idle id is
+ * bound to the IPv4 wildcard first, as the kernel does; a second listen: EINVAL. The
+ * backlog has no meaning for SIDR.
+ */
+SF_EXPORT int rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct cm_id *idp;
+	int ret = 0;
+
+	(void)backlog;
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp_type != IBV_QPT_UD)
+		return cm_err(EOPNOTSUPP);
+	idp = container_of(id, struct cm_id, id);
+	pthread_mutex_lock(&cmlib.lock);
+	if (idp->state == CM_IDLE) {
+		struct sockaddr_in any = {.sin_family = AF_INET};
+
+		ret = cm_bind_locked(idp, (struct sockaddr *)&any, sizeof(any));
+	}
+	if (!ret && idp->state != CM_ADDR_BOUND)
+		ret = -EINVAL;
+	if (!ret)
+		ret = cm_listen_locked(idp);
+	if (!ret) {
+		idp->state = CM_LISTEN;
+		ret = cm_id_publish_locked(idp);
+	} else {
+		ret = cm_err(-ret);
+	}
+	pthread_mutex_unlock(&cmlib.lock);
+	return ret;
+}
+
+/*
+ * rdma_connect on a UD id: a SIDR REQ (cma_resolve_ib_udp). The route must be resolved
+ * (EINVAL otherwise); the private data and the 36-byte rdma_cm header (AF_IB: none) must
+ * fit the 216 bytes of a SIDR REQ (EINVAL). The answer comes as an event (rdmacm_sidr.c);
+ * a synchronous id waits for it (UNREACHABLE: -1 with errno the status, as
+ * ucma_complete). Other QP types: EOPNOTSUPP (not simulated).
+ */
+SF_EXPORT int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	const struct sockaddr *src, *dst;
+	struct sf_sidr_msg req;
+	struct sf_listen *l = NULL;
+	struct cm_event *evt;
+	struct cm_id *idp;
+	uint8_t plen = conn_param && conn_param->private_data ? conn_param->private_data_len : 0;
+	int32_t pid = 0;
+	uint32_t serial = 0;
+	int d, status = 0, off;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp_type != IBV_QPT_UD)
+		return cm_err(EOPNOTSUPP);
+	idp = container_of(id, struct cm_id, id);
+	evt = malloc(sizeof(*evt));
+	if (!evt)
+		return cm_err(ENOMEM);
+	pthread_mutex_lock(&cmlib.lock);
+	src = (const struct sockaddr *)&idp->ksrc;
+	dst = (const struct sockaddr *)&idp->kdst;
+	off = src->sa_family == AF_IB ? 0 : CM_HDR_LEN;
+	if (idp->state != CM_ROUTE_RESOLVED || off + plen > SF_SIDR_REQ_PRIV) {
+		pthread_mutex_unlock(&cmlib.lock);
+		free(evt);
+		return cm_err(EINVAL);
+	}
+	memset(&req, 0, sizeof(req));
+	req.hdr.kind = SF_MSG_CM_SIDR_REQ;
+	req.hdr.cookie2 = (uintptr_t)&idp->id;
+	req.reply_pid = getpid();
+	req.reply_serial = idp->chan->serial;
+	req.seq = ++idp->sidr_seq;
+	req.ps = (uint32_t)idp->id.ps;
+	req.src_dev = (uint32_t)idp->dev;
+	req.pkey = idp->pkey;
+	req.family = src->sa_family;
+	req.sgid = idp->ksgid;
+	req.dgid = idp->kdgid;
+	memcpy(req.src_sa, src, cm_addrlen(src));
+	memcpy(req.dst_sa, dst, cm_addrlen(dst));
+	if (off)
+		cm_sidr_hdr(req.priv, src, dst);
+	if (plen)
+		memcpy(req.priv + off, conn_param->private_data, plen);
+	req.priv_len = (uint8_t)(off + plen);
+	idp->state = CM_CONNECT;
+
+	d = cm_sidr_target_locked(idp);
+	sf_lock(cmlib.fab);
+	if (d < 0 || !cm_dev_usable(d) || cmlib.fab->devs[d].seg != cmlib.fab->devs[idp->dev].seg ||
+	    atomic_load(&cmlib.fab->devs[d].port_state) != IBV_PORT_ACTIVE ||
+	    atomic_load(&cmlib.fab->devs[idp->dev].port_state) != IBV_PORT_ACTIVE) {
+		status = -ETIMEDOUT;
+	} else {
+		l = cm_sidr_listener_locked(req.ps, cm_addr_port(dst), d, cm_sa_ipv4(dst));
+		if (l) {
+			req.hdr.cookie = l->id_cookie;
+			req.dst_dev = (uint32_t)d;
+			pid = l->own.pid;
+			serial = l->chan_serial;
+		} else {
+			status = CM_SIDR_UNSUPPORTED;
+		}
+	}
+	sf_unlock(cmlib.fab);
+	/* A listener whose process is gone: its host's CM has no listener either. */
+	if (l && cm_sidr_post(pid, serial, &req, cm_sidr_timeout_ms()))
+		status = CM_SIDR_UNSUPPORTED;
+	if (status) {
+		cm_event_init(evt, idp, NULL, RDMA_CM_EVENT_UNREACHABLE, status);
+		if (status > 0) {
+			/* A REP came back (with no private data): its 136 bytes are reported. */
+			evt->ev.param.ud.private_data = evt->priv;
+			evt->ev.param.ud.private_data_len = SF_SIDR_REP_PRIV;
+		}
+		cm_chan_push_locked(idp->chan, evt);
+	} else {
+		free(evt);
+	}
+	pthread_mutex_unlock(&cmlib.lock);
+	return cm_complete(idp);
+}
+
+/*
+ * rdma_accept on an id made from a SIDR request: the REP with the QP number (the id's
+ * QP, else conn_param->qp_num), the id's Q_Key (the port space's default, RDMA_UDP_QKEY
+ * for PS_UDP: librdmacm's conn_param has no Q_Key, so ucma passes 0 and cma_send_sidr_rep
+ * sets the default), and up to 136 bytes of private data (more: EINVAL). The QP is not touched
+ * (librdmacm: UD ids skip the RTR/RTS transitions). When the kernel's accept fails it rejects the
+ * request (the client sees UNREACHABLE status 2). Not such an id, or answered already: EINVAL.
+ * Non-UD ids: EOPNOTSUPP.
+ */
+SF_EXPORT int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct cm_id *idp;
+	uint32_t qpn;
+	uint8_t plen;
+	int ret = 0;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp_type != IBV_QPT_UD)
+		return cm_err(EOPNOTSUPP);
+	idp = container_of(id, struct cm_id, id);
+	qpn = id->qp ? id->qp->qp_num : conn_param ? conn_param->qp_num : 0;
+	plen = conn_param && conn_param->private_data ? conn_param->private_data_len : 0;
+	pthread_mutex_lock(&cmlib.lock);
+	if (idp->state != CM_CONNECT || !idp->sidr_req) {
+		pthread_mutex_unlock(&cmlib.lock);
+		return cm_err(EINVAL);
+	}
+	idp->sidr_req = false;
+	if (plen > SF_SIDR_REP_PRIV)
+		ret = EINVAL;
+	if (ret) {
+		cm_sidr_send_rep(idp->req_pid, idp->req_serial, idp->req_cookie, idp->req_seq,
+				 CM_SIDR_REJECT, 0, 0, NULL, 0);
+	} else {
+		cm_sidr_send_rep(idp->req_pid, idp->req_serial, idp->req_cookie, idp->req_seq,
+				 CM_SIDR_SUCCESS, qpn, cm_qkey_locked(idp),
+				 plen ? conn_param->private_data : NULL, plen);
+	}
+	pthread_mutex_unlock(&cmlib.lock);
+	if (ret)
+		return cm_err(ret);
+	/* librdmacm: a synchronous UD id acks the request it was handed. */
+	if (idp->sync && id->event) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
+	return 0;
+}
+
+/*
+ * rdma_get_request: the next connection request of a synchronous listener (one made
+ * without a channel; EINVAL otherwise), as upstream: the new id with the request as
+ * its id->event. A REJECTED event: ECONNREFUSED; an event with an error: its errno;
+ * another event: EINVAL (kept in listen->event). Non-UD ids: EOPNOTSUPP, *id NULL.
+ */
+SF_EXPORT int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct rdma_cm_event *event;
+	int ret;
+
+	if (!listen || !id)
+		return cm_err(EINVAL);
+	if (listen->qp_type != IBV_QPT_UD) {
+		*id = NULL;
+		return cm_err(EOPNOTSUPP);
+	}
+	if (!container_of(listen, struct cm_id, id)->sync)
+		return cm_err(EINVAL);
+	if (listen->event) {
+		rdma_ack_cm_event(listen->event);
+		listen->event = NULL;
+	}
+	ret = rdma_get_cm_event(listen->channel, &event);
+	if (ret)
+		return ret;
+	if (event->event == RDMA_CM_EVENT_REJECTED)
+		ret = cm_err(ECONNREFUSED);
+	else if (event->status)
+		ret = cm_err(-event->status);
+	else if (event->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		ret = cm_err(EINVAL);
+	if (ret) {
+		listen->event = event;
+		return ret;
+	}
+	*id = event->id;
+	(*id)->event = event;
+	return 0;
+}
+
+/*
+ * rdma_reject on an id made from a SIDR request: a REP with status IB_SIDR_REJECT and up
+ * to 136 bytes of private data (more: EINVAL). Any other id, or one answered already:
+ * EINVAL. Non-UD ids: EOPNOTSUPP.
+ */
+SF_EXPORT int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	struct cm_id *idp;
+	uint8_t plen = private_data ? private_data_len : 0;
+
+	if (!id)
+		return cm_err(EINVAL);
+	if (id->qp_type != IBV_QPT_UD)
+		return cm_err(EOPNOTSUPP);
+	idp = container_of(id, struct cm_id, id);
+	pthread_mutex_lock(&cmlib.lock);
+	if (idp->state != CM_CONNECT || !idp->sidr_req || plen > SF_SIDR_REP_PRIV) {
+		pthread_mutex_unlock(&cmlib.lock);
+		return cm_err(EINVAL);
+	}
+	idp->sidr_req = false;
+	cm_sidr_send_rep(idp->req_pid, idp->req_serial, idp->req_cookie, idp->req_seq,
+			 CM_SIDR_REJECT, 0, 0, private_data, plen);
+	pthread_mutex_unlock(&cmlib.lock);
+	return 0;
+}
+
+/* rdma_reject_ece: rdma_reject with reason 35, which a SIDR REP does not carry. */
+SF_EXPORT int rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
+			      uint8_t private_data_len)
+{
+	return rdma_reject(id, private_data, private_data_len);
 }
 
 /* ---- connection management: not simulated ---- */
@@ -340,6 +598,15 @@ SF_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offse
 	(void)offset;
 	(void)flags;
 	return (size_t)CONN_NOT_RSOCKET(socket);
+}
+
+/*
+ * rpoll: upstream polls rsockets and hands every other fd to poll(2). No rsocket exists
+ * here, so it is poll(2) (the rdma_cm examples poll their channel fd with it).
+ */
+SF_EXPORT int rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
+{
+	return poll(fds, nfds, timeout);
 }
 
 /* Add the descriptors of one fd_set to fds with the given events. */
