@@ -1,0 +1,457 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Unit tests of the data path's classification and discard rules (engine/fwd.c) on
+ * crafted receive buffers, as the NIC delivers them: IB, a 40-byte GRH then the payload;
+ * RoCEv2 over IPv4, bytes 0-19 undefined and the IPv4 header at offset 20
+ * (reference/verbs-facts.md section 3: 0x45, TOS, tot_len, id, frag_off with DF, TTL,
+ * protocol 17, checksum, saddr, daddr), then the payload (the NIC strips UDP port 4791,
+ * BTH and DETH).
+ *
+ * How the rules are reached: this file includes engine/fwd.c, so its static functions
+ * (rx_classify, chan_rx, rx_pgm) are called as they are, and fwd.c's generated code in
+ * the engine library is not changed by any test hook. The engine library's other
+ * objects (group tables, pool, senders) are linked as the bridge links them; fwd.c's
+ * own object is not pulled from the archive (this object defines its symbols).
+ *
+ * Each packet's verdict is checked twice: rx_classify's (the group, or a drop reason),
+ * and for a drop the counter chan_rx moves (ch->st.drops[reason], the only counter that
+ * moves, and the buffer handed back to the free list).
+ */
+#include "fwd.c"
+
+#include <netinet/udp.h>
+
+#include "tap.h"
+
+#define FWD	 DROP_NREASONS /* the verdict "forwarded" */
+#define OWN_QPN	 0x000111u     /* the QPN of our channel on each side */
+#define PEER_QPN 0x000222u     /* a sender's QPN */
+#define PAYLOAD	 64u
+
+static struct bridge br;
+static struct channel ch[NSIDES];
+static struct group g_both, g_out, g_in, g_idle;
+/* The receive buffers: one buffer of 512 bytes (the pool's data region). */
+static uint8_t region_buf[512] __attribute__((aligned(64)));
+
+static const union ibv_gid ib_port_gid = {
+	.raw = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0x01}};
+static const union ibv_gid ib_other_gid = {
+	.raw = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0x02}};
+
+/* An IPv4 address a.b.c.d in network order. */
+static uint32_t ip4(unsigned a, unsigned b, unsigned c, unsigned d)
+{
+	return htonl(a << 24 | b << 16 | c << 8 | d);
+}
+
+/* The IB MGID of a group: IPoIB's format for IPv4 (ff12:401b:ffff::a.b.c.d, the top
+ * nibble of a kept here), `sig` the two signature bytes. */
+static union ibv_gid ib_mgid(uint16_t sig, uint32_t addr)
+{
+	union ibv_gid m = {.raw = {0xff, 0x12, (uint8_t)(sig >> 8), (uint8_t)sig, 0xff, 0xff}};
+
+	memcpy(m.raw + 12, &addr, 4);
+	return m;
+}
+
+/* The RoCE MGID of a group: ::ffff:a.b.c.d. */
+static union ibv_gid roce_mgid(uint32_t addr)
+{
+	union ibv_gid m = {.raw = {[10] = 0xff, [11] = 0xff}};
+
+	memcpy(m.raw + 12, &addr, 4);
+	return m;
+}
+
+static void group_init(struct group *g, uint32_t addr, enum group_dir dir, uint32_t ready)
+{
+	g->addr = addr;
+	g->dir = dir;
+	g->mgid[SIDE_IB] = ib_mgid(0x401b, addr);
+	g->mgid[SIDE_ROCE] = roce_mgid(addr);
+	atomic_store(&g->ready, ready);
+	if (group_publish(&br, g))
+		abort();
+}
+
+static void setup(void)
+{
+	static uint32_t own_qpn[NSIDES][1] = {{OWN_QPN}, {OWN_QPN}};
+
+	urcu_qsbr_register_thread();
+	br.groups_by_addr =
+		cds_lfht_new_flavor(16, 16, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor, NULL);
+	for (int s = 0; s < NSIDES; s++) {
+		struct side_ctx *sd = &br.sd[s];
+
+		sd->side = (enum side)s;
+		sd->state = SIDE_UP;
+		sd->groups = cds_lfht_new_flavor(16, 16, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor,
+						 NULL);
+		sd->nchan = 1;
+		sd->own_qpn = own_qpn[s];
+		sd->mtu = 4096;
+		ch[s].side = (enum side)s;
+		ch[s].br = &br;
+		ch[s].sd = sd;
+		ch[s].peer = &ch[!s];
+		ch[s].glast = &ch[s].gcache[0];
+	}
+	br.sd[SIDE_IB].gid = ib_port_gid;
+	br.sd[SIDE_ROCE].ipv4 = ip4(192, 168, 1, 10);
+	br.sd[SIDE_ROCE].netmask = ip4(255, 255, 255, 0);
+	br.cfg.peers[0] = ip4(192, 168, 1, 20);
+	br.cfg.npeers = 1;
+	group_init(&g_both, ip4(239, 1, 2, 3), DIR_BOTH, 1u << SIDE_IB | 1u << SIDE_ROCE);
+	group_init(&g_out, ip4(239, 1, 2, 4), DIR_OUT, 1u << SIDE_IB | 1u << SIDE_ROCE);
+	group_init(&g_in, ip4(239, 1, 2, 5), DIR_IN, 1u << SIDE_IB | 1u << SIDE_ROCE);
+	group_init(&g_idle, ip4(239, 1, 2, 6), DIR_BOTH, 0);
+}
+
+/* A received packet: its header area and the work completion that came with it. */
+struct rx {
+	uint8_t hdr[BR_GRH_LEN];
+	struct ibv_wc wc;
+};
+
+/* An IB multicast packet from another port's QP, hop limit 0, to group address addr. */
+static struct rx ib_pkt(uint32_t addr)
+{
+	struct rx r = {.wc = {.status = IBV_WC_SUCCESS,
+			      .opcode = IBV_WC_RECV,
+			      .byte_len = BR_GRH_LEN + PAYLOAD,
+			      .wc_flags = IBV_WC_GRH,
+			      .src_qp = PEER_QPN}};
+	struct ibv_grh *grh = (struct ibv_grh *)r.hdr;
+
+	grh->version_tclass_flow = htonl(6u << 28);
+	grh->paylen = htons(PAYLOAD + 12 + 8 + 4); /* BTH, DETH, ICRC */
+	grh->next_hdr = 0x1b;
+	grh->hop_limit = 0;
+	grh->sgid = ib_other_gid;
+	grh->dgid = ib_mgid(0x401b, addr);
+	return r;
+}
+
+/* A RoCEv2 packet from saddr to daddr: bytes 0-19 zero (as rxe), the IPv4 header at 20. */
+static struct rx roce_pkt(uint32_t saddr, uint32_t daddr)
+{
+	struct rx r = {.wc = {.status = IBV_WC_SUCCESS,
+			      .opcode = IBV_WC_RECV,
+			      .byte_len = BR_GRH_LEN + PAYLOAD,
+			      .wc_flags = IBV_WC_GRH,
+			      .src_qp = PEER_QPN}};
+	struct iphdr *ip = (struct iphdr *)(r.hdr + BR_IPV4_OFF);
+
+	ip->version = IPVERSION;
+	ip->ihl = sizeof(*ip) / 4;
+	ip->tot_len = htons(sizeof(*ip) + sizeof(struct udphdr) + 12 + 8 + PAYLOAD + 4);
+	ip->frag_off = htons(IP_DF);
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->saddr = saddr;
+	ip->daddr = daddr;
+	return r;
+}
+
+/* The IPv4 header of a RoCE packet. */
+static struct iphdr *roce_ip(struct rx *r)
+{
+	return (struct iphdr *)(r->hdr + BR_IPV4_OFF);
+}
+
+/* A burst as chan_burst_side starts one (the fields the rules read). */
+static struct burst burst_new(enum side side)
+{
+	struct burst b = {.w = NULL, .br = &br, .pool = NULL};
+
+	b.region = (struct region){region_buf, sizeof(region_buf)};
+	b.bridging = atomic_load(&br.bridging) != 0;
+	b.check_own = !br.sd[side].block_lb;
+	return b;
+}
+
+/* rx_classify's group for the packet (NULL: dropped, *why the reason). */
+static struct group *classify(enum side side, const struct rx *r, enum drop_reason *why)
+{
+	struct burst b = burst_new(side);
+	struct src_addr src;
+
+	memcpy(region_buf, r->hdr, BR_GRH_LEN);
+	*why = FWD;
+	return rx_classify(&b, &ch[side], side, &r->wc, region_buf, &src, why);
+}
+
+/*
+ * The verdict of the rules on a packet received on side `side`: FWD when rx_classify
+ * found its group (*gp), else the drop reason, checked against chan_rx: the one counter
+ * it moved (by one), and the buffer back on the free list.
+ */
+static int verdict(enum side side, const struct rx *r, struct group **gp)
+{
+	struct channel *c = &ch[side];
+	uint64_t before[DROP_NREASONS];
+	enum drop_reason why = FWD;
+	struct freelist fl = {.n = 0};
+	struct burst b = burst_new(side);
+	struct group *g = NULL;
+	int moved = -1, nmoved = 0;
+
+	if (r->wc.status == IBV_WC_SUCCESS)
+		g = classify(side, r, &why);
+	if (gp)
+		*gp = g;
+	if (g)
+		return FWD;
+	memcpy(before, c->st.drops, sizeof(before));
+	memcpy(region_buf, r->hdr, BR_GRH_LEN);
+	chan_rx(&b, c, side, &r->wc, &fl);
+	for (int i = 0; i < DROP_NREASONS; i++) {
+		if (c->st.drops[i] != before[i]) {
+			nmoved++;
+			moved = i;
+			CHECK_EQ(c->st.drops[i] - before[i], 1);
+		}
+	}
+	CHECK_EQ(nmoved, 1);
+	CHECK_EQ(fl.n, 1); /* the buffer goes back to the pool */
+	if (r->wc.status == IBV_WC_SUCCESS)
+		CHECK_EQ(moved, why); /* chan_rx counts what rx_classify said */
+	return moved;
+}
+
+static void test_ib(void)
+{
+	struct group *g;
+	struct rx r;
+
+	printf("# IB: the GRH at offset 0\n");
+	r = ib_pkt(g_both.addr);
+	CHECK_EQ(verdict(SIDE_IB, &r, &g), FWD);
+	CHECK(g == &g_both);
+
+	/* The loop marker: any hop limit but 0 (a bridge sets BR_IB_MARKER_HOP_LIMIT). */
+	r = ib_pkt(g_both.addr);
+	r.hdr[offsetof(struct ibv_grh, hop_limit)] = BR_IB_MARKER_HOP_LIMIT;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_LOOP);
+	r.hdr[offsetof(struct ibv_grh, hop_limit)] = 64;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_LOOP);
+
+	/* No GRH flag in the completion: nothing of the header is read. */
+	r = ib_pkt(g_both.addr);
+	r.wc.wc_flags = 0;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_NO_GRH);
+
+	/* A receive completion with an error status. */
+	r = ib_pkt(g_both.addr);
+	r.wc.status = IBV_WC_LOC_LEN_ERR;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_RX_ERROR);
+
+	/* Unicast: a DGID that is not a multicast GID (first byte not 0xff). */
+	r = ib_pkt(g_both.addr);
+	r.hdr[offsetof(struct ibv_grh, dgid)] = 0xfe;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_UNICAST);
+
+	/* Our own packet back: our port GID and one of our QPNs. */
+	r = ib_pkt(g_both.addr);
+	((struct ibv_grh *)r.hdr)->sgid = ib_port_gid;
+	r.wc.src_qp = OWN_QPN;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_OWN);
+	/* ... before the loop marker is looked at. */
+	r.hdr[offsetof(struct ibv_grh, hop_limit)] = 1;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_OWN);
+	r.hdr[offsetof(struct ibv_grh, hop_limit)] = 0;
+	/* Another QP of our own port: not ours, forwarded. */
+	r.wc.src_qp = PEER_QPN;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), FWD);
+	/* Our QPN from another port: forwarded. */
+	((struct ibv_grh *)r.hdr)->sgid = ib_other_gid;
+	r.wc.src_qp = OWN_QPN;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), FWD);
+	/* With the hardware blocking our own multicast (block_lb) the filter is off. */
+	((struct ibv_grh *)r.hdr)->sgid = ib_port_gid;
+	br.sd[SIDE_IB].block_lb = true;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), FWD);
+	br.sd[SIDE_IB].block_lb = false;
+
+	/* A group not bridged. */
+	r = ib_pkt(ip4(239, 9, 9, 9));
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_UNKNOWN_GROUP);
+
+	/* A bridged group's address in another MGID format: another signature, or the
+	 * address's top nibble cleared as IPoIB's mapping does. */
+	r = ib_pkt(g_both.addr);
+	((struct ibv_grh *)r.hdr)->dgid = ib_mgid(0x601b, g_both.addr);
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_MGID_FORMAT);
+	((struct ibv_grh *)r.hdr)->dgid.raw[3] = 0x1b;
+	((struct ibv_grh *)r.hdr)->dgid.raw[12] &= 0x0f;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_MGID_FORMAT);
+}
+
+static void test_roce(void)
+{
+	uint32_t src = ip4(192, 168, 1, 33), own = br.sd[SIDE_ROCE].ipv4;
+	struct group *g;
+	struct rx r;
+
+	printf("# RoCEv2: the IPv4 header at offset 20 of the 40-byte area\n");
+	r = roce_pkt(src, g_both.addr);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, &g), FWD);
+	CHECK(g == &g_both);
+	/* Bytes 0-19 are undefined: what they hold does not matter. */
+	memset(r.hdr, 0x60, BR_IPV4_OFF);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+
+	/* Not IPv4 without options: another version, or a header length other than 5. */
+	r = roce_pkt(src, g_both.addr);
+	roce_ip(&r)->version = 6;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_BAD_HEADER);
+	r = roce_pkt(src, g_both.addr);
+	roce_ip(&r)->ihl = 6; /* options */
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_BAD_HEADER);
+	roce_ip(&r)->ihl = 4; /* shorter than a header */
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_BAD_HEADER);
+	r = roce_pkt(src, g_both.addr);
+	memset(r.hdr + BR_IPV4_OFF, 0, sizeof(struct iphdr)); /* a header of zeros */
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_BAD_HEADER);
+
+	/* No GRH flag. */
+	r = roce_pkt(src, g_both.addr);
+	r.wc.wc_flags = 0;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_NO_GRH);
+
+	/* Unicast: a destination outside 224.0.0.0/4 (either edge of the range). */
+	r = roce_pkt(src, ip4(192, 168, 1, 10));
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNICAST);
+	r = roce_pkt(src, ip4(240, 1, 2, 3));
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNICAST);
+	r = roce_pkt(src, ip4(223, 255, 255, 255));
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNICAST);
+
+	/* TTL: no rule on RoCE (the loop marker is IB's hop limit; peers and own packets are
+	 * told by address). TTL 1 and 0 are forwarded as any other. */
+	r = roce_pkt(src, g_both.addr);
+	roce_ip(&r)->ttl = 1;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	roce_ip(&r)->ttl = 0;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+
+	/* Fragments: no rule either. A RoCEv2 NIC delivers only whole datagrams (sent with
+	 * DF) to a UD QP; the rules look at the addresses only, whatever frag_off says. */
+	r = roce_pkt(src, g_both.addr);
+	roce_ip(&r)->frag_off = htons(IP_MF);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	roce_ip(&r)->frag_off = htons(185); /* a later fragment, offset 1480 */
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+
+	/* Our own packet back: our address and one of our QPNs. */
+	r = roce_pkt(own, g_both.addr);
+	r.wc.src_qp = OWN_QPN;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_OWN);
+	r.wc.src_qp = PEER_QPN; /* another QP of this host */
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	r.wc.src_qp = OWN_QPN;
+	br.sd[SIDE_ROCE].block_lb = true;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	br.sd[SIDE_ROCE].block_lb = false;
+	r = roce_pkt(src, g_both.addr); /* our QPN from another host */
+	r.wc.src_qp = OWN_QPN;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+
+	/* A configured peer bridge's packets. */
+	r = roce_pkt(br.cfg.peers[0], g_both.addr);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_PEER);
+
+	/* A source outside the interface's subnet, unless foreign sources are allowed. */
+	r = roce_pkt(ip4(10, 0, 0, 1), g_both.addr);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_FOREIGN);
+	br.cfg.allow_foreign = true;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	br.cfg.allow_foreign = false;
+	br.sd[SIDE_ROCE].netmask = 0; /* netmask unknown: no check */
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	br.sd[SIDE_ROCE].netmask = ip4(255, 255, 255, 0);
+
+	/* A group not bridged. */
+	r = roce_pkt(src, ip4(239, 9, 9, 9));
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNKNOWN_GROUP);
+}
+
+/* The rules after the group is found: its direction, its joins, the bridging switch. */
+static void test_group_rules(void)
+{
+	uint32_t src = ip4(192, 168, 1, 33);
+	struct rx r;
+
+	printf("# the group's rules\n");
+	/* -o (DIR_OUT): RoCE -> IB only, the IB side joined send-only; -i the other way. */
+	r = ib_pkt(g_out.addr);
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_SENDONLY_SIDE);
+	r = roce_pkt(src, g_out.addr);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	r = ib_pkt(g_in.addr);
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), FWD);
+	r = roce_pkt(src, g_in.addr);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_SENDONLY_SIDE);
+
+	/* Not joined yet (no ready bit), or a side's port down. */
+	r = ib_pkt(g_idle.addr);
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_NOT_JOINED);
+	br.sd[SIDE_ROCE].state = SIDE_DOWN;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_SIDE_DOWN);
+	br.sd[SIDE_ROCE].state = SIDE_UP;
+	atomic_store(&g_idle.ready, 1u << SIDE_IB); /* joined on IB only: forwards from IB */
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), FWD);
+	r = roce_pkt(src, g_idle.addr);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_NOT_JOINED);
+
+	/* Bridging switched off at run time: last, after every other rule. */
+	atomic_store(&br.bridging, 0);
+	r = ib_pkt(g_both.addr);
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_BRIDGING_OFF);
+	r.hdr[offsetof(struct ibv_grh, hop_limit)] = 1;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_LOOP);
+	atomic_store(&br.bridging, 1);
+}
+
+/* PGM inspection (rx_pgm): what is not PGM or malformed is counted, not parsed. */
+static void test_pgm(void)
+{
+	struct channel *c = &ch[SIDE_ROCE];
+	uint8_t pl[PAYLOAD] = "market data, not PGM";
+	uint8_t bad[40] = {0};
+
+	printf("# PGM inspection\n");
+	atomic_store(&br.pgm_policy, 0);
+	CHECK(!rx_pgm(&br, c, &g_both, pl, sizeof(pl), 0));
+	CHECK_EQ(c->st.pgm_not_pgm, 1);
+	CHECK_EQ(c->st.pgm_malformed, 0);
+
+	/* ODATA with the options bit set and an OPT_LENGTH of a wrong length: PGM's shape,
+	 * invalid. */
+	bad[PGM_OFF_TYPE] = PGM_TYPE_ODATA;
+	bad[PGM_OFF_OPTIONS] = PGM_HDR_OPT_PRESENT;
+	bad[PGM_HDR_LEN + 8 + PGM_OPT_OFF_LEN] = 99;
+	CHECK(!rx_pgm(&br, c, &g_both, bad, sizeof(bad), 0));
+	CHECK_EQ(c->st.pgm_malformed, 1);
+
+	/* The strict policy drops both (pgm_result_drop of a malformed result). */
+	atomic_store(&br.pgm_policy, PGM_DROP_MALFORMED);
+	CHECK(rx_pgm(&br, c, &g_both, bad, sizeof(bad), 0));
+	CHECK(rx_pgm(&br, c, &g_both, pl, sizeof(pl), 0));
+	CHECK_EQ(c->st.pgm_malformed, 2);
+	CHECK_EQ(c->st.pgm_not_pgm, 2);
+	atomic_store(&br.pgm_policy, 0);
+}
+
+int main(void)
+{
+	atomic_store(&br.bridging, 1);
+	setup();
+	test_ib();
+	test_roce();
+	test_group_rules();
+	test_pgm();
+	return tap_done();
+}
