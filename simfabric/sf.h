@@ -328,7 +328,7 @@ struct sf_join {
 };
 
 /*
- * An rdma_cm listener of a UD port space (rdmacm.c, SIDR): the service the kernel's IB CM
+ * An rdma_cm listener of a UD port space (rdmacm_sidr.c, SIDR): the service the kernel's IB CM
  * would register (service ID = port space << 16 | port) on one device (`dev`) or on all
  * (-1, a wildcard bind), for one IPv4 address or any (0). A SIDR request for the service
  * is sent to the event channel (own.pid, chan_serial); id_cookie names the listening id.
@@ -590,7 +590,7 @@ struct sf_msg {
 #define SF_SIDR_REP_PRIV 136
 
 /*
- * A SIDR message between rdma_cm event channels (rdmacm.c). REQ: hdr.cookie = the
+ * A SIDR message between rdma_cm event channels (rdmacm_sidr.c). REQ: hdr.cookie = the
  * listening id, hdr.cookie2 = the connecting id, reply_pid/reply_serial = its channel,
  * seq = its connect attempt; the rest describes the requester as the SIDR REQ MAD and
  * its path carry it (private data with the rdma_cm header first). REP: hdr.cookie = the

@@ -1233,7 +1233,7 @@ static int cmd_help(struct simfab *sf, int argc, char **argv)
 }
 
 /*
- * listeners: the rdma_cm UD listeners (SIDR services, rdmacm.c): port space, port,
+ * listeners: the rdma_cm UD listeners (SIDR services, rdmacm_sidr.c): port space, port,
  * address (IPv4 or "*"), device ("*" for a wildcard bind) and owner pid.
  */
 static int cmd_listeners(struct simfab *sf, int argc, char **argv)
