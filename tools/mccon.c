@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * mccon.c - the console of mcsender and mclisten (mccon.h): the command table on the
- * console server of ib2roce (control/conserver.c).
+ * console server of ib2roce (lib/conserver.c).
  *
  * The commands keep ib2roce's names and rules (prefixes, shutdown only in full, a
  * suggestion for a typo, quit/exit leave the console and the program keeps running), so
@@ -29,7 +29,7 @@ struct mccon {
 
 typedef int cmd_fn(struct mccon *con, char *args, FILE *out);
 
-/* A command of the table (control/concmd.h): name, synopsis, help; what runs it. */
+/* A command of the table (lib/concmd.h): name, synopsis, help; what runs it. */
 struct cmd {
 	struct concmd c;
 	cmd_fn *fn;

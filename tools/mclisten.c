@@ -28,7 +28,7 @@
  * console (--control, mccon.h) is polled with the completion channel, and every
  * MCCON_POLL_MS at most while packets keep the loop busy.
  *
- * What the port itself dropped (no receive posted: out_of_buffer, control/nic.h) is read
+ * What the port itself dropped (no receive posted: out_of_buffer, lib/nic.h) is read
  * from sysfs at the start, for each live line and console command, and at the end, and
  * shown as nic_rx_dropped: the port's drops since the start, every QP of the port.
  *

@@ -2,7 +2,7 @@
 /*
  * mctool.h - what the diagnostic programs mcsender and mclisten share: the options they
  * have in common with ib2roce (-d, -r, -m, -l, -p, -t and groups as arguments, through
- * the option registry of control/options.h, and --control), the choice of one port on one fabric,
+ * the option registry of lib/options.h, and --control), the choice of one port on one fabric,
  * the rdma_cm joins, UD QPs, and the header every test packet carries.
  *
  * Threading: both programs are single-threaded; everything here runs on the main thread.

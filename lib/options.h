@@ -19,8 +19,8 @@
  * exit(): the parsers return OPT_EXIT when the program should stop with status 0.
  * Strings of the definitions are copied at registration.
  */
-#ifndef CONTROL_OPTIONS_H
-#define CONTROL_OPTIONS_H
+#ifndef LIB_OPTIONS_H
+#define LIB_OPTIONS_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -340,4 +340,4 @@ static inline int64_t feat_load(_Atomic int64_t *value)
 	return atomic_load_explicit(value, memory_order_relaxed);
 }
 
-#endif /* CONTROL_OPTIONS_H */
+#endif /* LIB_OPTIONS_H */
