@@ -14,6 +14,7 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "clock.h"
 #include "concmd.h"
 #include "conserver.h"
 #include "mccon.h"
@@ -36,14 +37,6 @@ struct cmd {
 };
 
 static const struct cmd cmds[];
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int cmd_help(struct mccon *con, char *args, FILE *out)
 {
