@@ -13,6 +13,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /*
  * errf - format a message into err (if err and errlen) and return code, for
@@ -30,6 +31,26 @@ static inline __attribute__((format(printf, 4, 5))) int errf(char *err, size_t e
 		va_end(ap);
 	}
 	return code;
+}
+
+/*
+ * errf_append - append a formatted text to the message err already holds (truncated
+ * as errf; nothing when err is full, NULL or errlen 0). Any thread.
+ */
+static inline __attribute__((format(printf, 3, 4))) void errf_append(char *err, size_t errlen,
+								     const char *fmt, ...)
+{
+	size_t used;
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	used = strnlen(err, errlen);
+	if (used + 1 >= errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err + used, errlen - used, fmt, ap);
+	va_end(ap);
 }
 
 #endif /* LIB_ERR_H */

@@ -17,8 +17,8 @@
 #include "clock.h"
 #include "concmd.h"
 #include "conserver.h"
+#include "featcmd.h"
 #include "mccon.h"
-#include "options.h"
 
 struct mccon {
 	struct conserver *srv;
@@ -67,33 +67,16 @@ static int cmd_stats(struct mccon *con, char *args, FILE *out)
 	return 0;
 }
 
-static int set_feature(bool enable, char *args, FILE *out)
-{
-	char err[OPT_ERR_LEN];
-	char *spec = concmd_rest(args);
-
-	if (!spec) {
-		feat_list(out);
-		return 0;
-	}
-	if (feat_set(spec, enable, true, err, sizeof(err))) {
-		fprintf(out, "%s\n", err);
-		return -1;
-	}
-	fprintf(out, "%s %s\n", enable ? "enabled" : "disabled", spec);
-	return 0;
-}
-
 static int cmd_enable(struct mccon *con, char *args, FILE *out)
 {
 	(void)con;
-	return set_feature(true, args, out);
+	return feat_cmd(true, args, out, NULL);
 }
 
 static int cmd_disable(struct mccon *con, char *args, FILE *out)
 {
 	(void)con;
-	return set_feature(false, args, out);
+	return feat_cmd(false, args, out, NULL);
 }
 
 static int cmd_shutdown(struct mccon *con, char *args, FILE *out)
@@ -115,10 +98,8 @@ static int cmd_quit(struct mccon *con, char *args, FILE *out)
 }
 
 static const struct cmd cmds[] = {
-	{{"disable", "[name]", "turn a runtime feature off (no name: list them)", false},
-	 cmd_disable},
-	{{"enable", "[name[=value]]", "turn a runtime feature on or set it (no name: list)", false},
-	 cmd_enable},
+	{FEAT_CONCMD_DISABLE, cmd_disable},
+	{FEAT_CONCMD_ENABLE, cmd_enable},
 	{{"exit", NULL, "same as quit", false}, cmd_quit},
 	{{"help", "[command]", "this list", false}, cmd_help},
 	{{"quit", NULL, "leave the console (the program keeps running)", false}, cmd_quit},

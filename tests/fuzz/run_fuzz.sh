@@ -28,12 +28,13 @@ corpus=$src/tests/fuzz/corpus-$target
 
 case $target in
 config)
-	sources="lib/options.c lib/features.c lib/suggest.c tests/control/fixture.c"
+	sources="lib/options.c lib/optfile.c lib/optnum.c lib/features.c lib/builtin.c lib/suggest.c
+		tests/control/fixture.c"
 	maxlen=16384
 	;;
 console)
-	sources="lib/options.c lib/features.c lib/suggest.c lib/paths.c lib/sysgroup.c
-		engine/mgid.c tests/control/fixture.c"
+	sources="lib/options.c lib/optfile.c lib/optnum.c lib/features.c lib/builtin.c lib/suggest.c
+		lib/paths.c lib/sysgroup.c lib/featcmd.c engine/mgid.c tests/control/fixture.c"
 	maxlen=16384
 	;;
 pgm)
