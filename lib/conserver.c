@@ -21,6 +21,16 @@
  * Admission: the socket file is 0660 (owner and group), and SO_PEERCRED of every
  * connection is checked: root, our own uid and the admitted group (else our gid) get
  * in; anyone else gets a refusal and we log it.
+ *
+ * Why one file of about 1 000 lines: its sections (lines, clients, the terminal,
+ * time-outs, the socket) are one state machine over one struct conserver and one epoll
+ * set: a client's read, its reply queue, its time-outs and its eviction all change the
+ * same slot and the same epoll registration, in an order that matters (a slot's fd is
+ * unwatched before it is closed, the epoll interest follows the reply queue: no reading
+ * while a reply is unread). Split into files, each part would need the client struct
+ * and the watch/unwatch helpers in a shared private header, and the invariants would be
+ * spread over several files; kept here they stand next to each other, with a section
+ * marker at each seam.
  */
 #include <errno.h>
 #include <fcntl.h>
