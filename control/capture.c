@@ -442,11 +442,9 @@ static uint32_t rings_drain(struct capture *cap, uint32_t max)
 
 static int64_t clock_off_ns(void)
 {
-	struct timespec m, r;
+	uint64_t m = mono_ns();
 
-	clock_gettime(CLOCK_MONOTONIC, &m);
-	clock_gettime(CLOCK_REALTIME, &r);
-	return ((int64_t)r.tv_sec - m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
+	return (int64_t)(clock_ns(CLOCK_REALTIME) - m);
 }
 
 /* A thread of its own waits for the grace period and frees the rings. */

@@ -20,6 +20,7 @@
 #include "conserver.h"
 #include "console.h"
 #include "ctl.h"
+#include "featcmd.h"
 #include "health.h"
 #include "ha.h"
 #include "log.h"
@@ -270,22 +271,15 @@ static int cmd_workers(struct ctl *c, char *args, FILE *out)
 	return 0;
 }
 
+/* enable and disable (featcmd.h, as the tools'), logged here. */
 static int set_feature(bool enable, char *args, FILE *out)
 {
-	char err[OPT_ERR_LEN];
-	char *spec = concmd_rest(args);
+	const char *spec;
+	int ret = feat_cmd(enable, args, out, &spec);
 
-	if (!spec) {
-		feat_list(out);
-		return 0;
-	}
-	if (feat_set(spec, enable, true, err, sizeof(err))) {
-		fprintf(out, "%s\n", err);
-		return -1;
-	}
-	log_notice("console: %s %s", enable ? "enable" : "disable", spec);
-	fprintf(out, "%s %s\n", enable ? "enabled" : "disabled", spec);
-	return 0;
+	if (spec)
+		log_notice("console: %s %s", enable ? "enable" : "disable", spec);
+	return ret;
 }
 
 static int cmd_enable(struct ctl *c, char *args, FILE *out)
@@ -493,10 +487,8 @@ static const struct cmd cmds[] = {
 	{{"config", NULL,
 	  "the settings a reload cannot change (input of ib2roce --check --running-config)", false},
 	 cmd_config},
-	{{"disable", "[name]", "turn a runtime feature off (no name: list them)", false},
-	 cmd_disable},
-	{{"enable", "[name[=value]]", "turn a runtime feature on or set it (no name: list)", false},
-	 cmd_enable},
+	{FEAT_CONCMD_DISABLE, cmd_disable},
+	{FEAT_CONCMD_ENABLE, cmd_enable},
 	{{"endpoints", "[N]", "same as senders", false}, cmd_senders},
 	{{"events", NULL, "the control thread's timers", false}, cmd_events},
 	{{"health", NULL, "ok, or one line per failed health condition (fails if unhealthy)",

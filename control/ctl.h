@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "bridge.h"
+#include "clock.h" /* mono_ns, mono_ms: every timer and age of the control plane */
 #include "nic.h"
 
 /* What an epoll registration of the control thread is for. */
@@ -116,20 +117,6 @@ struct ctl {
 /* A gap between two iterations of the control loop (normally at most one tick) that
  * counts as a stall of the control thread. */
 #define CTL_STALL_MS 1000
-
-/* CLOCK_MONOTONIC: every timer and age of the control plane. Any thread. */
-static inline uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint64_t mono_ms(void)
-{
-	return mono_ns() / 1000000;
-}
 
 static inline void fcntl_nonblock(int fd)
 {

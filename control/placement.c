@@ -16,22 +16,10 @@
 #include <hwloc/linux.h>
 #include <hwloc/openfabrics-verbs.h>
 
+#include "err.h"
 #include "placement.h"
 
 static const char *const side_label[PLACE_SIDES] = {"IB", "RoCE"};
-
-static int errf(char *err, size_t len, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int errf(char *err, size_t len, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return r;
-}
 
 static void add_line(char ***v, uint32_t *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * mccon.c - the console of mcsender and mclisten (mccon.h): the command table on the
- * console server of ib2roce (control/conserver.c).
+ * console server of ib2roce (lib/conserver.c).
  *
  * The commands keep ib2roce's names and rules (prefixes, shutdown only in full, a
  * suggestion for a typo, quit/exit leave the console and the program keeps running), so
@@ -14,10 +14,11 @@
 #include <syslog.h>
 #include <time.h>
 
+#include "clock.h"
 #include "concmd.h"
 #include "conserver.h"
+#include "featcmd.h"
 #include "mccon.h"
-#include "options.h"
 
 struct mccon {
 	struct conserver *srv;
@@ -29,21 +30,13 @@ struct mccon {
 
 typedef int cmd_fn(struct mccon *con, char *args, FILE *out);
 
-/* A command of the table (control/concmd.h): name, synopsis, help; what runs it. */
+/* A command of the table (lib/concmd.h): name, synopsis, help; what runs it. */
 struct cmd {
 	struct concmd c;
 	cmd_fn *fn;
 };
 
 static const struct cmd cmds[];
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int cmd_help(struct mccon *con, char *args, FILE *out)
 {
@@ -74,33 +67,16 @@ static int cmd_stats(struct mccon *con, char *args, FILE *out)
 	return 0;
 }
 
-static int set_feature(bool enable, char *args, FILE *out)
-{
-	char err[OPT_ERR_LEN];
-	char *spec = concmd_rest(args);
-
-	if (!spec) {
-		feat_list(out);
-		return 0;
-	}
-	if (feat_set(spec, enable, true, err, sizeof(err))) {
-		fprintf(out, "%s\n", err);
-		return -1;
-	}
-	fprintf(out, "%s %s\n", enable ? "enabled" : "disabled", spec);
-	return 0;
-}
-
 static int cmd_enable(struct mccon *con, char *args, FILE *out)
 {
 	(void)con;
-	return set_feature(true, args, out);
+	return feat_cmd(true, args, out, NULL);
 }
 
 static int cmd_disable(struct mccon *con, char *args, FILE *out)
 {
 	(void)con;
-	return set_feature(false, args, out);
+	return feat_cmd(false, args, out, NULL);
 }
 
 static int cmd_shutdown(struct mccon *con, char *args, FILE *out)
@@ -122,10 +98,8 @@ static int cmd_quit(struct mccon *con, char *args, FILE *out)
 }
 
 static const struct cmd cmds[] = {
-	{{"disable", "[name]", "turn a runtime feature off (no name: list them)", false},
-	 cmd_disable},
-	{{"enable", "[name[=value]]", "turn a runtime feature on or set it (no name: list)", false},
-	 cmd_enable},
+	{FEAT_CONCMD_DISABLE, cmd_disable},
+	{FEAT_CONCMD_ENABLE, cmd_enable},
 	{{"exit", NULL, "same as quit", false}, cmd_quit},
 	{{"help", "[command]", "this list", false}, cmd_help},
 	{{"quit", NULL, "leave the console (the program keeps running)", false}, cmd_quit},

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * mccon.h - the console of mcsender and mclisten: ib2roce's console server
- * (control/conserver.h: socket, admission, limits, protocol; bcom is the client) with
+ * (lib/conserver.h: socket, admission, limits, protocol; bcom is the client) with
  * the tools' commands: help, status, stats [--json], enable/disable (the runtime
  * features of the option registry, ppsdisplay among them), shutdown, quit/exit.
  *

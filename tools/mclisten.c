@@ -28,7 +28,7 @@
  * console (--control, mccon.h) is polled with the completion channel, and every
  * MCCON_POLL_MS at most while packets keep the loop busy.
  *
- * What the port itself dropped (no receive posted: out_of_buffer, control/nic.h) is read
+ * What the port itself dropped (no receive posted: out_of_buffer, lib/nic.h) is read
  * from sysfs at the start, for each live line and console command, and at the end, and
  * shown as nic_rx_dropped: the port's drops since the start, every QP of the port.
  *
@@ -398,7 +398,7 @@ static void stream_data(struct listener *l, struct lstream *s, uint64_t seq, uin
 			s->first = seq;
 	}
 	if (h) {
-		uint64_t rx = mct_now_ns(mct_clock_id((enum mct_clock)h->clock));
+		uint64_t rx = clock_ns(mct_clock_id((enum mct_clock)h->clock));
 
 		s->clock = h->clock;
 		if (h->total > s->total)
@@ -524,7 +524,7 @@ static void on_recv(struct listener *l, const struct ibv_wc *wc, uint64_t now)
 
 		if (l->port.fabric == MCT_ROCE)
 			memcpy(&sip, src + 12, 4);
-		pcapdump_write(l->dump, mct_now_ns(CLOCK_REALTIME), sip, g->addr, g->port,
+		pcapdump_write(l->dump, clock_ns(CLOCK_REALTIME), sip, g->addr, g->port,
 			       b + MCT_GRH_LEN, wc->byte_len - MCT_GRH_LEN);
 	}
 	on_payload(l, gi, b + MCT_GRH_LEN, wc->byte_len - MCT_GRH_LEN, src, wc->src_qp, now);
@@ -669,7 +669,7 @@ static int drain(struct listener *l)
 		if (n <= 0)
 			return total;
 		total += n;
-		uint64_t now = mct_now_ns(CLOCK_MONOTONIC);
+		uint64_t now = mono_ns();
 
 		for (int i = 0; i < n; i++)
 			on_recv(l, &wc[i], now);
@@ -749,12 +749,12 @@ static void run(struct listener *l)
 	uint64_t iv_ns = o->interval_ms * 1000000ull;
 	uint64_t now, next_tick, end;
 
-	l->t_start = mct_now_ns(CLOCK_MONOTONIC);
+	l->t_start = mono_ns();
 	next_tick = l->t_start + iv_ns;
 	end = o->duration_ms ? l->t_start + o->duration_ms * 1000000ull : UINT64_MAX;
 	while (!stop) {
 		drain(l);
-		now = mct_now_ns(CLOCK_MONOTONIC);
+		now = mono_ns();
 		if (o->count && l->data_rx >= o->count)
 			break;
 		if (now >= end)
@@ -794,7 +794,7 @@ static void run(struct listener *l)
 		}
 	}
 	drain(l);
-	l->t_end = mct_now_ns(CLOCK_MONOTONIC);
+	l->t_end = mono_ns();
 	nic_ctr_read(&l->nic);
 }
 
@@ -1008,7 +1008,7 @@ static void con_status(void *arg, FILE *out)
 {
 	struct listener *l = arg;
 	const struct lopts *o = l->o;
-	uint64_t now = mct_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = mono_ns();
 	double secs = (double)(now - l->t_start) / 1e9;
 	struct totals t;
 	char nic[24];
@@ -1047,9 +1047,9 @@ static void con_stats(void *arg, FILE *out, bool json)
 
 	nic_ctr_read(&l->nic);
 	if (json)
-		report_json(l, out, mct_now_ns(CLOCK_MONOTONIC));
+		report_json(l, out, mono_ns());
 	else
-		report_text(l, out, mct_now_ns(CLOCK_MONOTONIC));
+		report_text(l, out, mono_ns());
 }
 
 static void con_shutdown(void *arg)

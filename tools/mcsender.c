@@ -423,9 +423,9 @@ static void reap(struct sender *sd, int qi_wait)
 		if (qi_wait < 0 || sd->q[qi_wait].posted - sd->q[qi_wait].done < SQ_DEPTH)
 			return;
 		if (!t0) {
-			t0 = mct_now_ns(CLOCK_MONOTONIC);
+			t0 = mono_ns();
 			sd->sq_waits++;
-		} else if (mct_now_ns(CLOCK_MONOTONIC) - t0 > DRAIN_TIMEOUT_NS) {
+		} else if (mono_ns() - t0 > DRAIN_TIMEOUT_NS) {
 			/* No completion for seconds: count the outstanding sends as failed. */
 			sd->errors += sd->q[qi_wait].posted - sd->q[qi_wait].done;
 			sd->q[qi_wait].done = sd->q[qi_wait].posted;
@@ -699,7 +699,7 @@ static void run(struct sender *sd)
 	uint64_t k = 0, next_ambient, end, now;
 	uint32_t active = sd->ns;
 
-	sd->t_start = mct_now_ns(CLOCK_MONOTONIC);
+	sd->t_start = mono_ns();
 	end = o->duration_ms ? sd->t_start + o->duration_ms * 1000000ull : UINT64_MAX;
 	next_ambient = sd->t_start + o->spm_ms * 1000000ull;
 	sd->pps_t = sd->t_start;
@@ -712,7 +712,7 @@ static void run(struct sender *sd)
 	while (!stop && active) {
 		uint64_t due, wake;
 
-		now = mct_now_ns(CLOCK_MONOTONIC);
+		now = mono_ns();
 		if (now >= end)
 			break;
 		mccon_serve(sd->con, now);
@@ -737,7 +737,7 @@ static void run(struct sender *sd)
 				mccon_wait(sd->con, until);
 			else
 				sleep_until(until);
-			now = mct_now_ns(CLOCK_MONOTONIC);
+			now = mono_ns();
 			if (now >= end || stop)
 				break;
 		}
@@ -751,7 +751,7 @@ static void run(struct sender *sd)
 				do
 					s = &sd->s[sd->next_stream++ % sd->ns];
 				while (s->done);
-				send_data(sd, s, mct_now_ns(clk));
+				send_data(sd, s, clock_ns(clk));
 				if (o->pgm) {
 					s->hb_ivl = o->hb_ms * 1000000ull;
 					s->hb_next = now + s->hb_ivl;
@@ -770,12 +770,11 @@ static void run(struct sender *sd)
 			send_spm(sd, &sd->s[i]);
 	}
 	post_all(sd);
-	sd->t_end = mct_now_ns(CLOCK_MONOTONIC);
+	sd->t_end = mono_ns();
 	/* Wait for the last completions. */
 	now = sd->t_end;
 	for (uint32_t i = 0; i < o->nqps; i++) {
-		while (sd->q[i].done < sd->q[i].posted &&
-		       mct_now_ns(CLOCK_MONOTONIC) - now < DRAIN_TIMEOUT_NS)
+		while (sd->q[i].done < sd->q[i].posted && mono_ns() - now < DRAIN_TIMEOUT_NS)
 			reap(sd, -1);
 		if (sd->q[i].done < sd->q[i].posted)
 			sd->errors += sd->q[i].posted - sd->q[i].done;
@@ -822,7 +821,7 @@ static void con_status(void *arg, FILE *out)
 {
 	const struct sender *sd = arg;
 	const struct sopts *o = sd->o;
-	uint64_t now = mct_now_ns(CLOCK_MONOTONIC);
+	uint64_t now = mono_ns();
 	double secs = (double)(now - sd->t_start) / 1e9;
 
 	fprintf(out, "mcsender: sending %s on %s:%u (%s) for %.1f s\n",
@@ -855,7 +854,7 @@ static void con_status(void *arg, FILE *out)
 
 static void con_stats(void *arg, FILE *out, bool json)
 {
-	summary_print(arg, out, json, mct_now_ns(CLOCK_MONOTONIC));
+	summary_print(arg, out, json, mono_ns());
 }
 
 static void con_shutdown(void *arg)
@@ -916,7 +915,7 @@ int main(int argc, char **argv)
 		return r < 0 ? 2 : 0;
 	}
 	if (!o.stream_base_set)
-		o.stream_base = (uint32_t)(getpid() ^ mct_now_ns(CLOCK_REALTIME));
+		o.stream_base = (uint32_t)(getpid() ^ clock_ns(CLOCK_REALTIME));
 	sd.o = &o;
 	sd.c = &c;
 	sd.rng = o.stream_base;

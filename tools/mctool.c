@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,22 +17,11 @@
 #include <rdma/rdma_cma.h>
 #include <infiniband/ib.h>
 
+#include "err.h"
 #include "groupopts.h"
 #include "mctool.h"
 #include "options.h"
 #include "portprobe.h"
-
-static int seterr(char *err, size_t len, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int seterr(char *err, size_t len, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-	return r;
-}
 
 const char *mct_fabric_name(enum mct_fabric f)
 {
@@ -215,10 +203,10 @@ int mct_options_check(struct mct_cfg *c, bool exiting, char *err, size_t errlen)
 	if (exiting)
 		return 1;
 	if (!c->ngroups)
-		return seterr(err, errlen, -EINVAL, "no multicast group given (-m addr or GROUP)");
+		return errf(err, errlen, -EINVAL, "no multicast group given (-m addr or GROUP)");
 	if (c->ib_dev[0] && c->roce_dev[0])
-		return seterr(err, errlen, -EINVAL,
-			      "-d and -r both given: one program works on one fabric");
+		return errf(err, errlen, -EINVAL,
+			    "-d and -r both given: one program works on one fabric");
 	return 0;
 }
 
@@ -302,23 +290,23 @@ int mct_port_open(struct mct_port *p, const struct mct_cfg *c, char *err, size_t
 		r = port_find(p, MCT_ROCE, "", 0);
 	if (r == -ENODEV) {
 		if (c->ib_dev[0] || c->roce_dev[0])
-			return seterr(err, errlen, r,
-				      "%s device %s: not found, not active or no %s port",
-				      c->ib_dev[0] ? "IB" : "RoCE",
-				      c->ib_dev[0] ? c->ib_dev : c->roce_dev,
-				      c->ib_dev[0] ? "InfiniBand"
-						   : "Ethernet port with a RoCEv2 IPv4 GID on a");
-		return seterr(err, errlen, r,
-			      "no active InfiniBand port and no active RoCEv2 port found");
+			return errf(err, errlen, r,
+				    "%s device %s: not found, not active or no %s port",
+				    c->ib_dev[0] ? "IB" : "RoCE",
+				    c->ib_dev[0] ? c->ib_dev : c->roce_dev,
+				    c->ib_dev[0] ? "InfiniBand"
+						 : "Ethernet port with a RoCEv2 IPv4 GID on a");
+		return errf(err, errlen, r,
+			    "no active InfiniBand port and no active RoCEv2 port found");
 	}
 	if (r)
-		return seterr(err, errlen, r, "no RDMA devices: %s", strerror(-r));
+		return errf(err, errlen, r, "no RDMA devices: %s", strerror(-r));
 	p->pd = ibv_alloc_pd(p->ctx);
 	if (!p->pd)
-		return seterr(err, errlen, -errno, "%s: ibv_alloc_pd: %s", p->dev, strerror(errno));
+		return errf(err, errlen, -errno, "%s: ibv_alloc_pd: %s", p->dev, strerror(errno));
 	p->cm_ch = rdma_create_event_channel();
 	if (!p->cm_ch || rdma_create_id(p->cm_ch, &p->cm_id, NULL, RDMA_PS_UDP))
-		return seterr(err, errlen, -errno, "%s: rdma_cm: %s", p->dev, strerror(errno));
+		return errf(err, errlen, -errno, "%s: rdma_cm: %s", p->dev, strerror(errno));
 	memset(&a, 0, sizeof(a));
 	if (p->fabric == MCT_IB) {
 		/* Bind to the port GID, as ib2roce: no IPoIB address needed. */
@@ -334,8 +322,7 @@ int mct_port_open(struct mct_port *p, const struct mct_cfg *c, char *err, size_t
 		sin->sin_addr.s_addr = p->ipv4;
 	}
 	if (rdma_bind_addr(p->cm_id, (struct sockaddr *)&a))
-		return seterr(err, errlen, -errno, "%s: rdma_bind_addr: %s", p->dev,
-			      strerror(errno));
+		return errf(err, errlen, -errno, "%s: rdma_bind_addr: %s", p->dev, strerror(errno));
 	return 0;
 }
 
@@ -364,7 +351,7 @@ static struct sockaddr *join_addr(const struct mct_port *p, const struct group *
 int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
 		    size_t errlen)
 {
-	struct timespec t0;
+	uint64_t t0;
 	uint32_t done = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -377,24 +364,20 @@ int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool se
 		ja.join_flags = send_only ? RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER
 					  : RDMA_MC_JOIN_FLAG_FULLMEMBER;
 		if (rdma_join_multicast_ex(p->cm_id, &ja, &g[i]))
-			return seterr(err, errlen, -errno, "join %s: %s", g[i].spec->spec,
-				      strerror(errno));
+			return errf(err, errlen, -errno, "join %s: %s", g[i].spec->spec,
+				    strerror(errno));
 	}
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = mono_ms();
 	while (done < n) {
 		struct pollfd pfd = {.fd = p->cm_ch->fd, .events = POLLIN};
 		struct rdma_cm_event *ev;
-		struct timespec t;
 		long left;
 
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		left = MCT_JOIN_TIMEOUT -
-		       ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+		left = MCT_JOIN_TIMEOUT - (long)(mono_ms() - t0);
 		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
 			break;
 		if (rdma_get_cm_event(p->cm_ch, &ev))
-			return seterr(err, errlen, -errno, "rdma_get_cm_event: %s",
-				      strerror(errno));
+			return errf(err, errlen, -errno, "rdma_get_cm_event: %s", strerror(errno));
 		if (ev->event == RDMA_CM_EVENT_MULTICAST_JOIN) {
 			struct mct_group *mg = (struct mct_group *)ev->param.ud.private_data;
 
@@ -409,8 +392,8 @@ int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool se
 				int e = errno;
 
 				rdma_ack_cm_event(ev);
-				return seterr(err, errlen, -e, "%s: ibv_create_ah: %s",
-					      mg->spec->spec, strerror(e));
+				return errf(err, errlen, -e, "%s: ibv_create_ah: %s",
+					    mg->spec->spec, strerror(e));
 			}
 			if (!mg->joined)
 				done++;
@@ -420,15 +403,15 @@ int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool se
 			int st = ev->status;
 
 			rdma_ack_cm_event(ev);
-			return seterr(err, errlen, st < 0 ? st : -EIO, "join %s failed: %s",
-				      mg->spec->spec, strerror(st < 0 ? -st : EIO));
+			return errf(err, errlen, st < 0 ? st : -EIO, "join %s failed: %s",
+				    mg->spec->spec, strerror(st < 0 ? -st : EIO));
 		}
 		rdma_ack_cm_event(ev);
 	}
 	for (uint32_t i = 0; i < n; i++)
 		if (!g[i].joined)
-			return seterr(err, errlen, -ETIMEDOUT, "join %s: no answer in %d ms",
-				      g[i].spec->spec, MCT_JOIN_TIMEOUT);
+			return errf(err, errlen, -ETIMEDOUT, "join %s: no answer in %d ms",
+				    g[i].spec->spec, MCT_JOIN_TIMEOUT);
 	return 0;
 }
 

@@ -2,7 +2,7 @@
 /*
  * mctool.h - what the diagnostic programs mcsender and mclisten share: the options they
  * have in common with ib2roce (-d, -r, -m, -l, -p, -t and groups as arguments, through
- * the option registry of control/options.h, and --control), the choice of one port on one fabric,
+ * the option registry of lib/options.h, and --control), the choice of one port on one fabric,
  * the rdma_cm joins, UD QPs, and the header every test packet carries.
  *
  * Threading: both programs are single-threaded; everything here runs on the main thread.
@@ -19,6 +19,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "bridge.h"    /* struct group, group_spec_parse(), MGID formats */
+#include "clock.h"     /* clock_ns(), mono_ns(): the tools' times */
 #include "groupopts.h" /* struct groupopts_defaults */
 #include "paths.h"     /* CONTROL_PATH_MAX */
 
@@ -159,15 +160,6 @@ const char *mct_fabric_name(enum mct_fabric f);
 
 /* mct_clock_id - the clockid_t of an mct_clock. */
 clockid_t mct_clock_id(enum mct_clock c);
-
-/* mct_now_ns - the time of clock c in ns. */
-static inline uint64_t mct_now_ns(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* mct_hdr_put - write h in network order to p (MCT_HDR_LEN bytes). */
 void mct_hdr_put(void *p, const struct mct_hdr *h);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * test_sysgroup - control/sysgroup.c: the console's supplementary group check reads
+ * test_sysgroup - lib/sysgroup.c: the console's supplementary group check reads
  * the "Groups:" line of /proc/PID/status. A line longer than 4096 bytes, with a gid cut
  * at byte 4095, must not be read as a shorter gid (the first 4095 bytes of 1000001 at
  * the cut are "100"), and gids past the cut must be found.

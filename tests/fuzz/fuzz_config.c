@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * fuzz_config.c - libFuzzer target for the configuration file parser (control/options.c:
+ * fuzz_config.c - libFuzzer target for the configuration file parser (lib/options.c:
  * opt_parse_file() and its line parser) on the test fixture's registry (the reference's
  * options and runtime features, tests/control/fixture.h). Every input is written as a
  * file and parsed; the result must be 0, OPT_EXIT or a negative errno, and an error must

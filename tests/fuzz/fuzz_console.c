@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * fuzz_console.c - libFuzzer target for the console's command path (control/console.c
- * served by control/conserver.c): the bytes of one client go through the real client
+ * served by lib/conserver.c): the bytes of one client go through the real client
  * state machine (receive, line
  * assembly, command dispatch with abbreviations, argument parsing, reply queueing and
  * writing, pipelining) over a socket pair, in chunks whose size the input's first byte
@@ -20,8 +20,8 @@
  */
 #include <sys/ioctl.h>
 
-#include "../../control/concmd.c"
-#include "../../control/conserver.c"
+#include "../../lib/concmd.c"
+#include "../../lib/conserver.c"
 #include "../../control/console.c"
 
 #include "fixture.h"

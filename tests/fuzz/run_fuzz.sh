@@ -28,12 +28,13 @@ corpus=$src/tests/fuzz/corpus-$target
 
 case $target in
 config)
-	sources="control/options.c control/features.c control/suggest.c tests/control/fixture.c"
+	sources="lib/options.c lib/optfile.c lib/optnum.c lib/features.c lib/builtin.c lib/suggest.c
+		tests/control/fixture.c"
 	maxlen=16384
 	;;
 console)
-	sources="control/options.c control/features.c control/suggest.c control/paths.c control/sysgroup.c
-		engine/mgid.c tests/control/fixture.c"
+	sources="lib/options.c lib/optfile.c lib/optnum.c lib/features.c lib/builtin.c lib/suggest.c
+		lib/paths.c lib/sysgroup.c lib/featcmd.c engine/mgid.c tests/control/fixture.c"
 	maxlen=16384
 	;;
 pgm)
@@ -63,7 +64,7 @@ done
 # shellcheck disable=SC2046,SC2086 # word lists without blanks
 if ! "$cc" -g -O1 -std=gnu11 -D_GNU_SOURCE -D_LGPL_SOURCE -Wall -Wextra -Werror \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-	-I"$src/control" -I"$src/engine" -I"$src/pool" -I"$src/pgm" -I"$src/tests/control" \
+	-I"$src/control" -I"$src/lib" -I"$src/engine" -I"$src/pool" -I"$src/pgm" -I"$src/tests/control" \
 	$(pkg-config --cflags liburcu-qsbr liburcu-cds libibverbs) \
 	$paths "$fuzzer" \
 	$(pkg-config --libs liburcu-qsbr liburcu-cds) -lpthread -o "$bin" 2>"$work/build.log"; then

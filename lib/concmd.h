@@ -8,8 +8,8 @@
  *
  * No state; any thread (the one that runs the console).
  */
-#ifndef CONTROL_CONCMD_H
-#define CONTROL_CONCMD_H
+#ifndef LIB_CONCMD_H
+#define LIB_CONCMD_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,4 +54,4 @@ const struct concmd *concmd_find(const void *table, size_t size, const char *nam
  */
 void concmd_help(const void *table, size_t size, const char *what, FILE *out);
 
-#endif /* CONTROL_CONCMD_H */
+#endif /* LIB_CONCMD_H */

@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "paths.h"
 
 #define CONTROL_RUN_DIR	  "/run/ib2roce"
@@ -70,34 +70,17 @@ int control_pid_path(const char *sock, char *buf, size_t len)
 	return 0;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 int control_dir_check(const char *dir, const struct stat *st, char *err, size_t errlen)
 {
-	if (!S_ISDIR(st->st_mode)) {
-		set_err(err, errlen, "%s: not a directory", dir);
-		return -ENOTDIR;
-	}
-	if (st->st_uid != 0 && st->st_uid != geteuid()) {
-		set_err(err, errlen, "%s: owned by uid %u, not by root or uid %u", dir,
-			(unsigned)st->st_uid, (unsigned)geteuid());
-		return -EPERM;
-	}
+	if (!S_ISDIR(st->st_mode))
+		return errf(err, errlen, -ENOTDIR, "%s: not a directory", dir);
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return errf(err, errlen, -EPERM, "%s: owned by uid %u, not by root or uid %u", dir,
+			    (unsigned)st->st_uid, (unsigned)geteuid());
 	/* With the sticky bit only an entry's owner (or root) may remove or rename it. */
-	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX)) {
-		set_err(err, errlen, "%s: writable by others (mode %04o)", dir,
-			(unsigned)(st->st_mode & 07777));
-		return -EPERM;
-	}
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
+		return errf(err, errlen, -EPERM, "%s: writable by others (mode %04o)", dir,
+			    (unsigned)(st->st_mode & 07777));
 	return 0;
 }
 
@@ -121,10 +104,8 @@ int control_make_dir(const char *path, char *err, size_t errlen)
 		strcpy(dir, "/"); /* "/": nothing to create */
 		goto check;
 	}
-	if (n >= sizeof(dir)) {
-		set_err(err, errlen, "%s: %s", path, strerror(ENAMETOOLONG));
-		return -ENAMETOOLONG;
-	}
+	if (n >= sizeof(dir))
+		return errf(err, errlen, -ENAMETOOLONG, "%s: %s", path, strerror(ENAMETOOLONG));
 	memcpy(dir, path, n);
 	dir[n] = '\0';
 
@@ -139,8 +120,7 @@ int control_make_dir(const char *path, char *err, size_t errlen)
 		parent[slash - parent] = '\0';
 	if (stat(parent, &st) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-		return ret;
+		return errf(err, errlen, ret, "cannot create %s: %s", dir, strerror(errno));
 	}
 	shared = st.st_mode & (S_IWGRP | S_IWOTH);
 
@@ -148,8 +128,7 @@ int control_make_dir(const char *path, char *err, size_t errlen)
 		return 0;
 	if (errno != EEXIST) {
 		ret = -errno;
-		set_err(err, errlen, "cannot create %s: %s", dir, strerror(errno));
-		return ret;
+		return errf(err, errlen, ret, "cannot create %s: %s", dir, strerror(errno));
 	}
 
 	/*
@@ -161,23 +140,16 @@ int control_make_dir(const char *path, char *err, size_t errlen)
 	if (shared) {
 		if (lstat(dir, &st) < 0) {
 			ret = -errno;
-			set_err(err, errlen, "%s: %s", dir, strerror(errno));
-			return ret;
+			return errf(err, errlen, ret, "%s: %s", dir, strerror(errno));
 		}
-		if (!S_ISDIR(st.st_mode)) {
-			set_err(err, errlen, "%s: not a directory", dir);
-			return -ENOTDIR;
-		}
-		if (st.st_uid != geteuid()) {
-			set_err(err, errlen, "%s: owned by uid %u, not by uid %u", dir,
-				(unsigned)st.st_uid, (unsigned)geteuid());
-			return -EPERM;
-		}
-		if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-			set_err(err, errlen, "%s: writable by others (mode %04o)", dir,
-				(unsigned)(st.st_mode & 07777));
-			return -EPERM;
-		}
+		if (!S_ISDIR(st.st_mode))
+			return errf(err, errlen, -ENOTDIR, "%s: not a directory", dir);
+		if (st.st_uid != geteuid())
+			return errf(err, errlen, -EPERM, "%s: owned by uid %u, not by uid %u", dir,
+				    (unsigned)st.st_uid, (unsigned)geteuid());
+		if (st.st_mode & (S_IWGRP | S_IWOTH))
+			return errf(err, errlen, -EPERM, "%s: writable by others (mode %04o)", dir,
+				    (unsigned)(st.st_mode & 07777));
 		return 0;
 	}
 	/*
@@ -188,8 +160,7 @@ int control_make_dir(const char *path, char *err, size_t errlen)
 check:
 	if (stat(dir, &st) < 0) {
 		ret = -errno;
-		set_err(err, errlen, "%s: %s", dir, strerror(errno));
-		return ret;
+		return errf(err, errlen, ret, "%s: %s", dir, strerror(errno));
 	}
 	return control_dir_check(dir, &st, err, errlen);
 }

@@ -21,6 +21,16 @@
  * Admission: the socket file is 0660 (owner and group), and SO_PEERCRED of every
  * connection is checked: root, our own uid and the admitted group (else our gid) get
  * in; anyone else gets a refusal and we log it.
+ *
+ * Why one file of about 1 000 lines: its sections (lines, clients, the terminal,
+ * time-outs, the socket) are one state machine over one struct conserver and one epoll
+ * set: a client's read, its reply queue, its time-outs and its eviction all change the
+ * same slot and the same epoll registration, in an order that matters (a slot's fd is
+ * unwatched before it is closed, the epoll interest follows the reply queue: no reading
+ * while a reply is unread). Split into files, each part would need the client struct
+ * and the watch/unwatch helpers in a shared private header, and the invariants would be
+ * spread over several files; kept here they stand next to each other, with a section
+ * marker at each seam.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +47,9 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 
+#include "clock.h"
 #include "conserver.h"
+#include "err.h"
 #include "paths.h"
 #include "sysgroup.h"
 
@@ -118,27 +130,6 @@ struct conserver {
 	uint64_t next_token, deferred, tty_pending;
 	bool tty_running, in_poll;
 };
-
-/* CLOCK_MONOTONIC in ms: the time-outs. */
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static int errf(char *err, size_t errlen, int r, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int errf(char *err, size_t errlen, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return r;
-}
 
 static void srv_log(struct conserver *srv, int prio, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -259,7 +250,7 @@ static void con_warn(struct conserver *srv, const char *fmt, ...)
 	char msg[256];
 	va_list ap;
 
-	warn_window(srv, now_ms());
+	warn_window(srv, mono_ms());
 	if (srv->warn.logged >= CON_WARN_BURST) {
 		srv->warn.left_out++;
 		return;
@@ -440,7 +431,7 @@ static void client_line(struct conserver *srv, struct client *k)
 	}
 	line_reset(&k->in);
 	k->line_ms = 0;
-	k->last_ms = now_ms();
+	k->last_ms = mono_ms();
 }
 
 /*
@@ -454,7 +445,7 @@ static bool client_process(struct conserver *srv, struct client *k)
 			unsigned char ch = (unsigned char)k->raw[k->rawoff++];
 
 			if (!k->line_ms)
-				k->line_ms = now_ms();
+				k->line_ms = mono_ms();
 			if (!line_put(&k->in, ch))
 				continue;
 			client_line(srv, k);
@@ -533,7 +524,7 @@ static int client_evict(struct conserver *srv, pid_t pid)
 	static const char msg[] = "console full: disconnected to admit a new client (this one "
 				  "was the least recently active)\n\0"
 				  "1\n";
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 	struct client *k;
 	int old = 0;
 
@@ -607,7 +598,7 @@ static void on_accept(struct conserver *srv)
 	k->fd = fd;
 	k->pid = cr.pid;
 	k->uid = cr.uid;
-	k->last_ms = now_ms();
+	k->last_ms = mono_ms();
 	k->watching = EPOLLIN;
 	if (watch(srv, EPOLL_CTL_ADD, fd, EPOLLIN, k)) {
 		close(fd);
@@ -847,7 +838,7 @@ int conserver_poll(struct conserver *srv, int timeout_ms)
 	}
 	srv->in_poll = false;
 	/* After the batch: it may have closed clients whose events were in it. */
-	tick(srv, now_ms());
+	tick(srv, mono_ms());
 	return n;
 }
 
@@ -893,7 +884,7 @@ int conserver_complete(struct conserver *srv, uint64_t token, const char *text, 
 			continue;
 		k->pending = 0;
 		client_reply(k, text, ok);
-		k->last_ms = now_ms();
+		k->last_ms = mono_ms();
 		/* Sent as the socket takes it; then the commands it sent meanwhile. */
 		if (!client_flush(srv, k) || (!k->outlen && k->rawlen && !client_process(srv, k)))
 			client_drop(srv, i);

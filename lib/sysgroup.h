@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-#ifndef CONTROL_SYSGROUP_H
-#define CONTROL_SYSGROUP_H
+#ifndef LIB_SYSGROUP_H
+#define LIB_SYSGROUP_H
 
 #include <sys/types.h>
 
@@ -15,4 +15,4 @@ int sysgroup_lookup(const char *name, gid_t *gid);
  */
 int sysgroup_status_has(const char *path, gid_t gid);
 
-#endif /* CONTROL_SYSGROUP_H */
+#endif /* LIB_SYSGROUP_H */

@@ -3,8 +3,8 @@
  * "did you mean X": the closest known name to a word the user mistyped (console commands,
  * features, options). Any thread, no state.
  */
-#ifndef CONTROL_SUGGEST_H
-#define CONTROL_SUGGEST_H
+#ifndef LIB_SUGGEST_H
+#define LIB_SUGGEST_H
 
 #include <stddef.h>
 
@@ -24,4 +24,4 @@ size_t suggest_distance(const char *a, size_t len, const char *b);
 void suggest_consider(const char *word, size_t len, const char *cand, const char **best,
 		      size_t *best_d);
 
-#endif /* CONTROL_SUGGEST_H */
+#endif /* LIB_SUGGEST_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-#ifndef CONTROL_VERSION_LINE_H
-#define CONTROL_VERSION_LINE_H
+#ifndef LIB_VERSION_LINE_H
+#define LIB_VERSION_LINE_H
 
 /*
  * "ib2roce VERSION (git DESCRIBE, built DATE TIME)": what --version prints and the
@@ -12,4 +12,4 @@ extern const char version_line[];
 extern const char version_string[];
 extern const char version_describe[];
 
-#endif /* CONTROL_VERSION_LINE_H */
+#endif /* LIB_VERSION_LINE_H */

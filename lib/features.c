@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * features.c - the runtime feature registry (see options.h): a growing array of
- * definitions; values live in the registering modules' atomics.
+ * features.c - the runtime feature registry (see feat.h): a growing array of
+ * definitions; values live in the registering modules' atomics. Also the built-in
+ * options --enable and --disable, registered in the option registry (optreg.h), which
+ * in turn knows nothing of the features but what opt_ext_set() tells it.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -10,12 +12,19 @@
 #include <string.h>
 #include <strings.h>
 
-#include "options.h"
+#include "err.h"
+#include "feat.h"
+#include "optnum.h"
+#include "optreg.h"
 #include "suggest.h"
 
 struct feat_entry {
 	struct feat_def def; /* name and help owned by the registry */
 };
+
+/* Where --enable and --disable without a name list the features (feat_register_options);
+ * kept by feat_registry_clear(), like the options that print there. */
+static FILE *feat_out;
 
 static struct {
 	struct feat_entry *feats;
@@ -128,27 +137,20 @@ static int lookup(const char *name, size_t len, struct feat_entry **out, char *e
 		for (size_t i = 0; i < freg.n; i++)
 			suggest_consider(name, len, freg.feats[i].def.name, &best, &best_d);
 		if (best)
-			return opt_errf(err, errlen, -EINVAL,
-					"unknown feature '%.*s': did you mean %s?", (int)len, name,
-					best);
-		return opt_errf(err, errlen, -EINVAL,
-				"unknown feature '%.*s' (see --enable without argument)", (int)len,
-				name);
+			return errf(err, errlen, -EINVAL,
+				    "unknown feature '%.*s': did you mean %s?", (int)len, name,
+				    best);
+		return errf(err, errlen, -EINVAL,
+			    "unknown feature '%.*s' (see --enable without argument)", (int)len,
+			    name);
 	}
-	opt_errf(err, errlen, -EINVAL, "ambiguous feature '%.*s' (", (int)len, name);
+	errf(err, errlen, -EINVAL, "ambiguous feature '%.*s' (", (int)len, name);
 	matches = 0;
 	for (size_t i = 0; i < freg.n; i++)
-		if (!strncasecmp(freg.feats[i].def.name, name, len) && err && errlen) {
-			size_t used = strnlen(err, errlen);
-
-			snprintf(err + used, errlen - used, "%s%s", matches++ ? ", " : "",
-				 freg.feats[i].def.name);
-		}
-	if (err && errlen) {
-		size_t used = strnlen(err, errlen);
-
-		snprintf(err + used, errlen - used, ")");
-	}
+		if (!strncasecmp(freg.feats[i].def.name, name, len))
+			errf_append(err, errlen, "%s%s", matches++ ? ", " : "",
+				    freg.feats[i].def.name);
+	errf_append(err, errlen, ")");
 	return -EINVAL;
 }
 
@@ -166,29 +168,29 @@ static int new_value(const struct feat_def *d, const char *value, bool enable, i
 
 	if (!enable) {
 		if (value)
-			return opt_errf(err, errlen, -EINVAL,
-					"feature '%s': disable takes no value", d->name);
+			return errf(err, errlen, -EINVAL, "feature '%s': disable takes no value",
+				    d->name);
 		if (!d->has_off)
-			return opt_errf(err, errlen, -EINVAL, "feature '%s' cannot be disabled",
-					d->name);
+			return errf(err, errlen, -EINVAL, "feature '%s' cannot be disabled",
+				    d->name);
 		*v = d->off;
 		return 0;
 	}
 	if (!value) {
 		if (!d->has_on)
-			return opt_errf(err, errlen, -EINVAL,
-					"feature '%s' needs a value (%s=VALUE)", d->name, d->name);
+			return errf(err, errlen, -EINVAL, "feature '%s' needs a value (%s=VALUE)",
+				    d->name, d->name);
 		*v = d->on;
 		return 0;
 	}
 	if (d->type == FEAT_BOOL) {
 		if (opt_parse_bool(value, &b, msg, sizeof(msg)))
-			return opt_errf(err, errlen, -EINVAL, "feature '%s': %s", d->name, msg);
+			return errf(err, errlen, -EINVAL, "feature '%s': %s", d->name, msg);
 		*v = b;
 		return 0;
 	}
 	if (opt_parse_int(value, d->min, d->max, v, msg, sizeof(msg)))
-		return opt_errf(err, errlen, -EINVAL, "feature '%s': %s", d->name, msg);
+		return errf(err, errlen, -EINVAL, "feature '%s': %s", d->name, msg);
 	return 0;
 }
 
@@ -201,10 +203,10 @@ int feat_set(const char *spec, bool enable, bool running, char *err, size_t errl
 	int ret;
 
 	if (!spec)
-		return opt_errf(err, errlen, -EINVAL, "missing feature name");
+		return errf(err, errlen, -EINVAL, "missing feature name");
 	copy = strdup(spec);
 	if (!copy)
-		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+		return errf(err, errlen, -ENOMEM, "out of memory");
 	/* "name", "name=value", "name value", with blanks around. */
 	for (p = copy; is_blank(*p); p++)
 		;
@@ -224,15 +226,15 @@ int feat_set(const char *spec, bool enable, bool running, char *err, size_t errl
 			value = NULL;
 	}
 	if (!len) {
-		ret = opt_errf(err, errlen, -EINVAL, "missing feature name");
+		ret = errf(err, errlen, -EINVAL, "missing feature name");
 		goto out;
 	}
 	ret = lookup(spec, len, &e, err, errlen);
 	if (ret)
 		goto out;
 	if (value && !*value) {
-		ret = opt_errf(err, errlen, -EINVAL, "feature '%s': missing value after '='",
-			       e->def.name);
+		ret = errf(err, errlen, -EINVAL, "feature '%s': missing value after '='",
+			   e->def.name);
 		goto out;
 	}
 	ret = new_value(&e->def, value, enable, &v, err, errlen);
@@ -257,17 +259,17 @@ int feat_set(const char *spec, bool enable, bool running, char *err, size_t errl
 	old = feat_load(e->def.value);
 	if (running && !e->def.runtime) {
 		if (v != feat_load(e->def.value))
-			ret = opt_errf(err, errlen, -EBUSY,
-				       "feature '%s' cannot change while running (needs a restart)",
-				       e->def.name);
+			ret = errf(err, errlen, -EBUSY,
+				   "feature '%s' cannot change while running (needs a restart)",
+				   e->def.name);
 		goto out;
 	}
 	if (e->def.apply) {
 		msg[0] = '\0';
 		ret = e->def.apply(e->def.ctx, v, msg, sizeof(msg));
 		if (ret < 0) {
-			opt_errf(err, errlen, ret, "feature '%s': %s", e->def.name,
-				 msg[0] ? msg : "rejected");
+			errf(err, errlen, ret, "feature '%s': %s", e->def.name,
+			     msg[0] ? msg : "rejected");
 			goto out;
 		}
 		ret = 0;
@@ -402,4 +404,80 @@ void feat_registry_clear(void)
 	}
 	free(freg.feats);
 	memset(&freg, 0, sizeof(freg));
+}
+
+/* ---- The built-in options --enable and --disable ---- */
+
+static int builtin_feature(const char *arg, bool enable, char *err, size_t errlen)
+{
+	if (!arg) {
+		if (opt_in_file())
+			return errf(err, errlen, -EINVAL, "a feature name is required here");
+		feat_list(feat_out);
+		opt_request_exit();
+		return 0;
+	}
+	return feat_set(arg, enable, feat_running_get(), err, errlen);
+}
+
+static int builtin_enable(void *ctx, const char *arg, char *err, size_t errlen)
+{
+	(void)ctx;
+	return builtin_feature(arg, true, err, errlen);
+}
+
+static int builtin_disable(void *ctx, const char *arg, char *err, size_t errlen)
+{
+	(void)ctx;
+	return builtin_feature(arg, false, err, errlen);
+}
+
+/* opt_help's last section. */
+static void feat_help(FILE *out)
+{
+	if (!freg.n)
+		return;
+	fprintf(out, "\nFeatures (--enable NAME[=VALUE], --disable NAME):\n");
+	feat_list(out);
+}
+
+/* A feature's name is the program's vocabulary, kept in config-file errors. */
+static bool feat_is_name(const char *word)
+{
+	int64_t v;
+
+	return !feat_get(word, &v);
+}
+
+int feat_register_options(FILE *out)
+{
+	const struct opt_def defs[] = {
+		{.name = "enable",
+		 .short_name = 'e',
+		 .arg = "NAME[=VALUE]",
+		 .arg_optional = true,
+		 .help = "enable a feature or set its value; without NAME: list the features",
+		 .handler = builtin_enable,
+		 .repeatable = true},
+		{.name = "disable",
+		 .short_name = 'y',
+		 .arg = "NAME",
+		 .arg_optional = true,
+		 .help = "disable a feature; without NAME: list the features",
+		 .handler = builtin_disable,
+		 .repeatable = true},
+	};
+	const struct opt_ext ext = {.help = feat_help, .is_name = feat_is_name};
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	feat_out = out;
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
+		ret = opt_register(&defs[i]);
+		if (ret)
+			return ret;
+	}
+	opt_ext_set(&ext);
+	return 0;
 }

@@ -20,8 +20,8 @@
  * may answer later (conserver_defer, conserver_complete: a wait the caller's loop
  * drives); that client's next commands wait for it, the other clients do not.
  */
-#ifndef CONTROL_CONSERVER_H
-#define CONTROL_CONSERVER_H
+#ifndef LIB_CONSERVER_H
+#define LIB_CONSERVER_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -78,7 +78,7 @@ struct conserver;
 
 /*
  * conserver_open - create (or adopt) the listening socket, mode 0660, and the server's
- * epoll. Creates the socket's directory (control_make_dir, control/paths.h), refuses a
+ * epoll. Creates the socket's directory (control_make_dir, lib/paths.h), refuses a
  * path where someone answers (-EADDRINUSE), removes a stale socket file. Any single
  * thread (the one that will poll). NULL + errno with a message in err.
  */
@@ -139,4 +139,4 @@ int conserver_complete(struct conserver *srv, uint64_t token, const char *text, 
  * nothing. */
 void conserver_close(struct conserver *srv);
 
-#endif /* CONTROL_CONSERVER_H */
+#endif /* LIB_CONSERVER_H */

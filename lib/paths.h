@@ -8,8 +8,8 @@
  * path with ".sock" replaced by ".pid" (".pid" appended when it does not end in ".sock"),
  * so that `--control PATH` alone keeps instances apart.
  */
-#ifndef CONTROL_PATHS_H
-#define CONTROL_PATHS_H
+#ifndef LIB_PATHS_H
+#define LIB_PATHS_H
 
 #include <stddef.h>
 #include <sys/stat.h>
@@ -53,4 +53,4 @@ int control_dir_check(const char *dir, const struct stat *st, char *err, size_t 
  */
 int control_make_dir(const char *path, char *err, size_t errlen);
 
-#endif /* CONTROL_PATHS_H */
+#endif /* LIB_PATHS_H */

@@ -6,8 +6,8 @@
  * shows them since its start (and since the last zap) as nic_rx_dropped, beside its own
  * counters. Control thread only; no logging.
  */
-#ifndef CONTROL_NIC_H
-#define CONTROL_NIC_H
+#ifndef LIB_NIC_H
+#define LIB_NIC_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,4 +45,4 @@ void nic_ctr_zap(struct nic_ctr *n);
  */
 bool nic_ctr_get(const struct nic_ctr *n, bool zapped, uint64_t *v);
 
-#endif /* CONTROL_NIC_H */
+#endif /* LIB_NIC_H */

@@ -6,8 +6,8 @@
  * (options.h: opt_handler_fn); they run on the thread that parses (main, or the control
  * thread for a reload).
  */
-#ifndef CONTROL_GROUPOPTS_H
-#define CONTROL_GROUPOPTS_H
+#ifndef LIB_GROUPOPTS_H
+#define LIB_GROUPOPTS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,4 +41,4 @@ int groupopts_mgid_set(void *ctx, const char *arg, char *err, size_t len);
 int groupopts_port_set(void *ctx, const char *arg, char *err, size_t len);
 int groupopts_tos_set(void *ctx, const char *arg, char *err, size_t len);
 
-#endif /* CONTROL_GROUPOPTS_H */
+#endif /* LIB_GROUPOPTS_H */
