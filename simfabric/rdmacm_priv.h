@@ -239,6 +239,8 @@ uint32_t cm_random(void);
 int cm_init(void);
 bool cm_dev_usable(int d);
 int cm_dev_by_ipv4(uint32_t addr);
+int cm_dev_by_ipv6(const struct in6_addr *addr);
+bool cm_dev_subnet6_has(int d, const struct in6_addr *addr);
 bool cm_dev_subnet_has(int d, uint32_t addr);
 void cm_dev_put_locked(int d);
 void cm_chan_kick_locked(struct cm_chan *ch);
