@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -423,6 +425,111 @@ static void test_delivery(void)
 	ep_close(&rx);
 }
 
+/* ---- 4. simfab capture: RoCEv2 over IPv6 as Ethernet/IPv6/UDP 4791 ---- */
+
+/* Wait until `path` holds `text` (or the child exited). */
+static bool wait_text(const char *path, const char *text, pid_t child)
+{
+	uint64_t end = now_ms() + 10000;
+	char buf[512];
+
+	while (now_ms() < end) {
+		FILE *f = fopen(path, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+
+		if (f)
+			fclose(f);
+		buf[n] = '\0';
+		if (strstr(buf, text))
+			return true;
+		if (waitpid(child, NULL, WNOHANG) == child)
+			return false;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* Lines tshark prints for `filter` on `file`; -1 if it cannot run. */
+static int tshark_count(const char *file, const char *filter)
+{
+	char cmd[1024], line[1024];
+	FILE *p;
+	int n = 0;
+
+	snprintf(cmd, sizeof(cmd), "tshark -n -r '%s' -Y '%s' 2>/dev/null", file, filter);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p))
+		n++;
+	return pclose(p) ? -1 : n;
+}
+
+static void test_capture(void)
+{
+	const char *simfab = getenv("SIMFAB");
+	char dir[] = "/tmp/sf-ipv6-XXXXXX", file[64], err[64];
+	struct ibv_ah_attr aa = {0};
+	struct ibv_ah *ah;
+	struct ep rx, tx;
+	union ibv_gid mg;
+	struct ibv_wc wc;
+	int status = -1, n;
+	pid_t pid;
+
+	if (!simfab || system("command -v tshark >/dev/null 2>&1")) {
+		printf("# SIMFAB or tshark missing: capture not checked\n");
+		return;
+	}
+	if (!mkdtemp(dir))
+		die("mkdtemp");
+	snprintf(file, sizeof(file), "%s/f.pcapng", dir);
+	snprintf(err, sizeof(err), "%s/cap.err", dir);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		if (!freopen(err, "w", stderr) || !freopen("/dev/null", "w", stdout))
+			_exit(127);
+		execl(simfab, simfab, "capture", file, "-c", "1", "sim_roce1", (char *)NULL);
+		_exit(127);
+	}
+	check(wait_text(err, "capturing to", pid), "simfab capture started");
+	ep_open(&rx, "fd00:0:0:1::2");
+	ep_open(&tx, "fd00:0:0:1::4");
+	inet_pton(AF_INET6, GROUP6, mg.raw);
+	if (ibv_attach_mcast(rx.id->qp, &mg, 0))
+		die("ibv_attach_mcast");
+	aa.is_global = 1;
+	aa.port_num = 1;
+	aa.grh.dgid = mg;
+	aa.grh.sgid_index = 5;
+	aa.grh.hop_limit = 64;
+	ah = ibv_create_ah(tx.pd, &aa);
+	check(ah && !send_to(&tx, ah, 0xffffff, 0x66) && poll_one(rx.cq, &wc) == 1,
+	      "capture: one IPv6 datagram sent and received");
+	waitpid(pid, &status, 0);
+	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "simfab capture -c 1 exits 0");
+	n = tshark_count(file,
+			 "eth.type == 0x86dd && eth.dst == 33:33:00:00:12:34 && "
+			 "ipv6.src == fd00:0:0:1::4 && ipv6.dst == ff0e::1234 && "
+			 "ipv6.hlim == 64 && udp.dstport == 4791 && "
+			 "infiniband.bth.opcode == 100 && infiniband.bth.destqp == 0xffffff && "
+			 "infiniband.deth.q_key == 0x01234567");
+	check(n == 1,
+	      "tshark: Ethernet/IPv6/UDP 4791 to ff0e::1234 (MAC 33:33:00:00:12:34), BTH UD "
+	      "SEND only, DETH Q_Key (%d)",
+	      n);
+	if (ah)
+		ibv_destroy_ah(ah);
+	ibv_detach_mcast(rx.id->qp, &mg, 0);
+	ep_close(&tx);
+	ep_close(&rx);
+	unlink(file);
+	unlink(err);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	int (*reset)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sf_reset");
@@ -433,6 +540,7 @@ int main(void)
 	test_gid_table();
 	test_cm();
 	test_delivery();
+	test_capture();
 	if (reset && getenv("SIMFABRIC"))
 		reset(getenv("SIMFABRIC"));
 	return tap_done();
