@@ -530,6 +530,71 @@ static void test_capture(void)
 	rmdir(dir);
 }
 
+/* ---- 5. the topology file's ipv6 key (simfab topology FILE checks and prints it) ---- */
+
+/* Run `simfab topology` on `text`; its output (stdout and stderr) in out; exit status. */
+static int topo_run(const char *simfab, const char *dir, const char *text, char *out, size_t len)
+{
+	char file[128], cmd[512];
+	FILE *f, *p;
+	size_t n;
+	int st;
+
+	snprintf(file, sizeof(file), "%s/t.topo", dir);
+	f = fopen(file, "w");
+	if (!f || fputs(text, f) < 0 || fclose(f))
+		die("topology file");
+	snprintf(cmd, sizeof(cmd), "SIMFABRIC=t-ipv6-topo '%s' topology '%s' 2>&1", simfab, file);
+	p = popen(cmd, "r");
+	if (!p)
+		die("popen");
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	unlink(file);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_topology(void)
+{
+	const char *simfab = getenv("SIMFAB");
+	char dir[] = "/tmp/sf-ipv6t-XXXXXX", out[4096];
+	int rc;
+
+	if (!simfab) {
+		printf("# SIMFAB not set: topology file not checked\n");
+		return;
+	}
+	if (!mkdtemp(dir))
+		die("mkdtemp");
+	rc = topo_run(simfab, dir,
+		      "segment e eth\n"
+		      "device a segment e ipv4 10.0.0.1/24 ipv6 2001:db8::1/48\n"
+		      "device b segment e ipv6 none\n"
+		      "device c segment e\n",
+		      out, sizeof(out));
+	check(rc == 0 && strstr(out, "ipv6 2001:db8::1/48") && strstr(out, "ipv6 none") &&
+		      strstr(out, "ipv6 fd00::3/64"),
+	      "ipv6 ADDR/LEN, ipv6 none and the default fd00:0:0:<segment>::<position>/64");
+	rc = topo_run(simfab, dir, "segment e eth\ndevice a segment e ipv6 fe80::1\n", out,
+		      sizeof(out));
+	check(rc == 1 && strstr(out, ":2: ipv6: 'fe80::1' is not a global unicast address"),
+	      "a link-local ipv6 is refused, naming the line and the item");
+	rc = topo_run(simfab, dir, "segment e eth\ndevice a segment e ipv6 ff0e::1\n", out,
+		      sizeof(out));
+	check(rc == 1 && strstr(out, "ipv6: 'ff0e::1'"), "a multicast ipv6 is refused");
+	rc = topo_run(simfab, dir,
+		      "segment e eth\ndevice a segment e ipv6 fd00::2\ndevice b segment e\n", out,
+		      sizeof(out));
+	check(rc == 1 && strstr(out, ":3: ipv6 fd00::2 already used by a"),
+	      "an ipv6 used twice (here by b's default) is refused");
+	rc = topo_run(simfab, dir, "segment i ib\ndevice a segment i ipv6 fd00::5\n", out,
+		      sizeof(out));
+	check(rc == 1 && strstr(out, "ipv6: only Ethernet devices have one"),
+	      "ipv6 on an IB device is refused");
+	rmdir(dir);
+}
+
 int main(void)
 {
 	int (*reset)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "sf_reset");
@@ -541,6 +606,7 @@ int main(void)
 	test_cm();
 	test_delivery();
 	test_capture();
+	test_topology();
 	if (reset && getenv("SIMFABRIC"))
 		reset(getenv("SIMFABRIC"));
 	return tap_done();
