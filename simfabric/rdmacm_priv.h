@@ -95,6 +95,9 @@
 #define CM_EPHEMERAL_LO 32768
 #define CM_EPHEMERAL_HI 60999
 
+/* ifindex of a RoCE port's netdev: 100 + device index (ndev_ifindex, simfab netns). */
+#define CM_IFINDEX_BASE 100u
+
 /* The only port of a simulated device. */
 #define CM_PORT_NUM 1
 

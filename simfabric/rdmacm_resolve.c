@@ -108,8 +108,8 @@ static int cm_acquire_dev_locked(struct cm_id *idp, int d, const struct sockaddr
  * rdma_bind_addr in the kernel: state IDLE → ADDR_BOUND. A wildcard address binds no
  * device. AF_INET: the device that owns the address (none: -EADDRNOTAVAIL, or -ENODEV
  * when a host interface owns it). AF_INET6 likewise: the Ethernet device whose netdev has
- * the address (its global address or its fe80:: link-local one), bound to the RoCE v2
- * GID entry of that address.
+ * the address (its global address or its fe80:: link-local one, which needs the
+ * netdev's index in sin6_scope_id), bound to the RoCE v2 GID entry of that address.
  * AF_IB: the IB device that has the GID (-ENODEV otherwise), P_Key from sib_pkey.
  * Port 0 takes an ephemeral port; a used port: -EADDRINUSE. Returns 0 or -errno.
  */
@@ -132,11 +132,26 @@ int cm_bind_locked(struct cm_id *idp, const struct sockaddr *addr, socklen_t len
 			if (d < 0)
 				return cm_host_owns(sa) ? -ENODEV : -EADDRNOTAVAIL;
 			break;
-		case AF_INET6:
-			d = cm_dev_by_ipv6(&((struct sockaddr_in6 *)sa)->sin6_addr);
+		case AF_INET6: {
+			const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+			/*
+			 * cma_check_linklocal: a link-local address needs its interface
+			 * (sin6_scope_id, else -EINVAL), which becomes bound_dev_if; the GID
+			 * is then looked up on that netdev only (cma_acquire_dev_by_src_ip):
+			 * another interface's index gives -ENODEV. The netdev of a RoCE port
+			 * has ifindex CM_IFINDEX_BASE + device index (its GID table's).
+			 */
+			if (IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) && !s6->sin6_scope_id)
+				return -EINVAL;
+			d = cm_dev_by_ipv6(&s6->sin6_addr);
 			if (d < 0)
 				return cm_host_owns(sa) ? -ENODEV : -EADDRNOTAVAIL;
+			if (IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) &&
+			    s6->sin6_scope_id != CM_IFINDEX_BASE + (uint32_t)d)
+				return -ENODEV;
 			break;
+		}
 		case AF_IB:
 			d = sf_dev_by_gid(cmlib.fab, cm_sib_gid(sa), &gidx);
 			if (!cm_dev_usable(d) || cmlib.fab->devs[d].link != SF_LINK_IB)

@@ -184,13 +184,27 @@ static void test_cm(void)
 	      "rdma_join_multicast ff0e::1234 on RoCE v2: -1, errno 524 (ENOTSUPP) (%d %d)", r, e);
 	rdma_destroy_id(id);
 
-	/* The link-local address binds too: the RoCE v2 entry 1. */
+	/* The link-local address binds too, with its interface (sim_roce2: device 6,
+	 * ifindex 106): the RoCE v2 entry 1. Without the interface: EINVAL; with
+	 * another port's: ENODEV (cma_check_linklocal, cma_acquire_dev_by_src_ip). */
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_UDP))
 		die("rdma_create_id");
-	check(!rdma_bind_addr(id, in6(&a, "fe80::ff:fe00:103")) && id->verbs &&
+	errno = 0;
+	r = rdma_bind_addr(id, in6(&a, "fe80::ff:fe00:103"));
+	e = errno;
+	check(r == -1 && e == EINVAL, "bind fe80::ff:fe00:103 without sin6_scope_id: EINVAL (%d)",
+	      e);
+	a.sin6_scope_id = 105;
+	errno = 0;
+	r = rdma_bind_addr(id, (struct sockaddr *)&a);
+	e = errno;
+	check(r == -1 && e == ENODEV, "bind it with scope 105 (sim_roce1's netdev): ENODEV (%d)",
+	      e);
+	a.sin6_scope_id = 106;
+	check(!rdma_bind_addr(id, (struct sockaddr *)&a) && id->verbs &&
 		      !strcmp(ibv_get_device_name(id->verbs->device), "sim_roce2") &&
 		      gid_eq(id->route.addr.addr.ibaddr.sgid.raw, "fe80::ff:fe00:103"),
-	      "bind fe80::ff:fe00:103 (link-local of sim_roce2): sim_roce2");
+	      "bind fe80::ff:fe00:103 scope 106 (link-local of sim_roce2): sim_roce2");
 	rdma_destroy_id(id);
 
 	/* An address no device or host interface owns. */
