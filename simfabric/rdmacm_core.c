@@ -120,6 +120,9 @@ int cm_dev_by_ipv6(const struct in6_addr *addr)
 	uint32_t index;
 	int d;
 
+	/* ::ffff:a.b.c.d is no IPv6 address of a netdev (ipv6_chk_addr), though a GID. */
+	if (IN6_IS_ADDR_V4MAPPED(addr))
+		return -1;
 	memcpy(gid.raw, addr, sizeof(gid.raw));
 	d = sf_dev_by_gid(cmlib.fab, &gid, &index);
 	if (!cm_dev_usable(d) || cmlib.fab->devs[d].link != SF_LINK_ETH)

@@ -215,6 +215,15 @@ static void test_cm(void)
 	      "bind fd00:0:0:9::1: EADDRNOTAVAIL");
 	rdma_destroy_id(id);
 
+	/* The IPv4-mapped GID of a port is not an IPv6 address of its netdev. */
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_UDP))
+		die("rdma_create_id");
+	errno = 0;
+	r = rdma_bind_addr(id, in6(&a, "::ffff:198.19.0.2"));
+	e = errno;
+	check(r == -1 && e == EADDRNOTAVAIL, "bind ::ffff:198.19.0.2: EADDRNOTAVAIL (%d)", e);
+	rdma_destroy_id(id);
+
 	/* Unbound: the route to fd00:0:0:1::3 leaves by the first port on that prefix,
 	 * which gives the source address. */
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_UDP))
