@@ -31,6 +31,8 @@
 #define IB_LNH_GRH	  3 /* LRH next header: IBA global (a GRH follows) */
 #define ETH_HDR_LEN	  14
 #define ETH_P_IPV4	  0x0800
+#define ETH_P_IPV6	  0x86dd
+#define IPV6_HDR_LEN	  40 /* RoCEv2 over IPv6: the 40 header bytes are the IPv6 header */
 #define IPV4_HDR_LEN	  20
 #define IPV4_HDR_OFF	  20 /* where the IPv4 header sits in the 40 header bytes */
 #define UDP_HDR_LEN	  8
@@ -119,6 +121,32 @@ uint32_t cap_frame_encode(const struct cap_pkt *p, uint8_t *out, uint32_t snaple
 		put16(l + 6, p->slid);
 		memcpy(l + IB_LRH_LEN, p->hdr, IB_GRH_LEN);
 		hl += CAP_ERF_HDR_LEN;
+	} else if (p->hdr[0] >> 4 == 6) {
+		/* RoCEv2 over IPv6 (version 6 in the first header byte; over IPv4 the first
+		 * 20 bytes are zero). */
+		const uint8_t *ip = p->hdr;
+		uint8_t *u = h + ETH_HDR_LEN + IPV6_HDR_LEN;
+
+		t = put_transport(p, u + UDP_HDR_LEN);
+		tl = pad4(p->len) + IB_ICRC_LEN;
+		hl = ETH_HDR_LEN + IPV6_HDR_LEN + UDP_HDR_LEN + t;
+		/* Destination MAC: the IPv6 multicast mapping 33:33 + the group's last 32
+		 * bits (RFC 2464 section 7); unicast, and the source, as for IPv4: a locally
+		 * administered address made of the address's last 32 bits. */
+		h[0] = ip[24] == 0xff ? 0x33 : 0x02;
+		h[1] = ip[24] == 0xff ? 0x33 : 0x00;
+		memcpy(h + 2, ip + 36, 4);
+		h[6] = 0x02;
+		h[7] = 0x00;
+		memcpy(h + 8, ip + 20, 4);
+		put16(h + 12, ETH_P_IPV6);
+		memcpy(h + ETH_HDR_LEN, ip, IPV6_HDR_LEN);
+		put16(u, (uint16_t)(ROCE_SPORT_BASE | (p->src_qpn & 0x3fff)));
+		put16(u + 2, CAP_ROCE_UDP_PORT);
+		put16(u + 4, (uint16_t)(UDP_HDR_LEN + t + p->len + tl));
+		/* RoCEv2 senders leave the UDP checksum zero, which IPv6 otherwise forbids
+		 * (RFC 8200 8.1); Wireshark decodes the datagram and flags the checksum. */
+		put16(u + 6, 0);
 	} else {
 		const uint8_t *ip = p->hdr + IPV4_HDR_OFF;
 		uint8_t *u = h + ETH_HDR_LEN + IPV4_HDR_LEN;

@@ -17,11 +17,12 @@
  * shows such frames as raw data.
  *
  * The verbs API delivers a UD receive as 40 bytes of network header (the GRH on
- * InfiniBand; on RoCEv2 the IPv4 header at offset 20) and the payload. What a sniffer
- * would also see is reconstructed (cap_frame_encode): on InfiniBand the LRH, BTH, DETH
- * (and ImmDt), on RoCEv2 the Ethernet and UDP headers, BTH, DETH (and ImmDt), from the
- * work completion and what the receiver knows of the group. ICRC and VCRC are written
- * as zero (Wireshark shows them and does not check them).
+ * InfiniBand; on RoCEv2 the IPv4 header at offset 20, or the IPv6 header) and the
+ * payload. What a sniffer would also see is reconstructed (cap_frame_encode): on
+ * InfiniBand the LRH, BTH, DETH (and ImmDt), on RoCEv2 the Ethernet (IPv4 or IPv6) and
+ * UDP headers, BTH, DETH (and ImmDt), from the work completion and what the receiver
+ * knows of the group. ICRC and VCRC are written as zero (Wireshark shows them and does
+ * not check them).
  *
  * All functions: any thread, no allocation, no logging.
  */
@@ -48,7 +49,7 @@
 
 /* One received UD datagram, as a receiver knows it. */
 struct cap_pkt {
-	bool ib;		/* InfiniBand (LRH/GRH/...), else RoCEv2 over IPv4 */
+	bool ib;		/* InfiniBand (LRH/GRH/...), else RoCEv2 (IPv4 or IPv6) */
 	const uint8_t *hdr;	/* the 40 header bytes of the receive buffer */
 	const uint8_t *payload; /* the first `caplen` payload bytes */
 	uint32_t len;		/* payload bytes of the datagram */

@@ -11,10 +11,12 @@
  * one veth interface per device, named ib<k> (IB) or eth<k> (Ethernet) in fabric
  * order, with the ifindex the GID table reports (100 + device index), the device's MAC
  * (IB: a locally administered one derived from the port GUID, as veth is Ethernet),
- * its IPv4 address and prefix, and an MTU that maps back to the port's active MTU: IPoIB
- * datagram mode is the IB MTU - 4; on RoCE the kernel takes the largest IB MTU that
- * fits in the netdev MTU less 96 bytes of headers (iboe_get_mtu), so 1500 carries 1024,
- * 9000 carries 4096. The other end of each veth pair (<name>-wire) stays in the
+ * its IPv4 address and prefix, on Ethernet its global IPv6 address (added without
+ * duplicate address detection, so that it is usable at once; the link-local address is
+ * the kernel's own, EUI-64 from the MAC, which equals GID entry 0), and an MTU that
+ * maps back to the port's active MTU: IPoIB datagram mode is the IB MTU - 4; on RoCE
+ * the kernel takes the largest IB MTU that fits in the netdev MTU less 96 bytes of
+ * headers (iboe_get_mtu), so 1500 carries 1024, 9000 carries 4096. The other end of each veth pair (<name>-wire) stays in the
  * namespace, up, so the interface has carrier.
  *
  * The interfaces are made by iproute2 (`ip -batch`), not by netlink code of our own:
@@ -141,6 +143,13 @@ int sf_netns_create(const struct sf_fabric *fab, const char *ns, FILE *out, char
 			name, NETNS_IFINDEX_BASE + i, mac, mtu, name, mtu);
 		if (d->ipv4)
 			fprintf(batch, "address add %s/%u dev %s\n", ip, d->ipv4_prefix, name);
+		if (d->link == SF_LINK_ETH && d->ipv6_prefix) {
+			char ip6[INET6_ADDRSTRLEN];
+
+			inet_ntop(AF_INET6, d->ipv6, ip6, sizeof(ip6));
+			fprintf(batch, "address add %s/%u dev %s nodad\n", ip6, d->ipv6_prefix,
+				name);
+		}
 		fprintf(batch, "link set %s-wire up\nlink set %s up\n", name, name);
 		if (out) {
 			char addr[40];

@@ -110,6 +110,54 @@ int cm_dev_by_ipv4(uint32_t addr)
 	return cm_dev_usable(d) ? d : -1;
 }
 
+/*
+ * The usable Ethernet device whose netdev owns an IPv6 address (rdma_translate_ip): its
+ * global address or its link-local one, both in its GID table as RoCE v2 entries; -1.
+ */
+int cm_dev_by_ipv6(const struct in6_addr *addr)
+{
+	union ibv_gid gid;
+	uint32_t index;
+	int d;
+
+	/* ::ffff:a.b.c.d is no IPv6 address of a netdev (ipv6_chk_addr), though a GID. */
+	if (IN6_IS_ADDR_V4MAPPED(addr))
+		return -1;
+	memcpy(gid.raw, addr, sizeof(gid.raw));
+	d = sf_dev_by_gid(cmlib.fab, &gid, &index);
+	if (!cm_dev_usable(d) || cmlib.fab->devs[d].link != SF_LINK_ETH)
+		return -1;
+	return d;
+}
+
+/* Is addr on device d's connected IPv6 subnet (its global prefix or fe80::/64)? */
+bool cm_dev_subnet6_has(int d, const struct in6_addr *addr)
+{
+	const struct sf_dev *dev = &cmlib.fab->devs[d];
+	uint32_t plen = dev->ipv6_prefix, i;
+
+	if (dev->link != SF_LINK_ETH)
+		return false;
+	if (IN6_IS_ADDR_LINKLOCAL(addr)) {
+		/* fe80::/64 is on every link: reachable when a port of this segment owns it. */
+		union ibv_gid gid;
+		int peer;
+
+		memcpy(gid.raw, addr, sizeof(gid.raw));
+		peer = sf_dev_by_gid(cmlib.fab, &gid, NULL);
+		return peer >= 0 && cmlib.fab->devs[peer].seg == dev->seg;
+	}
+	if (!plen)
+		return false;
+	for (i = 0; i<16; i++, plen = plen> 8 ? plen - 8 : 0) {
+		uint8_t m = plen >= 8 ? 0xff : (uint8_t)(0xff00u >> plen);
+
+		if ((dev->ipv6[i] & m) != (addr->s6_addr[i] & m))
+			return false;
+	}
+	return true;
+}
+
 /* Is addr on device d's connected IPv4 subnet (its route)? */
 bool cm_dev_subnet_has(int d, uint32_t addr)
 {

@@ -83,7 +83,10 @@ static void cm_join_event(struct cm_event *evt, struct cm_id *idp, struct cm_mc 
  * no device or is neither bound nor resolved, when it is not UD (RDMA/cma: "Allow UD
  * qp_type to join multicast only", in 6.1 stable), on RoCE for the zero address;
  * ENODEV once the device was removed;
- * ENOTSUPP (524) on RoCE for anything but AF_INET (cma_iboe_join_multicast); ENOMEM
+ * ENOTSUPP (524) on RoCE for anything but AF_INET (cma_iboe_join_multicast: an IPv6
+ * group on a port whose default GID type is RoCE v2, as on mlx5, is refused; only RoCE v1
+ * mode, set through configfs, would take it: applications attach an IPv6 group with
+ * ibv_attach_mcast and join MLD on the netdev themselves); ENOMEM
  * when the fabric's group or join tables are full. Otherwise the membership is taken in
  * the fabric and MULTICAST_JOIN is queued; on an IB port that is not active the SA
  * cannot be reached (no SM AH: -EAGAIN) and MULTICAST_ERROR is queued instead.

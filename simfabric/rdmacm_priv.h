@@ -95,6 +95,9 @@
 #define CM_EPHEMERAL_LO 32768
 #define CM_EPHEMERAL_HI 60999
 
+/* ifindex of a RoCE port's netdev: 100 + device index (ndev_ifindex, simfab netns). */
+#define CM_IFINDEX_BASE 100u
+
 /* The only port of a simulated device. */
 #define CM_PORT_NUM 1
 
@@ -239,6 +242,8 @@ uint32_t cm_random(void);
 int cm_init(void);
 bool cm_dev_usable(int d);
 int cm_dev_by_ipv4(uint32_t addr);
+int cm_dev_by_ipv6(const struct in6_addr *addr);
+bool cm_dev_subnet6_has(int d, const struct in6_addr *addr);
 bool cm_dev_subnet_has(int d, uint32_t addr);
 void cm_dev_put_locked(int d);
 void cm_chan_kick_locked(struct cm_chan *ch);

@@ -82,6 +82,20 @@ static int cm_acquire_dev_locked(struct cm_id *idp, int d, const struct sockaddr
 		idp->ksgid = dev->gids[0].gid;
 		/* IPoIB always sets the full-membership bit in its broadcast P_Key. */
 		idp->pkey = (uint16_t)(dev->pkey | 0x8000);
+	} else if (src->sa_family == AF_INET6 && !cm_addr_zero(src)) {
+		/*
+		 * An IPv6 address of the netdev: its RoCE v2 GID entry, the port's default
+		 * GID type (cma_acquire_dev_by_src_ip, cma_validate_port with
+		 * default_gid_type RoCE v2 as mlx5 ports have it, cma.c).
+		 */
+		int g;
+
+		cm_ip2gid(src, &idp->ksgid);
+		g = sf_dev_v2_gid_index(dev, &idp->ksgid);
+		if (g < 0)
+			return -ENODEV;
+		idp->gid_index = (uint32_t)g;
+		idp->pkey = 0;
 	} else {
 		idp->gid_index = sf_dev_ipv4_gid_index(dev);
 		cm_ip2gid(src, &idp->ksgid);
@@ -93,7 +107,9 @@ static int cm_acquire_dev_locked(struct cm_id *idp, int d, const struct sockaddr
 /*
  * rdma_bind_addr in the kernel: state IDLE → ADDR_BOUND. A wildcard address binds no
  * device. AF_INET: the device that owns the address (none: -EADDRNOTAVAIL, or -ENODEV
- * when a host interface owns it). AF_INET6: no simulated device has an IPv6 address.
+ * when a host interface owns it). AF_INET6 likewise: the Ethernet device whose netdev has
+ * the address (its global address or its fe80:: link-local one, which needs the
+ * netdev's index in sin6_scope_id), bound to the RoCE v2 GID entry of that address.
  * AF_IB: the IB device that has the GID (-ENODEV otherwise), P_Key from sib_pkey.
  * Port 0 takes an ephemeral port; a used port: -EADDRINUSE. Returns 0 or -errno.
  */
@@ -116,8 +132,26 @@ int cm_bind_locked(struct cm_id *idp, const struct sockaddr *addr, socklen_t len
 			if (d < 0)
 				return cm_host_owns(sa) ? -ENODEV : -EADDRNOTAVAIL;
 			break;
-		case AF_INET6:
-			return cm_host_owns(sa) ? -ENODEV : -EADDRNOTAVAIL;
+		case AF_INET6: {
+			const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
+
+			/*
+			 * cma_check_linklocal: a link-local address needs its interface
+			 * (sin6_scope_id, else -EINVAL), which becomes bound_dev_if; the GID
+			 * is then looked up on that netdev only (cma_acquire_dev_by_src_ip):
+			 * another interface's index gives -ENODEV. The netdev of a RoCE port
+			 * has ifindex CM_IFINDEX_BASE + device index (its GID table's).
+			 */
+			if (IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) && !s6->sin6_scope_id)
+				return -EINVAL;
+			d = cm_dev_by_ipv6(&s6->sin6_addr);
+			if (d < 0)
+				return cm_host_owns(sa) ? -ENODEV : -EADDRNOTAVAIL;
+			if (IN6_IS_ADDR_LINKLOCAL(&s6->sin6_addr) &&
+			    s6->sin6_scope_id != CM_IFINDEX_BASE + (uint32_t)d)
+				return -ENODEV;
+			break;
+		}
 		case AF_IB:
 			d = sf_dev_by_gid(cmlib.fab, cm_sib_gid(sa), &gidx);
 			if (!cm_dev_usable(d) || cmlib.fab->devs[d].link != SF_LINK_IB)
@@ -226,6 +260,25 @@ static int cm_ib_dev_for(const union ibv_gid *dgid)
 }
 
 /*
+ * The IPv6 source address a route through Ethernet device `dev` to `dst` gets (RFC 6724
+ * rule 2, scope): the link-local one (fe80::<EUI-64>, GID entry 0/1) for a link-local
+ * destination or a multicast group of interface- or link-local scope (ff01::/16,
+ * ff02::/16), else the global address, or the link-local one when there is none.
+ */
+static void cm_ipv6_source(const struct sf_dev *dev, const struct sockaddr *dst,
+			   struct in6_addr *src)
+{
+	const struct in6_addr *a = &((const struct sockaddr_in6 *)dst)->sin6_addr;
+	bool link = IN6_IS_ADDR_LINKLOCAL(a) || IN6_IS_ADDR_MC_LINKLOCAL(a) ||
+		    IN6_IS_ADDR_MC_NODELOCAL(a);
+
+	if (!link && dev->ipv6_prefix)
+		memcpy(src->s6_addr, dev->ipv6, 16);
+	else
+		memcpy(src->s6_addr, dev->gids[0].gid.raw, 16);
+}
+
+/*
  * Address resolution in the kernel (rdma_resolve_addr, addr_handler). Returns 0 with
  * the event to queue (ADDR_RESOLVED or ADDR_ERROR), or -errno for a synchronous error.
  *
@@ -237,7 +290,11 @@ static int cm_ib_dev_for(const union ibv_gid *dgid)
  *    i.e. a multicast route through the first RDMA interface;
  *  - unicast IPv4: the device whose subnet contains it; none: the route would leave
  *    through a host interface without RDMA, so ADDR_ERROR with -ENODEV (the kernel's
- *    cma_acquire_dev_by_src_ip result in addr_handler); unicast IPv6 likewise;
+ *    cma_acquire_dev_by_src_ip result in addr_handler); unicast IPv6 likewise, with
+ *    the Ethernet devices' IPv6 prefixes (fe80::/64: a device on the segment of the
+ *    port that owns the address); the source becomes the device's address of the same
+ *    scope (link-local for a link-local or link-scope multicast destination, else the
+ *    global one), as IPv6 source address selection picks it;
  *  - AF_IB: the IB device with that GID or one on its subnet, else -ENODEV at once.
  * An id bound to a device resolves a unicast IPv4 address only inside that device's
  * subnet (else ADDR_ERROR -ENETUNREACH); multicast and loopback always resolve.
@@ -306,6 +363,20 @@ static int cm_resolve_locked(struct cm_id *idp, const struct sockaddr *src,
 			if (d < 0)
 				status = -ENODEV;
 		}
+	} else if (dst->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)dst)->sin6_addr;
+
+		if (idp->dev >= 0) {
+			d = idp->dev;
+			if (!cm_dev_subnet6_has(d, a))
+				status = -ENETUNREACH;
+		} else {
+			for (uint32_t i = 0; d < 0 && i < cmlib.fab->ndevs; i++)
+				if (cm_dev_usable((int)i) && cm_dev_subnet6_has((int)i, a))
+					d = (int)i;
+			if (d < 0)
+				status = -ENODEV;
+		}
 	} else {
 		status = idp->dev >= 0 ? -ENETUNREACH : -ENODEV;
 	}
@@ -330,16 +401,23 @@ static int cm_resolve_locked(struct cm_id *idp, const struct sockaddr *src,
 			memcpy(&sib->sib_addr, &idp->ksgid, sizeof(sib->sib_addr));
 			idp->pkey = be16toh(sib->sib_pkey);
 		} else {
-			/* The route's source address: the device's address (IPv4 only). */
+			/* The route's source address: the device's address. */
 			if (ksrc->sa_family == AF_INET)
 				((struct sockaddr_in *)ksrc)->sin_addr.s_addr =
 					cmlib.fab->devs[d].ipv4;
+			else if (ksrc->sa_family == AF_INET6 &&
+				 cmlib.fab->devs[d].link == SF_LINK_ETH)
+				cm_ipv6_source(&cmlib.fab->devs[d], dst,
+					       &((struct sockaddr_in6 *)ksrc)->sin6_addr);
 			status = cm_acquire_dev_locked(idp, d, ksrc);
 		}
 		if (status) {
 			idp->dev = -1;
 			if (ksrc->sa_family == AF_INET)
 				((struct sockaddr_in *)ksrc)->sin_addr.s_addr = htonl(INADDR_ANY);
+			else if (ksrc->sa_family == AF_INET6)
+				memset(&((struct sockaddr_in6 *)ksrc)->sin6_addr, 0,
+				       sizeof(struct in6_addr));
 		}
 	}
 

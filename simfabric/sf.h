@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 11u
+#define SF_VERSION 12u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -61,7 +61,7 @@
 #define SF_MAX_JOINS   65536
 #define SF_MAX_LISTENS 1024 /* rdma_cm UD listeners (SIDR services) */
 #define SF_GROUP_SLOTS 256  /* attached QPs per group, all devices of a segment */
-#define SF_GID_MAX     4    /* GID table entries per port */
+#define SF_GID_MAX     6    /* GID table entries per port (RoCE: link-local, IPv4, IPv6) */
 
 /* The fixed header space in front of every UD receive buffer. */
 #define SF_GRH_LEN 40
@@ -144,6 +144,8 @@ struct sf_dev {
 	uint32_t pkey;
 	uint32_t ipv4;	      /* network order: IPoIB address (IB) or interface address (Eth) */
 	uint32_t ipv4_prefix; /* prefix length */
+	uint8_t ipv6[16];     /* Eth: the netdev's global IPv6 address, all zero: none */
+	uint32_t ipv6_prefix; /* its prefix length */
 	uint8_t mac[6];
 	uint8_t pad[2];
 	struct sf_gid gids[SF_GID_MAX];
@@ -647,6 +649,8 @@ int sf_dev_by_lid(struct sf_fabric *fab, uint32_t seg, uint32_t lid);
 
 /* The GID index the kernel would bind an IPv4 address to (RoCEv2 IPv4 on Ethernet). */
 uint32_t sf_dev_ipv4_gid_index(const struct sf_dev *d);
+/* The RoCE v2 entry of `gid` in the device's table (IPv6 binds, link-local or global). */
+int sf_dev_v2_gid_index(const struct sf_dev *d, const union ibv_gid *gid);
 
 /* IPv4-mapped GID ::ffff:a.b.c.d (addr in network order). */
 void sf_gid_from_ipv4(union ibv_gid *gid, uint32_t addr);

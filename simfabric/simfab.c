@@ -1099,8 +1099,8 @@ static void simfab_topology_print(const struct sf_fabric *fab, const char *what)
 	table_init(&t, 9, 0);
 	for (i = 0; i < fab->ndevs; i++) {
 		const struct sf_dev *d = &fab->devs[i];
-		char name[64], seg[64], addr[48], ip[48], guid[40], numa[24], mtu[24], pkey[24];
-		char ipb[32];
+		char name[64], seg[64], addr[48], ip[48], guid[40], numa[24], mtu[24], pkey[64];
+		char ipb[32], ip6[INET6_ADDRSTRLEN];
 
 		snprintf(name, sizeof(name), "device %s", d->name);
 		snprintf(seg, sizeof(seg), "segment %s", fab->segs[d->seg].name);
@@ -1119,8 +1119,11 @@ static void simfab_topology_print(const struct sf_fabric *fab, const char *what)
 		snprintf(mtu, sizeof(mtu), "mtu %u", sf_mtu_bytes(d->active_mtu));
 		if (d->link == SF_LINK_IB)
 			snprintf(pkey, sizeof(pkey), "pkey 0x%04x", d->pkey);
+		else if (d->ipv6_prefix)
+			snprintf(pkey, sizeof(pkey), "ipv6 %s/%u",
+				 inet_ntop(AF_INET6, d->ipv6, ip6, sizeof(ip6)), d->ipv6_prefix);
 		else
-			pkey[0] = '\0';
+			snprintf(pkey, sizeof(pkey), "ipv6 none");
 		table_add(&t, name, seg, addr, ip, guid, numa, mtu, pkey,
 			  d->removed ? "# removed" : "");
 	}

@@ -10,6 +10,7 @@
  *	segment <name> ib|eth [prefix <ipv6 /64>] [sm <lid>] [loss <probability>]
  *	device <name> segment <segment> [lid <n>] [ipv4 <a.b.c.d/len>] [guid <n>]
  *	       [mac <xx:xx:xx:xx:xx:xx>] [numa <node>] [mtu <bytes>] [pkey <n>]
+ *	       [ipv6 <addr/len>|none]
  *
  * Derived attributes (GID tables, system image GUID, first QPN, port state) follow the
  * same rules for both sources, in topo_dev_finish().
@@ -38,6 +39,7 @@
 #define TOPO_NODE_DIR	   "/sys/devices/system/node"
 #define TOPO_MAX_NUMA_NODE 1023
 #define TOPO_PPM	   1000000u
+#define TOPO_V6_PLEN	   64 /* prefix length of the default and of an ipv6 given without */
 
 /* Parser state for one topology file. */
 struct topo_parser {
@@ -119,6 +121,21 @@ static uint64_t topo_guid_from_mac(const uint8_t mac[6])
 	return guid; /* network order, like b */
 }
 
+/*
+ * The default IPv6 address of an Ethernet device: fd00:0:0:<segment index>::<position on
+ * the segment, from 1>/64, in the unique local range (RFC 4193) so that it is never routed.
+ */
+static void topo_default_ipv6(struct sf_dev *d, uint32_t seg, uint32_t pos)
+{
+	memset(d->ipv6, 0, sizeof(d->ipv6));
+	d->ipv6[0] = 0xfd;
+	d->ipv6[6] = (uint8_t)(seg >> 8);
+	d->ipv6[7] = (uint8_t)seg;
+	d->ipv6[14] = (uint8_t)((pos + 1) >> 8);
+	d->ipv6[15] = (uint8_t)(pos + 1);
+	d->ipv6_prefix = TOPO_V6_PLEN;
+}
+
 /* Set GID table entry `index` of a device. */
 static void topo_set_gid(struct sf_dev *d, unsigned int index, const union ibv_gid *gid,
 			 enum ibv_gid_type type)
@@ -133,9 +150,15 @@ static void topo_set_gid(struct sf_dev *d, unsigned int index, const union ibv_g
  * lid, node_guid or mac, ipv4, pkey, mtu, numa): link, SM LID, system image GUID, port
  * state, first QPN and the GID table. Called for every device once its segment's SM
  * LID is known. IB: one GID, subnet prefix + port GUID (the port GUID equals the node
- * GUID, as on ConnectX-4 and later). Ethernet, as mlx5 fills it: [0] link-local RoCE v1,
- * [1] link-local RoCE v2, [2] ::ffff:<ipv4> RoCE v1, [3] ::ffff:<ipv4> RoCE v2 (the last
- * two only when the device has an address).
+ * GUID, as on ConnectX-4 and later). Ethernet, as the kernel's RoCE GID cache fills an
+ * mlx5 port (drivers/infiniband/core/roce_gid_mgmt.c, cache.c): the default GIDs first,
+ * [0] fe80::<EUI-64 of the MAC> RoCE v1 and [1] the same RoCE v2 (make_default_gid,
+ * addrconf_ifid_eui48), then one v1 and one v2 entry per IP address of the netdev, IPv4
+ * before IPv6 (_add_netdev_ips: enum_netdev_ipv4_ips, then enum_netdev_ipv6_ips):
+ * ::ffff:<ipv4> and the global IPv6 address. The netdev's own link-local address is the
+ * default GID again, which the cache does not add twice (__ib_cache_gid_add finds it).
+ * So with both addresses: [2] ::ffff:<ipv4> v1, [3] v2, [4] <ipv6> v1, [5] v2; without
+ * IPv4 the IPv6 entries are [2] and [3].
  */
 static void topo_dev_finish(struct sf_fabric *fab, uint32_t index, uint32_t sm_lid)
 {
@@ -172,6 +195,13 @@ static void topo_dev_finish(struct sf_fabric *fab, uint32_t index, uint32_t sm_l
 		sf_gid_from_ipv4(&gid, d->ipv4);
 		topo_set_gid(d, 2, &gid, IBV_GID_TYPE_ROCE_V1);
 		topo_set_gid(d, 3, &gid, IBV_GID_TYPE_ROCE_V2);
+	}
+	if (d->ipv6_prefix) {
+		unsigned int g = d->ipv4 ? 4 : 2;
+
+		memcpy(gid.raw, d->ipv6, sizeof(gid.raw));
+		topo_set_gid(d, g, &gid, IBV_GID_TYPE_ROCE_V1);
+		topo_set_gid(d, g + 1, &gid, IBV_GID_TYPE_ROCE_V2);
 	}
 }
 
@@ -240,6 +270,7 @@ SF_PRIVATE void sf_topology_default(struct sf_fabric *fab)
 		fab->devs[d].mac[5] = i + 1;
 		fab->devs[d].ipv4 = htonl(0xc6130000u | (i + 1)); /* 198.19.0.N */
 		fab->devs[d].ipv4_prefix = 24;
+		topo_default_ipv6(&fab->devs[d], eth, i); /* fd00:0:0:1::N */
 		fab->devs[d].numa_node = roce_numa;
 	}
 	for (d = 0; d < fab->ndevs; d++)
@@ -327,6 +358,33 @@ static int topo_parse_prefix(const char *s, uint64_t *prefix)
 	if (inet_pton(AF_INET6, buf, &in) != 1 || memcmp(in.s6_addr + 8, zero, 8))
 		return -EINVAL;
 	memcpy(prefix, in.s6_addr, 8);
+	return 0;
+}
+
+/*
+ * "addr[/len]": a global or unique local unicast IPv6 address (not link-local: that one is
+ * made from the MAC; not multicast, loopback, unspecified or IPv4-mapped). 0 or -EINVAL.
+ */
+static int topo_parse_ipv6(const char *s, uint8_t addr[16], uint32_t *plen)
+{
+	char buf[INET6_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	struct in6_addr in;
+
+	if (n >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET6, buf, &in) != 1)
+		return -EINVAL;
+	*plen = TOPO_V6_PLEN;
+	if (slash && topo_parse_u32(slash + 1, 1, 128, plen))
+		return -EINVAL;
+	if (IN6_IS_ADDR_MULTICAST(&in) || IN6_IS_ADDR_LINKLOCAL(&in) || IN6_IS_ADDR_LOOPBACK(&in) ||
+	    IN6_IS_ADDR_UNSPECIFIED(&in) || IN6_IS_ADDR_V4MAPPED(&in) || IN6_IS_ADDR_V4COMPAT(&in))
+		return -EINVAL;
+	memcpy(addr, in.s6_addr, 16);
 	return 0;
 }
 
@@ -503,7 +561,7 @@ static uint32_t topo_free_lid(const struct sf_fabric *fab, uint32_t seg)
 static int topo_device_check(struct topo_parser *p, uint32_t n)
 {
 	const struct sf_dev *d = &p->fab->devs[n];
-	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN];
+	char a[INET_ADDRSTRLEN], b[INET_ADDRSTRLEN], v6[INET6_ADDRSTRLEN];
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
@@ -511,6 +569,9 @@ static int topo_device_check(struct topo_parser *p, uint32_t n)
 
 		if (d->link == SF_LINK_IB && o->seg == d->seg && o->lid == d->lid)
 			return topo_error(p, "lid %u already used by %s", d->lid, o->name);
+		if (d->ipv6_prefix && o->ipv6_prefix && !memcmp(d->ipv6, o->ipv6, 16))
+			return topo_error(p, "ipv6 %s already used by %s",
+					  inet_ntop(AF_INET6, d->ipv6, v6, sizeof(v6)), o->name);
 		if (d->ipv4 && o->ipv4 == d->ipv4)
 			return topo_error(p, "ipv4 %s already used by %s", topo_ntoa(d->ipv4, a),
 					  o->name);
@@ -566,8 +627,11 @@ static int topo_device_line(struct topo_parser *p, char **w, int nw)
 	struct sf_dev *d;
 	uint32_t n, pos;
 	int k, seg;
-	static const char *const keys[] = {"segment", "lid",  "ipv4", "guid",
-					   "mac",     "numa", "mtu",  "pkey"};
+	static const char *const keys[] = {"segment", "lid", "ipv4", "guid", "mac",
+					   "numa",    "mtu", "pkey", "ipv6"};
+	uint8_t ipv6[16] = {0};
+	uint32_t plen6 = 0;
+	bool no_ipv6 = false;
 
 	if (nw < 2)
 		return topo_error(p, "expected: device <name> segment <segment> [options]");
@@ -654,6 +718,17 @@ static int topo_device_line(struct topo_parser *p, char **w, int nw)
 			if (topo_parse_mtu(val, &mtu))
 				return topo_error(
 					p, "mtu: '%s' is not 256, 512, 1024, 2048 or 4096", val);
+		} else if (!strcmp(key, "ipv6")) {
+			if (topo_device_option_link(p, key, link, SF_LINK_ETH))
+				return -EINVAL;
+			if (!strcmp(val, "none"))
+				no_ipv6 = true;
+			else if (topo_parse_ipv6(val, ipv6, &plen6))
+				return topo_error(
+					p,
+					"ipv6: '%s' is not a global unicast address addr/len "
+					"(or 'none')",
+					val);
 		} else if (!strcmp(key, "pkey")) {
 			if (topo_device_option_link(p, key, link, SF_LINK_IB))
 				return -EINVAL;
@@ -688,6 +763,12 @@ static int topo_device_line(struct topo_parser *p, char **w, int nw)
 		}
 		d->node_guid = guid ? htobe64(guid) : topo_guid_from_mac(d->mac);
 		d->numa_node = have_numa ? numa : (topo_numa_node_exists(1) ? 1 : 0);
+		if (plen6) {
+			memcpy(d->ipv6, ipv6, sizeof(ipv6));
+			d->ipv6_prefix = plen6;
+		} else if (!no_ipv6) {
+			topo_default_ipv6(d, (uint32_t)seg, pos);
+		}
 	}
 	return topo_device_check(p, n);
 }
@@ -933,6 +1014,23 @@ SF_PRIVATE uint32_t sf_dev_ipv4_gid_index(const struct sf_dev *d)
 			return g;
 	}
 	return 0;
+}
+
+/*
+ * sf_dev_v2_gid_index - the RoCE v2 entry holding `gid` in the device's table: what the
+ * kernel binds an IPv6 address of the netdev to (cma_acquire_dev_by_src_ip with the
+ * default GID type RoCE v2, cma.c); -1 if the device has no such entry.
+ */
+SF_PRIVATE int sf_dev_v2_gid_index(const struct sf_dev *d, const union ibv_gid *gid)
+{
+	uint32_t g;
+
+	for (g = 0; g < SF_GID_MAX; g++) {
+		if (d->gids[g].valid && d->gids[g].type == IBV_GID_TYPE_ROCE_V2 &&
+		    !memcmp(d->gids[g].gid.raw, gid->raw, sizeof(gid->raw)))
+			return (int)g;
+	}
+	return -1;
 }
 
 /* sf_gid_from_ipv4 - the IPv4-mapped GID ::ffff:a.b.c.d; addr in network order. */

@@ -279,6 +279,32 @@ SF_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
 		ah_attr->grh.sgid_index = (uint8_t)sf_dev_ipv4_gid_index(d);
 		return 0;
 	}
+	if (d->link == SF_LINK_ETH && ((uint8_t *)grh)[0] >> 4 == 6) {
+		/*
+		 * RoCEv2 over IPv6 (rdma-core libibverbs/verbs.c, set_ah_attr_by_ipv6): no
+		 * reply to a multicast destination; the source GID entry is the one holding
+		 * the packet's destination address, of the type its next header names (UDP:
+		 * RoCE v2); the hop limit and traffic class are the received ones.
+		 */
+		int g = -1;
+
+		if (grh->dgid.raw[0] == 0xff) {
+			errno = EINVAL;
+			return -1;
+		}
+		if (grh->next_hdr == 17)
+			g = sf_dev_v2_gid_index(d, &grh->dgid);
+		if (g < 0) {
+			errno = grh->next_hdr == 17 ? ENOENT : EPROTONOSUPPORT;
+			return -1;
+		}
+		ah_attr->grh.dgid = grh->sgid;
+		ah_attr->grh.flow_label = ntohl(grh->version_tclass_flow) & 0xfffff;
+		ah_attr->grh.hop_limit = grh->hop_limit;
+		ah_attr->grh.traffic_class = (ntohl(grh->version_tclass_flow) >> 20) & 0xff;
+		ah_attr->grh.sgid_index = (uint8_t)g;
+		return 0;
+	}
 	ah_attr->grh.dgid = grh->sgid;
 	ah_attr->grh.flow_label = ntohl(grh->version_tclass_flow) & 0xfffff;
 	ah_attr->grh.hop_limit = 0xff;

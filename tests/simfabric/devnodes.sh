@@ -42,6 +42,11 @@ done
 grep -qx sim_ib0 "$out/ibstat.txt" || sf_fail "ibstat -l in the namespace" "$out/ibstat.txt"
 "$SIMFAB" exec -n "$ns" ls /sys/class/net >"$out/net.txt" 2>&1 || sf_fail "ls /sys/class/net" "$out/net.txt"
 grep -qx ib0 "$out/net.txt" || sf_fail "no ib0 in the namespace's sysfs" "$out/net.txt"
+# A RoCE netdev has the port's IPv6 address, and the kernel's link-local address from
+# the MAC is the port's GID 0 (fe80::ff:fe00:102 for sim_roce1, 02:00:00:00:01:02).
+ip -n "$ns" -6 -br addr show dev eth1 >"$out/eth1.txt" 2>&1 || sf_fail "ip -6 addr eth1" "$out/eth1.txt"
+grep -q 'fd00:0:0:1::2/64' "$out/eth1.txt" || sf_fail "eth1 lacks fd00:0:0:1::2/64" "$out/eth1.txt"
+grep -q 'fe80::ff:fe00:102/64' "$out/eth1.txt" || sf_fail "eth1 lacks fe80::ff:fe00:102/64" "$out/eth1.txt"
 
 # The host's /dev is as it was.
 [ ! -e /dev/infiniband/umad0 ] || sf_fail "/dev/infiniband/umad0 exists on the host"

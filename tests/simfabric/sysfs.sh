@@ -50,6 +50,14 @@ expect_file "$ib/sim_roce1/ports/1/link_layer" "Ethernet"
 expect_file "$ib/sim_roce1/ports/1/rate" "100 Gb/sec (4X EDR)"
 expect_file "$ib/sim_roce1/ports/1/gid_attrs/types/3" "RoCE v2"
 expect_file "$ib/sim_roce1/ports/1/gids/3" "0000:0000:0000:0000:0000:ffff:c613:0002"
+# The netdev's IPv6 address fd00:0:0:1::2, RoCE v1 then v2, after the IPv4 entries
+# (docs/simfabric.md, "IPv6 on RoCE ports"); the entry after it is empty, without a type.
+expect_file "$ib/sim_roce1/ports/1/gids/4" "fd00:0000:0000:0001:0000:0000:0000:0002"
+expect_file "$ib/sim_roce1/ports/1/gid_attrs/types/4" "IB/RoCE v1"
+expect_file "$ib/sim_roce1/ports/1/gids/5" "fd00:0000:0000:0001:0000:0000:0000:0002"
+expect_file "$ib/sim_roce1/ports/1/gid_attrs/types/5" "RoCE v2"
+expect_file "$ib/sim_roce1/ports/1/gids/6" "0000:0000:0000:0000:0000:0000:0000:0000"
+[ ! -e "$ib/sim_roce1/ports/1/gid_attrs/types/6" ] || sf_fail "empty GID entry 6 has a type"
 
 # The NUMA node of the topology, and the CPUs of that node on this machine (its cpumap,
 # in the kernel's own format), or every CPU without NUMA.
