@@ -64,7 +64,7 @@ void ha_group_assign(struct ha *ha, struct group *g);
 uint32_t ha_nparts(const struct ha *ha);
 const struct ha_part *ha_part_get(const struct ha *ha, uint32_t i);
 
-/* --ha-peer-control, NULL when not set. */
+/* The peer: --ha-peer-control's path or --ha-peer's HOST:PORT, NULL when neither is set. */
 const char *ha_peer(const struct ha *ha);
 
 /*
@@ -155,6 +155,21 @@ void ha_cancel(struct ha *ha, struct ctl *c);
  * Control thread. 0, or -1 with the reason on out.
  */
 int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out);
+
+/*
+ * How a takeover commit's answer is made sure of: confirm(ctx, c, undo, arg) returns 0
+ * when the answer will reach the asker or the takeover will be undone (the console:
+ * conserver_reply_confirm; TLS: the asker's `takeover done`, hanet.c), -EPIPE when the
+ * asker has gone (the commit is refused), -ENOTCONN when nobody can give up (a terminal).
+ */
+typedef int ha_confirm_fn(void *ctx, struct ctl *c, void (*undo)(void *arg), void *arg);
+
+/* ha_takeover with the confirmation of the channel the request came on (hanet.c). */
+int ha_takeover_confirm(struct ha *ha, struct ctl *c, char *args, FILE *out, ha_confirm_fn *confirm,
+			void *ctx);
+
+/* The network side of HA (--ha-peer, --ha-listen: hanet.h). */
+struct hanet *ha_net(const struct ha *ha);
 
 /* Groups in partition i now (recounted: groups come and go at run time). */
 uint32_t ha_part_ngroups(struct ha *ha, struct ctl *c, uint32_t i);

@@ -1,0 +1,181 @@
+#!/bin/bash
+# HA peer control over TCP in TLS 1.3 with a pre-shared key (control/hanet.c,
+# docs/operations.md "A pair on two hosts"), both bridges on this host (127.0.0.1):
+# 1. Key files are checked like the pid file: group/other access, a symbolic link, a bad
+#    line: the bridge refuses to start (exit 2) with one line naming the file.
+# 2. A handover a -> b over TLS during a stream: zero loss, bounded duplicates; `ha`
+#    shows the listener and no refusals.
+# 3. A wrong key (a's file replaced and reloaded), an identity b does not know (a third
+#    host), a peer sending clear text, one stalling mid-message, and one replaying a
+#    recorded handover: each refused, counted by reason in `ha` (ha_peer_refused ...),
+#    logged once per address and reason; no role changes.
+# 4. A reload with a key file that fails its checks is refused and keeps the keys; the
+#    right key back by reload: the next handover goes through (keys reload without a
+#    restart).
+# Asserts counts and roles, never times.
+set -eu
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+: "${BCOM:?BCOM must name the bcom program}"
+
+sf_init ha-tls
+g1=239.1.5.3
+probe="$(dirname "$0")/tlsprobe.py"
+pa=$((20000 + $$ % 20000))
+pb=$((pa + 1))
+pr=$((pa + 2))
+
+hexkey() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+ka=$(hexkey)
+kb=$(hexkey)
+mkdir -m 700 "$SF_TMP/keys"
+printf 'a:%s\nb:%s\n' "$ka" "$kb" >"$SF_TMP/keys/a.psk"
+cp "$SF_TMP/keys/a.psk" "$SF_TMP/keys/b.psk"
+chmod 600 "$SF_TMP/keys/a.psk" "$SF_TMP/keys/b.psk"
+
+# refused_is NAME REASON N: `ha` of bridge NAME counts N refusals for REASON.
+refused_is() {
+	bc_must "$1" ha
+	grep -Eq "^ha_peer_refused( .*)? $2=$3( |$)" "$SF_TMP/bcom.out" ||
+		br_fail "bridge $1: expected $2=$3: $(grep ha_peer_refused "$SF_TMP/bcom.out")" "$1"
+}
+
+# 1. Key file checks (the bridge stops at its options: exit 2, one line).
+badstart() {
+	local want=$1 rc=0
+
+	shift
+	"$IB2ROCE" -d sim_ib0 -r sim_roce0 -m "$g1" --control "$SF_TMP/x.sock" "$@" \
+		>"$SF_TMP/x.out" 2>&1 || rc=$?
+	[ "$rc" = 2 ] || sf_fail "ib2roce $* exited $rc, not 2: $(cat "$SF_TMP/x.out")"
+	grep -q -- "$want" "$SF_TMP/x.out" ||
+		sf_fail "ib2roce $*: no '$want' in: $(cat "$SF_TMP/x.out")"
+}
+cp -p "$SF_TMP/keys/a.psk" "$SF_TMP/keys/open.psk"
+chmod 640 "$SF_TMP/keys/open.psk"
+badstart "open.psk: mode 0640 gives group or others access" --ha-psk "$SF_TMP/keys/open.psk"
+ln -s a.psk "$SF_TMP/keys/link.psk"
+badstart "link.psk: is a symbolic link" --ha-psk "$SF_TMP/keys/link.psk"
+printf 'a:123\n' >"$SF_TMP/keys/short.psk"
+chmod 600 "$SF_TMP/keys/short.psk"
+badstart "short.psk:1: the key of a must be 16 to 64 bytes" --ha-psk "$SF_TMP/keys/short.psk"
+badstart "ha-peer 'nohost': expected HOST:PORT" --ha-peer nohost
+mkdir -m 777 "$SF_TMP/open"
+cp -p "$SF_TMP/keys/a.psk" "$SF_TMP/open/a.psk"
+badstart "open: " --ha-psk "$SF_TMP/open/a.psk"
+
+br_bridge a 1 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" -m "$g1" \
+	--ha-listen "127.0.0.1:$pa" --ha-peer "127.0.0.1:$pb" \
+	--ha-psk "$SF_TMP/keys/a.psk" --ha-psk-identity a
+br_bridge b 1 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" -m "$g1" \
+	--ha-listen "127.0.0.1:$pb" --ha-peer "127.0.0.1:$pa" \
+	--ha-psk "$SF_TMP/keys/b.psk" --ha-psk-identity b --role standby
+role_is a default active
+role_is b default standby
+bc_must b ha
+grep -q "^ha_listen 127.0.0.1:$pb sessions=0 keys=2$" "$SF_TMP/bcom.out" ||
+	br_fail "bridge b: ha does not show its listener: $(cat "$SF_TMP/bcom.out")" b
+
+# 2. A handover over TLS during a stream: zero loss.
+m=4000
+br_listen s2 "$ROCE_NET.2" -g "$g1" --verify --imm --any-source --rq 16384 --timeout 60
+br_send_start s2_send "$IB_NET.2" -g "$g1" -n "$m" --imm --rate 2000
+sleep 1
+t0=$(date +%s%N)
+bc_must a handover
+window=$((($(date +%s%N) - t0) / 1000000))
+grep -q '^partition default: active -> standby$' "$SF_TMP/bcom.out" ||
+	br_fail "handover over TLS: $(cat "$SF_TMP/bcom.out")" a
+role_is a default standby
+role_is b default active
+br_send_end s2_send
+sleep 1
+kill -TERM "$(sf_child "$(br_pid s2)")" 2>/dev/null || true
+br_listen_end s2
+rx=$(printf '%s\n' "$BR_SUMMARY" | sed -n 's/.* received=\([0-9]*\) .*/\1/p')
+dup=$(printf '%s\n' "$BR_SUMMARY" | sed -n 's/.* dup=\([0-9]*\) .*/\1/p')
+lost=$((m - (rx - dup)))
+bound=$((2000 * (window + 500) / 1000 + 2 * 32))
+sf_log "handover a -> b over TLS: took $window ms, sent $m, lost $lost, duplicates $dup (bound $bound)"
+[ "$lost" = 0 ] || br_fail "handover over TLS lost $lost packets" a
+[ "$dup" -le "$bound" ] || br_fail "handover over TLS: $dup duplicates, more than $bound" a
+grep -q "the handing-over bridge 127.0.0.1 confirmed" "$SF_TMP/b.err" ||
+	br_fail "bridge b did not log the confirmation (takeover done)" b
+for r in auth unknown_peer replay garbage stall protocol busy; do
+	refused_is b "$r" 0
+done
+# b hands back; a's handover recorded on the way (through tlsprobe's relay) for 3.
+bc_must b handover
+role_is a default active
+python3 "$probe" relay "$pr" 127.0.0.1 "$pb" "$SF_TMP/rec.bin" >"$SF_TMP/relay.out" 2>&1 &
+relay=$!
+SF_PIDS="$SF_PIDS $relay"
+for _ in $(seq 50); do grep -q listening "$SF_TMP/relay.out" && break; sleep 0.1; done
+# a's peer is fixed at start: hand over through the relay with a second bridge c that
+# has a's key and --ha-peer the relay (c is "a" to b: the same identity and key).
+br_bridge c 1 -d sim_ib1 -r sim_roce1 --workers 0 --peer "$ROCE_NET.1" --peer "$ROCE_NET.4" \
+	-m "$g1" --ha-peer "127.0.0.1:$pr" --ha-psk "$SF_TMP/keys/a.psk" --ha-psk-identity a
+bc_must a role default standby
+role_is b default standby
+bc_must c handover
+role_is b default active
+wait "$relay" || sf_fail "relay failed: $(cat "$SF_TMP/relay.out")"
+sf_log "relay: $(cat "$SF_TMP/relay.out" | tail -1)"
+bc_must c role default standby
+bc_must a role default active
+bc_must b role default standby
+role_is b default standby
+br_stop c
+
+# 3. Not peers: each refused, counted, logged once; the roles stay.
+python3 "$probe" replay 127.0.0.1 "$pb" "$SF_TMP/rec.bin" >"$SF_TMP/p.out" ||
+	br_fail "replay: $(cat "$SF_TMP/p.out")" b
+refused_is b replay 1
+python3 "$probe" garbage 127.0.0.1 "$pb" >"$SF_TMP/p.out" || br_fail "garbage: $(cat "$SF_TMP/p.out")" b
+python3 "$probe" garbage 127.0.0.1 "$pb" >"$SF_TMP/p.out" || br_fail "garbage: $(cat "$SF_TMP/p.out")" b
+refused_is b garbage 2
+python3 "$probe" stall 127.0.0.1 "$pb" >"$SF_TMP/p.out" || br_fail "stall: $(cat "$SF_TMP/p.out")" b
+refused_is b stall 1
+# A wrong key for identity a, reloaded into a without a restart.
+printf 'a:%s\nb:%s\n' "$(hexkey)" "$kb" >"$SF_TMP/keys/a.new"
+chmod 600 "$SF_TMP/keys/a.new"
+mv "$SF_TMP/keys/a.new" "$SF_TMP/keys/a.psk"
+bc_must a reload
+bc_fail a 1 handover >/dev/null
+grep -q "partition default: not handed over: the peer: the TLS handshake failed" "$SF_TMP/bcom.out" ||
+	br_fail "handover with a wrong key: $(cat "$SF_TMP/bcom.out")" a
+refused_is b auth 1
+# A third host: an identity b does not know.
+printf 'c:%s\n' "$(hexkey)" >"$SF_TMP/keys/a.new"
+chmod 600 "$SF_TMP/keys/a.new"
+mv "$SF_TMP/keys/a.new" "$SF_TMP/keys/a.psk"
+bc_must a reload
+bc_fail a 1 handover >/dev/null
+refused_is b unknown_peer 1
+role_is a default active
+role_is b default standby
+n=$(grep -c "ha-listen: peer 127.0.0.1.* refused (garbage)" "$SF_TMP/b.err") || n=0
+[ "$n" = 1 ] || br_fail "bridge b logged $n garbage refusals of 127.0.0.1, not 1" b
+for r in auth unknown_peer replay stall; do
+	n=$(grep -c "ha-listen: peer 127.0.0.1.* refused ($r)" "$SF_TMP/b.err") || n=0
+	[ "$n" = 1 ] || br_fail "bridge b logged $n refusals ($r), not 1" b
+done
+
+# 4. A reload with a key file that fails its checks changes nothing; the right one back.
+printf 'a:%s\nb:%s\n' "$ka" "$kb" >"$SF_TMP/keys/a.psk"
+chmod 644 "$SF_TMP/keys/a.psk"
+bc_fail a 1 reload >/dev/null
+grep -q "mode 0644 gives group or others access" "$SF_TMP/bcom.out" ||
+	br_fail "reload with an open key file: $(cat "$SF_TMP/bcom.out")" a
+bc_fail a 1 handover >/dev/null
+refused_is b unknown_peer 2
+chmod 600 "$SF_TMP/keys/a.psk"
+bc_must a reload
+bc_must a handover
+role_is a default standby
+role_is b default active
+refused_is b auth 1
+refused_is b busy 0
+br_stop a
+br_stop b
+sf_log "PASS"
