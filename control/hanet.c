@@ -586,8 +586,8 @@ static int sess_confirm(void *ctx, struct ctl *c, void (*undo)(void *), void *ar
 	return 0;
 }
 
-/* One authenticated request line: the HA verbs only. */
-static void sess_line(struct hanet *n, struct ctl *c, struct sess *s, char *line)
+/* One authenticated request line: the HA verbs only. false when s was closed. */
+static bool sess_line(struct hanet *n, struct ctl *c, struct sess *s, char *line)
 {
 	char *buf = NULL, *args = line, *verb, copy[HANET_LINE_MAX];
 	size_t len = 0;
@@ -596,7 +596,7 @@ static void sess_line(struct hanet *n, struct ctl *c, struct sess *s, char *line
 
 	if (!out) {
 		sess_close(n, c, s, "out of memory");
-		return;
+		return false;
 	}
 	verb = concmd_word(&args);
 	if (verb && !strcmp(verb, "ha") && !concmd_word(&args)) {
@@ -644,15 +644,16 @@ static void sess_line(struct hanet *n, struct ctl *c, struct sess *s, char *line
 		sess_reply(s, buf, len, -1);
 		free(buf);
 		sess_close(n, c, s, "sent a command that is not an HA verb");
-		return;
+		return false;
 	}
 	fclose(out);
 	if (sess_reply(s, buf, len, rc)) {
 		free(buf);
 		sess_close(n, c, s, "could not be sent our answer");
-		return;
+		return false;
 	}
 	free(buf);
+	return true;
 }
 
 /* What a failed handshake was, from how far it got (the GnuTLS error code alone says
@@ -718,9 +719,9 @@ static void sess_io(struct hanet *n, struct ctl *c, struct sess *s)
 				memmove(s->line, s->line + used, s->have - used);
 				s->have -= used;
 				s->deadline = s->have ? mono_ms() + HA_HANDOVER_MS : 0;
-				sess_line(n, c, s, one);
+				if (!sess_line(n, c, s, one))
+					return; /* s is gone */
 			}
-			return; /* s may be gone; the loop calls again when more comes */
 		}
 		if (s->have == sizeof(s->line) - 1) {
 			refuse(n, s, HANET_PROTOCOL, "a request line longer than an HA verb's");

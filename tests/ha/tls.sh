@@ -161,6 +161,39 @@ for r in auth unknown_peer replay stall; do
 	[ "$n" = 1 ] || br_fail "bridge b logged $n refusals ($r), not 1" b
 done
 
+# 3b. An authenticated peer (gnutls-cli with a's key): the role query answers; a command
+#     that is not an HA verb is refused (protocol) and the connection closed; a commit
+#     that is never confirmed (`takeover done`) is undone on b within the handover's time.
+tlscli() {
+	gnutls-cli --pskusername a --pskkey "$ka" -p "$pb" 127.0.0.1 \
+		--priority 'NORMAL:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK' \
+		>"$SF_TMP/cli.out" 2>"$SF_TMP/cli.err" || true
+}
+printf 'a:%s\nb:%s\n' "$ka" "$kb" >"$SF_TMP/keys/a.new"
+(printf 'ha\n'; sleep 1) | tlscli
+grep -aq '^default  *standby ' "$SF_TMP/cli.out" ||
+	br_fail "role query over TLS: $(cat "$SF_TMP/cli.out" "$SF_TMP/cli.err")" b
+(printf 'status\n'; sleep 1) | tlscli
+grep -aq 'only the HA verbs here' "$SF_TMP/cli.out" ||
+	br_fail "a console command over TLS: $(cat "$SF_TMP/cli.out" "$SF_TMP/cli.err")" b
+refused_is b protocol 1
+(printf 'takeover prepare default 9.9.1\ntakeover commit default 9.9.1\n'; sleep 4) | tlscli
+grep -aq 'partition default: inactive -> active\|takeover: partition default: prepared' "$SF_TMP/cli.out" ||
+	true
+grep -q 'partition default: the handing-over bridge 127.0.0.1 (9.9.1) did not confirm in time: taking over undone' "$SF_TMP/b.err" ||
+	br_fail "bridge b did not undo an unconfirmed commit: $(cat "$SF_TMP/cli.out")" b
+role_is b default standby
+role_is a default active
+# The same, the asker gone before confirming: undone at once.
+(printf 'takeover prepare default 9.9.2\ntakeover commit default 9.9.2\n'; sleep 0.5) | tlscli
+for _ in $(seq 50); do
+	grep -q '(9.9.2) closed the connection: taking over undone' "$SF_TMP/b.err" && break
+	sleep 0.1
+done
+grep -q '(9.9.2) closed the connection: taking over undone' "$SF_TMP/b.err" ||
+	br_fail "bridge b did not undo a commit whose asker left: $(cat "$SF_TMP/cli.out")" b
+role_is b default standby
+
 # 4. A reload with a key file that fails its checks changes nothing; the right one back.
 printf 'a:%s\nb:%s\n' "$ka" "$kb" >"$SF_TMP/keys/a.psk"
 chmod 644 "$SF_TMP/keys/a.psk"
