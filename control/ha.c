@@ -1007,7 +1007,9 @@ void ha_tick(struct ha *ha, struct ctl *c, uint64_t now)
 	if (!x->on)
 		return;
 	if (now >= x->l.deadline)
-		xfer_stop(ha, c, x->phase == X_CONNECT ? -EAGAIN : -ETIMEDOUT);
+		/* Over TLS the connect phase is the TCP connect and the handshake: a peer that
+		 * stopped answering, not a full backlog. */
+		xfer_stop(ha, c, x->phase == X_CONNECT && !x->l.tls ? -EAGAIN : -ETIMEDOUT);
 	else
 		xfer_run(ha, c);
 }

@@ -20,6 +20,7 @@ set -eu
 
 sf_init ha-tls
 g1=239.1.5.3
+g2=239.1.5.4
 probe="$(dirname "$0")/tlsprobe.py"
 pa=$((20000 + $$ % 20000))
 pb=$((pa + 1))
@@ -64,12 +65,12 @@ mkdir -m 777 "$SF_TMP/open"
 cp -p "$SF_TMP/keys/a.psk" "$SF_TMP/open/a.psk"
 badstart "open: " --ha-psk "$SF_TMP/open/a.psk"
 
-br_bridge a 1 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" -m "$g1" \
+br_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" -m "$g1" -m "$g2" \
 	--ha-listen "127.0.0.1:$pa" --ha-peer "127.0.0.1:$pb" \
-	--ha-psk "$SF_TMP/keys/a.psk" --ha-psk-identity a
-br_bridge b 1 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" -m "$g1" \
+	--ha-psk "$SF_TMP/keys/a.psk" --ha-psk-identity a --partition p2:"$g2"
+br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" -m "$g1" -m "$g2" \
 	--ha-listen "127.0.0.1:$pb" --ha-peer "127.0.0.1:$pa" \
-	--ha-psk "$SF_TMP/keys/b.psk" --ha-psk-identity b --role standby
+	--ha-psk "$SF_TMP/keys/b.psk" --ha-psk-identity b --partition p2:"$g2" --role standby
 role_is a default active
 role_is b default standby
 bc_must b ha
@@ -113,8 +114,8 @@ SF_PIDS="$SF_PIDS $relay"
 for _ in $(seq 50); do grep -q listening "$SF_TMP/relay.out" && break; sleep 0.1; done
 # a's peer is fixed at start: hand over through the relay with a second bridge c that
 # has a's key and --ha-peer the relay (c is "a" to b: the same identity and key).
-br_bridge c 1 -d sim_ib1 -r sim_roce1 --workers 0 --peer "$ROCE_NET.1" --peer "$ROCE_NET.4" \
-	-m "$g1" --ha-peer "127.0.0.1:$pr" --ha-psk "$SF_TMP/keys/a.psk" --ha-psk-identity a
+br_bridge c 2 -d sim_ib1 -r sim_roce1 --workers 0 --peer "$ROCE_NET.1" --peer "$ROCE_NET.4" \
+	-m "$g1" -m "$g2" --partition p2:"$g2" --role p2=standby --ha-peer "127.0.0.1:$pr" --ha-psk "$SF_TMP/keys/a.psk" --ha-psk-identity a
 bc_must a role default standby
 role_is b default standby
 bc_must c handover
@@ -209,6 +210,43 @@ role_is a default standby
 role_is b default active
 refused_is b auth 1
 refused_is b busy 0
+
+# 5. The handover's rules over TLS. A peer that cannot forward (its RoCE port down)
+#    refuses each partition, every partition is tried, nothing changes; a stopped peer
+#    (SIGSTOP: TCP accepted by its kernel, no handshake) ends the handover at its
+#    deadline with nothing changed on either side, also after it runs again.
+bc_must b handover
+role_is a default active
+bc_must a role p2 active
+bc_must b role p2 standby
+"$SIMFAB" port sim_roce3 down >/dev/null
+bc_fail a 1 handover >/dev/null
+[ "$(grep -c 'refused: cannot forward it here: RoCE sim_roce3 port 1 down' "$SF_TMP/bcom.out")" = 2 ] ||
+	br_fail "handover to a peer with its port down: $(cat "$SF_TMP/bcom.out")" a
+grep -q '^handover: 0 of 2 partitions handed over$' "$SF_TMP/bcom.out" ||
+	br_fail "handover to a peer with its port down: $(cat "$SF_TMP/bcom.out")" a
+"$SIMFAB" port sim_roce3 up >/dev/null
+role_is a default active
+role_is a p2 active
+role_is b default standby
+role_is b p2 standby
+for _ in $(seq 100); do bc b health >/dev/null; [ "$BC_RC" = 0 ] && break; sleep 0.1; done
+kill -STOP "$(sf_child "$(br_pid b)")"
+bc_fail a 1 handover >/dev/null
+kill -CONT "$(sf_child "$(br_pid b)")"
+[ "$(grep -c 'not handed over: the peer: no answer within the handover.s time' "$SF_TMP/bcom.out")" = 2 ] ||
+	br_fail "handover to a stopped peer: $(cat "$SF_TMP/bcom.out")" a
+sleep 1
+role_is a default active
+role_is a p2 active
+role_is b default standby
+role_is b p2 standby
+# And after all that, a handover of both partitions goes through.
+bc_must a handover
+grep -q '^handover: 2 of 2 partitions handed over$' "$SF_TMP/bcom.out" ||
+	br_fail "handover of both partitions: $(cat "$SF_TMP/bcom.out")" a
+role_is b default active
+role_is b p2 active
 br_stop a
 br_stop b
 sf_log "PASS"
