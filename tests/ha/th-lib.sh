@@ -17,7 +17,8 @@
 # (SIMFABRIC_NETNS, docs/simfabric.md), where the senders and listeners run: a host's
 # death kills what runs in its namespace; the fabric, as a real one would, stays.
 #
-# Skips (77) without keepalived, network namespaces or root.
+# Skips (77) without network namespaces or root, and without keepalived unless
+# TH_NO_KEEPALIVED is set (twohost upgrade: no keepalived).
 
 TH_A=198.51.100.1
 TH_B=198.51.100.2
@@ -27,7 +28,7 @@ TH_PORT=7471
 # start a program in a host (TH_RUN_A, TH_RUN_B).
 th_init() {
 	KA=$(command -v keepalived || true)
-	[ -n "$KA" ] || {
+	[ -n "$KA" ] || [ -n "${TH_NO_KEEPALIVED:-}" ] || {
 		echo "keepalived not installed: skipped"
 		exit 77
 	}
@@ -113,7 +114,7 @@ th_kill_host() {
 th_cleanup() {
 	local rc=$? ns pids
 
-	ka_stop
+	! declare -F ka_stop >/dev/null || ka_stop
 	for ns in "$TH_NSA" "$TH_NSB" "$TH_NSW"; do
 		pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
 		# shellcheck disable=SC2086 # a list of pids

@@ -1,13 +1,12 @@
 #!/bin/bash
-
-
-# peer control in TLS over it; one simulated fabric, different devices). Two partitions:
+# An HA pair on two "hosts" (tests/ha/th-lib.sh: two network namespaces cabled to a
+# switch namespace, each with its bridge and its keepalived, VRRP unicast between them,
+# the bridges' peer control in TLS; one simulated fabric, different devices). Two partitions:
 # default (g1) preferred by host B, p2 (g2) preferred by host A.
 # 1. keepalived makes b active for default, a for p2; a TLS handover across the hosts
 #    moves default to a and back.
 # 2. Partition between the hosts (B's switch port off the switch: both alive with their
-#    links up, the fabric still shared) during
-#    a stream: both become active (split brain: subscribers get both copies, the --peer
+#    links up, the fabric still shared) during a stream: both become active (split brain: subscribers get both copies, the --peer
 #    rule only stops each bridge from forwarding the other's copy back, counted
 #    drop_peer_bridge); the link back: exactly one active per partition. Loss and
 #    duplicates printed; asserted: loss bounded, one active per partition after the heal.
