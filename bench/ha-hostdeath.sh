@@ -13,10 +13,10 @@ rates=${*:-10000 100000}
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for rate in $rates; do
 	log=$(mktemp)
-	KA_RATE=$rate TH_DEATH_RUNS=$runs KA_KILL_MAX_LOST=$((rate * 10)) \
+	TH_RATE=$rate TH_DEATH_RUNS=$runs KA_KILL_MAX_LOST=$((rate * 10)) \
 		meson test -C "$build" ha-twohost -t 10 >/dev/null 2>&1 || echo "rate $rate: the test failed (see $build/meson-logs/testlog.txt)"
 	cp "$build/meson-logs/testlog.txt" "$log"
-	sed -n 's/^ha-twohost: \(partition between.*\)$/rate '"$rate"': \1/p' "$log"
+	sed -n 's/^ha-twohost: \(partition between.*\|heal: .*\)$/rate '"$rate"': \1/p' "$log"
 	sed -n 's/^ha-twohost: hostdeath rate=[0-9]* lost=\([0-9]*\) ms=.*$/\1/p' "$log" | sort -n |
 		awk -v r="$rate" '{ v[NR] = $1 } END {
 			if (!NR) { print "rate " r ": no runs"; exit }

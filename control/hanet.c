@@ -89,6 +89,8 @@ struct sess {
 	bool up;	   /* the handshake is over */
 	bool looked_up;	   /* the PSK callback ran for a known identity */
 	bool unknown;	   /* the PSK callback met an unknown identity */
+	bool idle;	   /* deadline is the idle limit of an authenticated connection */
+	bool armed;	   /* ha_takeover_confirm made a partition active (sess_confirm) */
 	uint64_t deadline; /* CLOCK_MONOTONIC ms: the handshake or the message in progress */
 	char addr[INET6_ADDRSTRLEN];
 	char id[HANET_ID_MAX];
@@ -579,7 +581,11 @@ static int sess_reply(struct sess *s, const char *text, size_t len, int status)
  * asker confirms with `takeover done` (sess_line), else it is undone (pend_undo). */
 static int sess_confirm(void *ctx, struct ctl *c, void (*undo)(void *), void *arg)
 {
-	(void)ctx;
+	struct sess *s = ctx;
+
+	/* Called only when the commit changes the role (not for "active already"): only
+	 * then is there something to undo. */
+	s->armed = true;
 	(void)c;
 	(void)undo;
 	(void)arg;
@@ -630,8 +636,9 @@ static bool sess_line(struct hanet *n, struct ctl *c, struct sess *s, char *line
 
 			if (commit && s->pend_part[0])
 				pend_undo(n, c, s, "committed another before confirming");
+			s->armed = false;
 			rc = ha_takeover_confirm(n->ha, c, args, out, sess_confirm, s);
-			if (!rc && commit && part && id) {
+			if (!rc && commit && s->armed && part && id) {
 				snprintf(s->pend_part, sizeof(s->pend_part), "%s", part);
 				snprintf(s->pend_id, sizeof(s->pend_id), "%s", id);
 				s->pend_until = mono_ms() + HA_HANDOVER_MS;
@@ -704,8 +711,9 @@ static void sess_io(struct hanet *n, struct ctl *c, struct sess *s)
 			sess_close(n, c, s, "sent a record that does not verify");
 			return;
 		}
-		if (!s->have)
+		if (!s->have || s->idle)
 			s->deadline = mono_ms() + HA_HANDOVER_MS; /* the message's time */
+		s->idle = false;
 		s->have += (size_t)r;
 		while (s->up && (nl = memchr(s->line, '\n', s->have))) {
 			size_t used = (size_t)(nl - s->line) + 1;
@@ -838,12 +846,16 @@ void hanet_tick(struct hanet *n, struct ctl *c, uint64_t now)
 			continue;
 		}
 		if (s->deadline && now >= s->deadline) {
-			refuse(n, s, HANET_STALL,
-			       s->up ? "a request not complete in time" : "no handshake in time");
-			sess_close(n, c, s, "stalled");
+			if (!s->idle)
+				refuse(n, s, HANET_STALL,
+				       s->up ? "a request not complete in time"
+					     : "no handshake in time");
+			sess_close(n, c, s, s->idle ? "was idle" : "stalled");
 		} else if (s->up && !s->have && !s->pend_part[0] && !s->deadline) {
-			/* Authenticated and idle: an asker between partitions. Bounded too. */
+			/* Authenticated and idle: an asker between partitions (its own drain
+			 * between two takes at most CTL_DRAIN_MS). Bounded too, not counted. */
 			s->deadline = now + 4 * HA_HANDOVER_MS;
+			s->idle = true;
 		}
 	}
 }

@@ -13,7 +13,7 @@
 # 3. Whole-host death of host B (every process of its namespace killed at once, its
 #    link down) during a stream on B's partition: a takes every partition; the loss printed,
 #    asserted only bounded. TH_DEATH_RUNS (default 1) repeats it (host B started again
-#    between runs) and KA_RATE sets the stream's rate: bench/ha-hostdeath.sh runs it 10
+#    between runs) and TH_RATE sets the stream's rate (packets/s, default 2000): bench/ha-hostdeath.sh runs it 10
 #    times at 10 and 100 kpps for docs/operations.md.
 # Counts and roles asserted, never times.
 set -eu
@@ -27,7 +27,7 @@ set -eu
 th_init ha-twohost
 g1=239.1.6.1
 g2=239.1.6.2
-: "${KA_RATE:=2000}"
+KA_RATE=${TH_RATE:-2000} # ka-lib.sh sets 2000
 : "${TH_DEATH_RUNS:=1}"
 : "${KA_KILL_MAX_LOST:=$((KA_RATE * 2))}"
 
@@ -77,13 +77,15 @@ wait_role a p2 active
 wait_role b p2 active
 sf_log "partition: both bridges active for both partitions (split brain)"
 sleep 2
+t0=$(date +%s%N)
 th_partition off
 for _ in $(seq 300); do
 	one_active default && one_active p2 && break
-	sleep 0.1
+	sleep 0.05
 done
 one_active default && one_active p2 ||
 	br_fail "after the link came back: not one active per partition" a b ka1 ka2
+sf_log "heal: one active per partition $((($(date +%s%N) - t0) / 1000000)) ms after the link came back"
 wait_role b default active
 wait_role a p2 active
 ka_stream_end s2 "$m" "partition between the hosts (4 s) and heal"
