@@ -14,14 +14,20 @@ echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cp
 for rate in $rates; do
 	log=$(mktemp)
 	TH_RATE=$rate TH_DEATH_RUNS=$runs KA_KILL_MAX_LOST=$((rate * 10)) \
-		meson test -C "$build" ha-twohost -t 10 >/dev/null 2>&1 || echo "rate $rate: the test failed (see $build/meson-logs/testlog.txt)"
+		meson test -C "$build" ha-twohost -t 10 >/dev/null 2>&1 || echo "rate $rate: the test failed (its log: /tmp/ha-hostdeath-$rate.log)"
 	cp "$build/meson-logs/testlog.txt" "$log"
+	cp "$log" "/tmp/ha-hostdeath-$rate.log"
 	sed -n 's/^ha-twohost: \(partition between.*\|heal: .*\)$/rate '"$rate"': \1/p' "$log"
-	sed -n 's/^ha-twohost: hostdeath rate=[0-9]* lost=\([0-9]*\) ms=.*$/\1/p' "$log" | sort -n |
-		awk -v r="$rate" '{ v[NR] = $1 } END {
-			if (!NR) { print "rate " r ": no runs"; exit }
-			m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-			printf "rate %d pps: %d runs, lost median %s (%.1f ms), range %d-%d (%.1f-%.1f ms)\n",
-				r, NR, m, m * 1000 / r, v[1], v[NR], v[1] * 1000 / r, v[NR] * 1000 / r }'
+	# Per run: lost, and lost less the survivor's NIC drops of that run.
+	for col in 1 2; do
+		sed -n 's/^ha-twohost: hostdeath rate=[0-9]* lost=\([0-9]*\) ms=[0-9]* nic_drops=\([0-9]*\)$/\1 \2/p' "$log" |
+			awk -v c="$col" '{ print c == 1 ? $1 : ($1 > $2 ? $1 - $2 : 0) }' | sort -n |
+			awk -v r="$rate" -v c="$col" '{ v[NR] = $1 } END {
+				if (!NR) { print "rate " r ": no runs"; exit }
+				m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+				printf "rate %d pps: %d runs, %s median %s (%.1f ms), range %d-%d (%.1f-%.1f ms)\n",
+					r, NR, c == 1 ? "lost" : "lost less NIC drops", m, m * 1000 / r,
+					v[1], v[NR], v[1] * 1000 / r, v[NR] * 1000 / r }'
+	done
 	rm -f "$log"
 done

@@ -4,7 +4,8 @@
  *
  * The peer is reached through its console socket with the console's own protocol (a
  * command line; the reply is text, NUL, a status byte, newline): a few lines of socket
- * code rather than a library, as bcom does. A handover (ha_handover) is a state machine
+ * code rather than a library, as bcom does; or, on another host, through hanet.c's TLS
+ * connection with the same framing (--ha-peer). A handover (ha_handover) is a state machine
  * that the control loop drives (ha_event, ha_tick), bounded by one deadline, with a
  * non-blocking socket and a fixed reply buffer; ha.h says what it guarantees and how.
  */

@@ -42,7 +42,8 @@ struct ha;
 
 /*
  * Register the options --partition, --role and --ha-peer-control (config keywords
- * partition, role, ha-peer-control). Returns the HA state (freed by ha_free) or NULL
+ * partition, role, ha-peer-control), and hanet.h's (--ha-peer, --ha-listen, --ha-psk,
+ * --ha-psk-identity). Returns the HA state (freed by ha_free) or NULL
  * with errno.
  */
 struct ha *ha_opts_register(void);
@@ -90,6 +91,10 @@ typedef void ha_done_fn(struct ctl *c, void *arg, int rc, const char *report);
  *                           joined on both sides, their worker alive) and remembers ID;
  *   takeover commit P ID    the peer checks again, makes P active and answers; only then
  *                           does P go standby here.
+ * Over TCP (--ha-peer, hanet.h) a third step: after the commit's answer we send
+ *   takeover done P ID      the peer keeps P only once it reads this (it undoes a commit
+ *                           not confirmed within HA_HANDOVER_MS, or whose connection
+ *                           ends); P goes standby here on the peer's answer to it.
  * Every partition is tried, whatever happened to the one before. With `stopping` the
  * bridge is about to exit: a partition not handed over is logged as going dark, with
  * the reason, and this bridge refuses takeovers meanwhile.

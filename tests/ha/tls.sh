@@ -124,7 +124,7 @@ role_is b default standby
 bc_must c handover
 role_is b default active
 wait "$relay" || sf_fail "relay failed: $(cat "$SF_TMP/relay.out")"
-sf_log "relay: $(cat "$SF_TMP/relay.out" | tail -1)"
+sf_log "relay: $(tail -1 "$SF_TMP/relay.out")"
 bc_must c role default standby
 bc_must a role default active
 bc_must b role default standby
