@@ -42,7 +42,9 @@ th_init() {
 	ip netns add "$TH_NSB"
 	TH_NSW=ib2roce-thw-$$
 	ip netns add "$TH_NSW"
-	trap 'th_cleanup; sf_cleanup' EXIT
+	# sf_cleanup's `simfab reset` leaves the fabric file of a fabric shared across
+	# network namespaces behind: removed after it (sf_cleanup exits: in a subshell).
+	trap th_exit EXIT
 	ip -n "$TH_NSW" link add sw type bridge
 	ip -n "$TH_NSW" link set sw up
 	for h in a b; do
@@ -108,6 +110,27 @@ th_kill_host() {
 	# shellcheck disable=SC2086 # a list of pids
 	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
 	ip -n "$ns" link set "$ifc" down
+}
+
+# th_exit: the exit trap: th_cleanup, sf_cleanup (which exits: in a subshell), th_rmfab;
+# exits with the test's status.
+th_exit() {
+	local rc
+
+	th_cleanup
+	(sf_cleanup)
+	rc=$?
+	th_rmfab
+	exit "$rc"
+}
+
+# th_rmfab: the test's fabric files gone.
+th_rmfab() {
+	local f
+
+	for f in $SF_FABRICS; do
+		rm -rf "/dev/shm/simfabric.$f" "/dev/shm/simfabric.$f".*
+	done
 }
 
 # th_cleanup: keepalived stopped, namespaces gone. Returns the status it was called with.
