@@ -39,7 +39,7 @@ enum hanet_reason {
 	HANET_UNKNOWN,	/* an identity that is not in the key file (a third host) */
 	HANET_REPLAY,	/* the handshake failed after the client's key was checked: a recorded
 			 * session played again, or records altered on the way */
-	HANET_GARBAGE,	/* not TLS 1.3 with a pre-shared key */
+	HANET_GARBAGE,	/* not TLS 1.3 with a PSK, or closed before the handshake */
 	HANET_STALL,	/* a handshake or a message not complete within HA_HANDOVER_MS */
 	HANET_PROTOCOL, /* authenticated, but not an HA verb, or a line too long */
 	HANET_BUSY,	/* more than HANET_SESSIONS connections at once */

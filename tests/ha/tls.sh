@@ -70,7 +70,8 @@ br_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" -m "$g1" 
 	--ha-psk "$SF_TMP/keys/a.psk" --ha-psk-identity a --partition p2:"$g2"
 br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" -m "$g1" -m "$g2" \
 	--ha-listen "127.0.0.1:$pb" --ha-peer "127.0.0.1:$pa" \
-	--ha-psk "$SF_TMP/keys/b.psk" --ha-psk-identity b --partition p2:"$g2" --role standby
+	--ha-psk "$SF_TMP/keys/b.psk" --ha-psk-identity b --partition p2:"$g2" --role standby \
+	--metrics-file "$SF_TMP/b.prom" -e statint=1
 role_is a default active
 role_is b default standby
 bc_must b ha
@@ -217,12 +218,46 @@ grep -q "mode 0644 gives group or others access" "$SF_TMP/bcom.out" ||
 bc_fail a 1 handover >/dev/null
 refused_is b unknown_peer 2
 chmod 600 "$SF_TMP/keys/a.psk"
-bc_must a reload
+# This time by SIGHUP: the same reload.
+n=$(grep -c 'ha-psk .*a.psk: 2 keys read again' "$SF_TMP/a.err") || n=0
+kill -HUP "$(sf_child "$(br_pid a)")"
+for _ in $(seq 100); do
+	[ "$(grep -c 'ha-psk .*a.psk: 2 keys read again' "$SF_TMP/a.err")" -gt "$n" ] && break
+	sleep 0.1
+done
+[ "$(grep -c 'ha-psk .*a.psk: 2 keys read again' "$SF_TMP/a.err")" -gt "$n" ] ||
+	br_fail "SIGHUP did not read the keys again" a
 bc_must a handover
 role_is a default standby
 role_is b default active
 refused_is b auth 1
 refused_is b busy 0
+# The metric says the same (the metrics file, written every second).
+for _ in $(seq 50); do
+	grep -q '^ib2roce_ha_peer_refused_total{reason="unknown_peer"} 2$' "$SF_TMP/b.prom" && break
+	sleep 0.1
+done
+for r in auth:1 unknown_peer:2 replay:1 garbage:2 stall:1 protocol:1 busy:0; do
+	grep -q "^ib2roce_ha_peer_refused_total{reason=\"${r%:*}\"} ${r#*:}$" "$SF_TMP/b.prom" ||
+		br_fail "metrics: no ${r%:*} ${r#*:}: $(grep ha_peer_refused "$SF_TMP/b.prom")" b
+done
+# More than 8 connections at once: the ninth is closed at once (busy); the roles stay.
+python3 "$probe" flood 127.0.0.1 "$pb" 8 >"$SF_TMP/p.out" || br_fail "flood: $(cat "$SF_TMP/p.out")" b
+refused_is b busy 1
+for _ in $(seq 100); do
+	bc_must b ha
+	grep -q '^ha_listen .* sessions=0 ' "$SF_TMP/bcom.out" && break
+	sleep 0.1
+done
+grep -q '^ha_listen .* sessions=0 ' "$SF_TMP/bcom.out" ||
+	br_fail "the silent connections were not closed: $(cat "$SF_TMP/bcom.out")" b
+# The 8 silent ones: closed by the bridge at 2 s (stall) or by the probe before that
+# (garbage: a connection that ends without a handshake); 8 in all.
+g=$(sed -n 's/^ha_peer_refused .* garbage=\([0-9]*\) stall=\([0-9]*\) .*/\1 \2/p' "$SF_TMP/bcom.out")
+[ $((${g% *} + ${g#* })) = $((2 + 1 + 8)) ] ||
+	br_fail "the silent connections: garbage and stall $g, not 11 in all" b
+role_is b default active
+role_is a default standby
 
 # 5. The handover's rules over TLS. A peer that cannot forward (its RoCE port down)
 #    refuses each partition, every partition is tried, nothing changes; a stopped peer

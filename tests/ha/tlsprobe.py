@@ -8,6 +8,8 @@
                                        one connection relayed to HOST:PORT2, what the
                                        client sent recorded into FILE (for replay)
   tlsprobe.py replay HOST PORT FILE    a recorded client's bytes played again
+  tlsprobe.py flood HOST PORT N        N connections that send nothing, then one more:
+                                       that one must be closed at once (busy)
 
 Each waits until the bridge closes the connection (at most 15 s: the bridge's bound
 is 2 s) and prints "closed after N bytes" or "still open"; the exit status is 0 when
@@ -74,6 +76,14 @@ def main():
         print(f"recorded {len(rec)} bytes")
         return 0
     host, port = sys.argv[2], int(sys.argv[3])
+    if mode == "flood":
+        held = [socket.create_connection((host, port)) for _ in range(int(sys.argv[4]))]
+        time.sleep(0.5)  # accepted by the bridge's loop, not only by the kernel
+        s = socket.create_connection((host, port))
+        rc = wait_closed(s, 1.5)  # before the held ones' 2 s are up
+        for h in held:
+            h.close()
+        return rc
     s = socket.create_connection((host, port))
     if mode == "garbage":
         s.sendall(b"takeover commit default 1.2.3\n")
