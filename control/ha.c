@@ -892,6 +892,7 @@ static void xfer_run(struct ha *ha, struct ctl *c)
 		if (x->l.err) {
 			xfer_failed(ha, idx, x->l.err, "");
 			x->cur++;
+			x->phase = X_ASK; /* the next partitions were not asked */
 			continue;
 		}
 		switch (x->phase) {
