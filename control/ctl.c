@@ -29,6 +29,7 @@
 #include "capture.h"
 #include "ctl.h"
 #include "ha.h"
+#include "hanet.h"
 #include "fwd.h"
 #include "health.h"
 #include "log.h"
@@ -1363,6 +1364,10 @@ int ctl_run(struct ctl *c)
 				break;
 			case EV_HA:
 				ha_event(t->ptr, c, ev[i].events);
+				break;
+			case EV_HANET:
+				if (c->ha)
+					hanet_event(ha_net(c->ha), c, t, ev[i].events);
 				break;
 			}
 		}

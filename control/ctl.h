@@ -23,6 +23,7 @@ enum ev_kind {
 	EV_CAPTURE,	 /* the capture's drain timer: ptr is capture.c's */
 	EV_METRICS_HTTP, /* an fd of the metrics endpoint: ptr is metrics_http.c's */
 	EV_HA,		 /* the socket of a handover to the HA peer: ptr is the struct ha */
+	EV_HANET,	 /* hanet.c's listener (ptr NULL) or a peer's connection (ptr its) */
 };
 
 struct ev_tag {

@@ -4,7 +4,8 @@
  *
  * The peer is reached through its console socket with the console's own protocol (a
  * command line; the reply is text, NUL, a status byte, newline): a few lines of socket
- * code rather than a library, as bcom does. A handover (ha_handover) is a state machine
+ * code rather than a library, as bcom does; or, on another host, through hanet.c's TLS
+ * connection with the same framing (--ha-peer). A handover (ha_handover) is a state machine
  * that the control loop drives (ha_event, ha_tick), bounded by one deadline, with a
  * non-blocking socket and a fixed reply buffer; ha.h says what it guarantees and how.
  */
@@ -24,6 +25,7 @@
 #include "console.h"
 #include "ctl.h"
 #include "ha.h"
+#include "hanet.h"
 #include "health.h"
 #include "log.h"
 #include "options.h"
@@ -39,9 +41,10 @@ struct ha_map {
 /* One connection to the peer's console for a whole handover (ha_handover). */
 struct peer_link {
 	const char *path;
-	int fd;		   /* -1: not connected */
-	int err;	   /* why the link is unusable (negative errno), 0: usable */
-	uint64_t deadline; /* CLOCK_MONOTONIC ms: the peer's time is up */
+	struct hanet_link *tls; /* --ha-peer: TCP and TLS (hanet.c); NULL: the Unix socket */
+	int fd;			/* -1: not connected */
+	int err;		/* why the link is unusable (negative errno), 0: usable */
+	uint64_t deadline;	/* CLOCK_MONOTONIC ms: the peer's time is up */
 	char buf[HA_REPLY_MAX];
 	size_t have;
 };
@@ -51,7 +54,9 @@ struct ha_xfer {
 	bool on;
 	bool stopping; /* for a stop: a partition left here goes dark */
 	bool watched;  /* l.fd is in the control loop's epoll */
-	enum { X_CONNECT, X_ASK, X_PREPARE, X_COMMIT } phase;
+	/* X_DONE: over TLS, our `takeover done` after the commit's answer (the peer undoes
+	 * a commit that is not confirmed: TCP cannot settle on the socket as AF_UNIX does). */
+	enum { X_CONNECT, X_ASK, X_PREPARE, X_COMMIT, X_DONE } phase;
 	struct peer_link l;
 	uint32_t *parts, nparts, cur; /* partition indices, the one being handed over */
 	uint32_t moved;
@@ -72,6 +77,7 @@ struct ha {
 	struct ha_map *map;
 	uint32_t nmap;
 	char *peer;
+	struct hanet *net; /* --ha-peer, --ha-listen (hanet.c) */
 	uint64_t start_ns; /* CLOCK_MONOTONIC at the first handover: in each exchange's id */
 	uint32_t seq;	   /* exchanges started */
 	int undo_idx;	   /* the partition a takeover commit made active (undo_takeover) */
@@ -273,6 +279,9 @@ struct ha *ha_opts_register(void)
 			goto fail;
 		}
 	}
+	ha->net = hanet_opts_register(ha);
+	if (!ha->net)
+		goto fail;
 	return ha;
 fail:
 	ha_free(ha);
@@ -284,11 +293,14 @@ void ha_free(struct ha *ha)
 	if (!ha)
 		return;
 	if (ha->x.on) {
-		if (ha->x.l.fd >= 0)
+		if (ha->x.l.tls)
+			hanet_link_free(ha->x.l.tls);
+		else if (ha->x.l.fd >= 0)
 			close(ha->x.l.fd);
 		fclose(ha->x.out);
 		free(ha->x.text);
 	}
+	hanet_free(ha->net, NULL);
 	free(ha->x.parts);
 	free(ha->part);
 	free(ha->map);
@@ -346,7 +358,11 @@ int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen)
 		ha->part[i].since_wall = time(NULL);
 	}
 	count_groups(ha, br);
-	return 0;
+	if (ha->peer && hanet_peer(ha->net))
+		return opt_errf(err, errlen, -EINVAL,
+				"--ha-peer-control and --ha-peer: give one peer (a socket path or "
+				"HOST:PORT)");
+	return hanet_start(ha->net, c, err, errlen);
 }
 
 uint32_t ha_nparts(const struct ha *ha)
@@ -361,7 +377,12 @@ const struct ha_part *ha_part_get(const struct ha *ha, uint32_t i)
 
 const char *ha_peer(const struct ha *ha)
 {
-	return ha->peer;
+	return ha->peer ? ha->peer : hanet_peer(ha->net);
+}
+
+struct hanet *ha_net(const struct ha *ha)
+{
+	return ha->net;
 }
 
 static const char *role_name(bool standby)
@@ -396,7 +417,9 @@ static void part_set(struct ha *ha, struct ctl *c, uint32_t idx, bool standby, c
 	snprintf(p->reason, sizeof(p->reason), "%s", reason);
 	log_notice("partition %s: %s -> %s (%s)", p->name, role_name(!standby), role_name(standby),
 		   reason);
-	fprintf(out, "partition %s: %s -> %s\n", p->name, role_name(!standby), role_name(standby));
+	if (out)
+		fprintf(out, "partition %s: %s -> %s\n", p->name, role_name(!standby),
+			role_name(standby));
 }
 
 int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, const char *reason,
@@ -504,7 +527,19 @@ static void undo_takeover(void *arg)
 		 "takeover undone (the peer gave up)", NULL);
 }
 
+static int console_confirm(void *ctx, struct ctl *c, void (*undo)(void *arg), void *arg)
+{
+	(void)ctx;
+	return console_reply_confirm(c, undo, arg);
+}
+
 int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out)
+{
+	return ha_takeover_confirm(ha, c, args, out, console_confirm, NULL);
+}
+
+int ha_takeover_confirm(struct ha *ha, struct ctl *c, char *args, FILE *out, ha_confirm_fn *confirm,
+			void *ctx)
 {
 	char *verb = concmd_word(&args), *name = concmd_word(&args), *id = concmd_word(&args);
 	char why[160], reason[96];
@@ -571,7 +606,7 @@ int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out)
 	}
 	ha->undo_idx = idx;
 	ha->undo_ctl = c;
-	r = console_reply_confirm(c, undo_takeover, ha);
+	r = confirm(ctx, c, undo_takeover, ha);
 	if (r == -EPIPE) {
 		fprintf(out, "takeover: partition %s: refused: the asker has gone\n", name);
 		log_notice("takeover commit of partition %s (%s) refused: the handing-over bridge "
@@ -604,6 +639,12 @@ static int link_connect(struct peer_link *l)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
+	if (l->tls) {
+		int r = hanet_link_connect(l->tls);
+
+		l->fd = hanet_link_fd(l->tls);
+		return r;
+	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l->path);
 	if (l->fd < 0) {
 		l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -628,6 +669,8 @@ static int link_send(struct peer_link *l, const char *line)
 	size_t len = strlen(line);
 	ssize_t w;
 
+	if (l->tls)
+		return hanet_link_send(l->tls, line, len);
 	do
 		w = send(l->fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (w < 0 && errno == EINTR);
@@ -677,6 +720,17 @@ static int link_read_now(struct peer_link *l)
 
 		if (l->have == sizeof(l->buf))
 			return link_complete(l) ? 0 : -EMSGSIZE;
+		if (l->tls) {
+			n = hanet_link_recv(l->tls, l->buf + l->have, sizeof(l->buf) - l->have);
+			if (n == -EAGAIN)
+				return 0;
+			if (n < 0)
+				return (int)n;
+			if (!n)
+				return -ECONNRESET;
+			l->have += (size_t)n;
+			continue;
+		}
 		n = recv(l->fd, l->buf + l->have, sizeof(l->buf) - l->have, MSG_DONTWAIT);
 		if (n > 0) {
 			l->have += (size_t)n;
@@ -697,6 +751,10 @@ static int link_read_now(struct peer_link *l)
  */
 static int link_settle(struct peer_link *l, char *txt, size_t len)
 {
+	/* Over TCP a shut reading side tells the peer nothing: there, the peer keeps a
+	 * commit only when our `takeover done` comes (X_DONE), so without it nothing moved. */
+	if (l->tls)
+		return -ETIMEDOUT;
 	if (l->fd < 0 || shutdown(l->fd, SHUT_RD))
 		return -ENOTCONN;
 	link_read_now(l);
@@ -718,6 +776,13 @@ static const char *link_why(int r, char *buf, size_t len)
 		return "it closed the connection";
 	case -ENOBUFS:
 		return "it does not read what it is sent";
+	case -EACCES:
+		return "the TLS handshake failed: it does not hold our key (--ha-psk), we do "
+		       "not hold its, or it is not an --ha-listen";
+	case -ENOKEY:
+		return "no key to connect with (--ha-psk)";
+	case -EBADMSG:
+		return "a TLS record that does not verify";
 	default:
 		snprintf(buf, len, "%s", strerror(-r));
 		return buf;
@@ -734,14 +799,21 @@ static void xfer_failed(struct ha *ha, uint32_t idx, int r, const char *answer)
 	x->last = r;
 	fail = r == -EREMOTEIO ? (answer[0] ? answer : "the peer refused")
 			       : link_why(r, eb, sizeof(eb));
+	if (x->phase == X_DONE && r != -EREMOTEIO) {
+		/* Our `takeover done` went out but its answer did not come: the peer keeps the
+		 * partition only if it read it (then both are active: `ha` on both says). */
+		fail = "no answer to our confirmation (takeover done): the peer undoes its "
+		       "takeover unless it read it (then both are active: check `ha` on both)";
+		pre = "the peer: ";
+	}
 	fprintf(x->out, "partition %s: not handed over: %s%s: staying active\n", name, pre, fail);
 	if (x->stopping)
 		log_err("%s: partition %s goes dark when this bridge stops: not handed over to %s: "
 			"%s%s",
-			x->why, name, ha->peer, pre, fail);
+			x->why, name, ha_peer(ha), pre, fail);
 	else
 		log_warn("%s: partition %s not handed over to %s: %s%s: staying active", x->why,
-			 name, ha->peer, pre, fail);
+			 name, ha_peer(ha), pre, fail);
 }
 
 /* The peer took partition idx: standby here (after our workers drained). */
@@ -766,16 +838,19 @@ static void xfer_finish(struct ha *ha, struct ctl *c)
 	void *arg = x->done_arg;
 	int rc = x->last;
 
-	if (x->l.fd >= 0) {
-		if (x->watched)
-			ctl_unwatch(c, x->l.fd);
+	if (x->l.fd >= 0 && x->watched)
+		ctl_unwatch(c, x->l.fd);
+	if (x->l.tls)
+		hanet_link_free(x->l.tls);
+	else if (x->l.fd >= 0)
 		close(x->l.fd);
-	}
+	x->l.tls = NULL;
+	x->l.fd = -1;
 	fprintf(x->out, "handover: %u of %u partition%s handed over\n", x->moved, x->nparts,
 		x->nparts == 1 ? "" : "s");
 	if (x->moved)
-		log_notice("%s: %u of %u partition%s handed over to %s", x->why, x->moved, x->nparts,
-			   x->nparts == 1 ? "" : "s", ha->peer);
+		log_notice("%s: %u of %u partition%s handed over to %s", x->why, x->moved,
+			   x->nparts, x->nparts == 1 ? "" : "s", ha_peer(ha));
 	fclose(x->out);
 	x->on = false;
 	done(c, arg, rc, x->text ? x->text : "");
@@ -817,14 +892,23 @@ static void xfer_run(struct ha *ha, struct ctl *c)
 		if (x->l.err) {
 			xfer_failed(ha, idx, x->l.err, "");
 			x->cur++;
+			x->phase = X_ASK; /* the next partitions were not asked */
 			continue;
 		}
 		switch (x->phase) {
 		case X_CONNECT:
 			r = link_connect(&x->l);
+			if (r == -EAGAIN && x->l.tls && x->l.fd >= 0 && !x->watched) {
+				/* The TLS handshake's answers wake us; the TCP connect's end is
+				 * seen by ha_tick (HA_POLL_MS). */
+				if (ctl_watch(c, x->l.fd, EPOLLIN, &x->tag))
+					r = -errno;
+				else
+					x->watched = true;
+			}
 			if (r == -EAGAIN)
 				return; /* ha_tick tries again */
-			if (!r && ctl_watch(c, x->l.fd, EPOLLIN, &x->tag))
+			if (!r && !x->watched && ctl_watch(c, x->l.fd, EPOLLIN, &x->tag))
 				r = -errno;
 			if (r) {
 				x->l.err = r;
@@ -849,6 +933,7 @@ static void xfer_run(struct ha *ha, struct ctl *c)
 			continue;
 		case X_PREPARE:
 		case X_COMMIT:
+		case X_DONE:
 			r = link_read_now(&x->l);
 			if (!link_complete(&x->l)) {
 				if (!r)
@@ -872,6 +957,15 @@ static void xfer_run(struct ha *ha, struct ctl *c)
 					 ha->part[idx].name, x->id);
 				x->l.err = link_send(&x->l, cmd);
 				x->phase = X_COMMIT;
+				continue;
+			}
+			if (x->phase == X_COMMIT && x->l.tls) {
+				/* The peer is active and keeps it once it reads this (the drain
+				 * acknowledgement); we go standby on its answer. */
+				snprintf(cmd, sizeof(cmd), "takeover done %s %s\n",
+					 ha->part[idx].name, x->id);
+				x->l.err = link_send(&x->l, cmd);
+				x->phase = X_DONE;
 				continue;
 			}
 moved:
@@ -911,10 +1005,13 @@ void ha_tick(struct ha *ha, struct ctl *c, uint64_t now)
 {
 	struct ha_xfer *x = &ha->x;
 
+	hanet_tick(ha->net, c, now);
 	if (!x->on)
 		return;
 	if (now >= x->l.deadline)
-		xfer_stop(ha, c, x->phase == X_CONNECT ? -EAGAIN : -ETIMEDOUT);
+		/* Over TLS the connect phase is the TCP connect and the handshake: a peer that
+		 * stopped answering, not a full backlog. */
+		xfer_stop(ha, c, x->phase == X_CONNECT && !x->l.tls ? -EAGAIN : -ETIMEDOUT);
 	else
 		xfer_run(ha, c);
 }
@@ -949,8 +1046,8 @@ static int handover_start(struct ha *ha, struct ctl *c, const char *name, const 
 	struct ha_xfer *x = &ha->x;
 	int idx = -1;
 
-	if (!ha->peer) {
-		fprintf(out, "handover: no peer (--ha-peer-control)\n");
+	if (!ha_peer(ha)) {
+		fprintf(out, "handover: no peer (--ha-peer-control or --ha-peer)\n");
 		return -EINVAL;
 	}
 	if (name && (idx = part_find(ha, name)) < 0) {
@@ -999,8 +1096,16 @@ static int handover_start(struct ha *ha, struct ctl *c, const char *name, const 
 		fprintf(out, "handover: out of memory\n");
 		return -ENOMEM;
 	}
-	x->l.path = ha->peer;
+	x->l.path = ha_peer(ha);
 	x->l.fd = -1;
+	x->l.tls = NULL;
+	if (!ha->peer && !(x->l.tls = hanet_link_new(ha->net))) {
+		fclose(x->out);
+		free(x->text);
+		x->text = NULL;
+		fprintf(out, "handover: out of memory\n");
+		return -ENOMEM;
+	}
 	x->l.err = 0;
 	x->l.have = 0;
 	x->l.deadline = mono_ms() + HA_HANDOVER_MS;
@@ -1059,20 +1164,21 @@ void ha_show(struct ha *ha, struct ctl *c, FILE *out)
 		show_side_stats(c->br, s, false, &st);
 		fprintf(out, "%s standby_pkts=%" PRIu64 "\n", side_name[s], st.standby);
 	}
-	fprintf(out, "peer_control %s\n", ha->peer ? ha->peer : "-");
+	fprintf(out, "peer_control %s\n", ha_peer(ha) ? ha_peer(ha) : "-");
+	hanet_show(ha->net, out);
 	if (ha->x.on) {
 		static const char *const phase[] = {
-			[X_CONNECT] = "connecting",
-			[X_ASK] = "asking",
-			[X_PREPARE] = "prepare sent",
-			[X_COMMIT] = "commit sent",
+			[X_CONNECT] = "connecting",   [X_ASK] = "asking",
+			[X_PREPARE] = "prepare sent", [X_COMMIT] = "commit sent",
+			[X_DONE] = "done sent",
 		};
 		const struct ha_xfer *x = &ha->x;
 
 		fprintf(out,
 			"handover in progress (%s): partition %s, %u of %u, %s, %" PRIu64
 			" ms left\n",
-			x->why, ha->part[x->parts[x->cur < x->nparts ? x->cur : 0]].name, x->cur + 1,
-			x->nparts, phase[x->phase], x->l.deadline > now ? x->l.deadline - now : 0);
+			x->why, ha->part[x->parts[x->cur < x->nparts ? x->cur : 0]].name,
+			x->cur + 1, x->nparts, phase[x->phase],
+			x->l.deadline > now ? x->l.deadline - now : 0);
 	}
 }

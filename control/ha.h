@@ -42,7 +42,8 @@ struct ha;
 
 /*
  * Register the options --partition, --role and --ha-peer-control (config keywords
- * partition, role, ha-peer-control). Returns the HA state (freed by ha_free) or NULL
+ * partition, role, ha-peer-control), and hanet.h's (--ha-peer, --ha-listen, --ha-psk,
+ * --ha-psk-identity). Returns the HA state (freed by ha_free) or NULL
  * with errno.
  */
 struct ha *ha_opts_register(void);
@@ -64,7 +65,7 @@ void ha_group_assign(struct ha *ha, struct group *g);
 uint32_t ha_nparts(const struct ha *ha);
 const struct ha_part *ha_part_get(const struct ha *ha, uint32_t i);
 
-/* --ha-peer-control, NULL when not set. */
+/* The peer: --ha-peer-control's path or --ha-peer's HOST:PORT, NULL when neither is set. */
 const char *ha_peer(const struct ha *ha);
 
 /*
@@ -90,6 +91,10 @@ typedef void ha_done_fn(struct ctl *c, void *arg, int rc, const char *report);
  *                           joined on both sides, their worker alive) and remembers ID;
  *   takeover commit P ID    the peer checks again, makes P active and answers; only then
  *                           does P go standby here.
+ * Over TCP (--ha-peer, hanet.h) a third step: after the commit's answer we send
+ *   takeover done P ID      the peer keeps P only once it reads this (it undoes a commit
+ *                           not confirmed within HA_HANDOVER_MS, or whose connection
+ *                           ends); P goes standby here on the peer's answer to it.
  * Every partition is tried, whatever happened to the one before. With `stopping` the
  * bridge is about to exit: a partition not handed over is logged as going dark, with
  * the reason, and this bridge refuses takeovers meanwhile.
@@ -155,6 +160,21 @@ void ha_cancel(struct ha *ha, struct ctl *c);
  * Control thread. 0, or -1 with the reason on out.
  */
 int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out);
+
+/*
+ * How a takeover commit's answer is made sure of: confirm(ctx, c, undo, arg) returns 0
+ * when the answer will reach the asker or the takeover will be undone (the console:
+ * conserver_reply_confirm; TLS: the asker's `takeover done`, hanet.c), -EPIPE when the
+ * asker has gone (the commit is refused), -ENOTCONN when nobody can give up (a terminal).
+ */
+typedef int ha_confirm_fn(void *ctx, struct ctl *c, void (*undo)(void *arg), void *arg);
+
+/* ha_takeover with the confirmation of the channel the request came on (hanet.c). */
+int ha_takeover_confirm(struct ha *ha, struct ctl *c, char *args, FILE *out, ha_confirm_fn *confirm,
+			void *ctx);
+
+/* The network side of HA (--ha-peer, --ha-listen: hanet.h). */
+struct hanet *ha_net(const struct ha *ha);
 
 /* Groups in partition i now (recounted: groups come and go at run time). */
 uint32_t ha_part_ngroups(struct ha *ha, struct ctl *c, uint32_t i);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "ha.h"
+#include "hanet.h"
 #include "health.h"
 #include "log.h"
 #include "metrics_http.h"
@@ -885,6 +886,7 @@ static void prom_ha(FILE *f, struct ctl *c)
 		prom_value(f, ha_part_get(c->ha, i)->name);
 		fprintf(f, "\"} %d\n", !ha_part_get(c->ha, i)->standby);
 	}
+	hanet_prom(ha_net(c->ha), f);
 	prom_head(f, "ib2roce_role_transitions_total", "counter",
 		  "HA role changes of the partition since the start.");
 	for (uint32_t i = 0; i < ha_nparts(c->ha); i++) {

@@ -10,7 +10,8 @@ set -eu
 # libfabric-bin, infiniband-diags (ibstat, ibaddr): the RDMA programs the simfabric
 # tests run unchanged (tests/simfabric); libibumad-dev: the headers of simfabric's
 # libibumad.so.3. dpkg-dev, debhelper, lintian: the Debian package (debian/) and its
-# test (tests/package).
+# test (tests/package). libgnutls28-dev: the HA peer's TLS (control/hanet.c); gnutls-bin:
+# gnutls-cli and psktool, the TLS peer of tests/ha/tls.sh and the key tool of the docs.
 PKGS="build-essential pkg-config meson ninja-build python3
 libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 perftest qperf ucx-utils libfabric-bin libibumad-dev infiniband-diags
@@ -18,7 +19,7 @@ liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
 libpgm-dev tshark iproute2 nftables jq util-linux procps
 valgrind clang libclang-rt-14-dev clang-format
 libedit-dev prometheus keepalived python3-matplotlib python3-yaml curl
-dpkg-dev debhelper lintian"
+dpkg-dev debhelper lintian libgnutls28-dev gnutls-bin"
 
 missing=""
 for p in $PKGS; do

@@ -17,12 +17,21 @@
 # while the handover command ran, with 0.5 s of slack, plus a burst per bridge: see
 # docs/operations.md "What each failure costs"), the roles at each step, and every
 # bridge run's counters add up (br_conservation, stopped runs included).
+# With HA_TWOHOST=1 (test ha-twohost-upgrade) the two bridges run on two "hosts"
+# (tests/ha/th-lib.sh: network namespaces cabled to a switch) and hand over in TLS
+# (--ha-listen, --ha-peer, --ha-psk) instead of through each other's console socket.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
-sf_init ha-upgrade
+if [ -n "${HA_TWOHOST:-}" ]; then
+	# shellcheck source-path=SCRIPTDIR source=th-lib.sh
+	. "$(dirname "$0")/th-lib.sh"
+	TH_NO_KEEPALIVED=1 th_init ha-upgrade2
+else
+	sf_init ha-upgrade
+fi
 g1=239.1.2.3 # g1, g2: IB -> RoCE; g3, g4: RoCE -> IB
 g3=239.1.2.5
 p2="239.1.2.4,239.1.2.6" # g2 and g4: partition p2; g1 and g3: default
@@ -50,12 +59,25 @@ bridge() {
 	local name=$1 bin=$2
 
 	shift 2
+	if [ -n "${HA_TWOHOST:-}" ]; then
+		# The binary started in the bridge's host.
+		printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$SF_TMP/run-$name" "$bin" >"$SF_TMP/$name.run"
+		chmod +x "$SF_TMP/$name.run"
+		bin=$SF_TMP/$name.run
+	fi
 	IB2ROCE=$bin br_bridge "$name" 4 -m "$g1" -m 239.1.2.4 -m "$g3" -m 239.1.2.6 \
 		--partition p2:"$p2" "$@"
 	sf_wait_line "$SF_TMP/$name.err" 'all 4 groups joined on both sides' "$(br_pid "$name")" 30
 }
 a_args=(-d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --ha-peer-control "$SF_TMP/b.sock")
 b_args=(-d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" --ha-peer-control "$SF_TMP/a.sock")
+if [ -n "${HA_TWOHOST:-}" ]; then
+	psk=(--ha-psk "$SF_TMP/keys/pair.psk")
+	a_args=(-d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" "${psk[@]}" --ha-psk-identity a
+		--ha-listen "$TH_A:$TH_PORT" --ha-peer "$TH_B:$TH_PORT")
+	b_args=(-d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" "${psk[@]}" --ha-psk-identity b
+		--ha-listen "$TH_B:$TH_PORT" --ha-peer "$TH_A:$TH_PORT")
+fi
 
 # stop NAME: SIGTERM (what systemctl stop sends); exit 0, final counters that add up.
 stop() {

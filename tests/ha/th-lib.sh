@@ -1,0 +1,218 @@
+# shellcheck shell=bash
+# Two "hosts" on one machine for the HA tests (tests/ha/twohost.sh, twohost-upgrade.sh);
+# sourced after ../console/lib.sh and ka-lib.sh.
+#
+# Host A and host B are network namespaces, each with one interface (th-a-PID, th-b-PID,
+# addresses of TEST-NET-2, 198.51.100.1 and .2/24) cabled to a switch: a Linux bridge
+# in a third namespace (the other ends of the veth pairs are its ports). A host's cable
+# pulled at the host (th_kill_host) leaves the other host's link up, as a real switch
+# does (a veth pair between the two hosts would take both ends down: keepalived then puts
+# both in FAULT). A partition between the hosts (th_partition) takes B's port off the
+# switch: both hosts keep their carrier and stop hearing each other. Each host runs its
+# own bridge (a on sim_ib0/sim_roce0, b on sim_ib3/sim_roce3: different devices of the
+# one simulated fabric) and, for twohost.sh, its own keepalived (VRRP unicast, the
+# settings of ha/keepalived.conf.example without track_process, which needs the initial
+# network namespace). The bridges talk through the switch in TLS (--ha-listen,
+# --ha-peer, --ha-psk). The fabric's event sockets stay in the test's namespace
+# (SIMFABRIC_NETNS, docs/simfabric.md), where the senders and listeners run: a host's
+# death kills what runs in its namespace; the fabric, as a real one would, stays.
+#
+# Skips (77) without network namespaces or root, and without keepalived unless
+# TH_NO_KEEPALIVED is set (twohost upgrade: no keepalived).
+
+TH_A=198.51.100.1
+TH_B=198.51.100.2
+TH_PORT=7471
+
+# th_init NAME: sf_init NAME, the namespaces, the switch and the cables, the keys, the wrappers that
+# start a program in a host (TH_RUN_A, TH_RUN_B).
+th_init() {
+	KA=$(command -v keepalived || true)
+	[ -n "$KA" ] || [ -n "${TH_NO_KEEPALIVED:-}" ] || {
+		echo "keepalived not installed: skipped"
+		exit 77
+	}
+	sf_init "$1"
+	TH_NSA=ib2roce-tha-$$
+	TH_NSB=ib2roce-thb-$$
+	if ! ip netns add "$TH_NSA" 2>"$SF_TMP/netns.err"; then
+		echo "no network namespaces ($(cat "$SF_TMP/netns.err")): skipped"
+		exit 77
+	fi
+	ip netns add "$TH_NSB"
+	TH_NSW=ib2roce-thw-$$
+	ip netns add "$TH_NSW"
+	# sf_cleanup's `simfab reset` leaves the fabric file of a fabric shared across
+	# network namespaces behind: removed after it (sf_cleanup exits: in a subshell).
+	trap th_exit EXIT
+	ip -n "$TH_NSW" link add sw type bridge
+	ip -n "$TH_NSW" link set sw up
+	for h in a b; do
+		ns=$TH_NSA
+		[ "$h" = a ] || ns=$TH_NSB
+		ip link add "th-$h-$$" netns "$ns" type veth peer name "port-$h" netns "$TH_NSW"
+		ip -n "$TH_NSW" link set "port-$h" master sw
+		ip -n "$TH_NSW" link set "port-$h" up
+		ip -n "$ns" link set lo up
+		ip -n "$ns" link set "th-$h-$$" up
+	done
+	ip -n "$TH_NSA" addr add "$TH_A/24" dev "th-a-$$"
+	ip -n "$TH_NSB" addr add "$TH_B/24" dev "th-b-$$"
+	mkdir -m 700 "$SF_TMP/keys"
+	printf 'a:%s\nb:%s\n' "$(th_hexkey)" "$(th_hexkey)" >"$SF_TMP/keys/pair.psk"
+	chmod 600 "$SF_TMP/keys/pair.psk"
+	for h in a b; do
+		ns=$TH_NSA
+		[ "$h" = a ] || ns=$TH_NSB
+		cat >"$SF_TMP/run-$h" <<EOW
+#!/bin/sh
+exec ip netns exec $ns env SIMFABRIC_NETNS=/proc/$$/ns/net "\$@"
+EOW
+		chmod +x "$SF_TMP/run-$h"
+		cat >"$SF_TMP/ib2roce-$h" <<EOW
+#!/bin/sh
+exec "$SF_TMP/run-$h" "$IB2ROCE" "\$@"
+EOW
+		chmod +x "$SF_TMP/ib2roce-$h"
+	done
+}
+
+th_hexkey() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+# th_bridge NAME NGROUPS ARG...: bridge NAME (a or b) in its host with the TLS peer
+# options; the rest as br_bridge.
+th_bridge() {
+	local name=$1 n=$2 me peer
+
+	shift 2
+	if [ "$name" = a ]; then me=$TH_A peer=$TH_B; else me=$TH_B peer=$TH_A; fi
+	IB2ROCE=$SF_TMP/ib2roce-$name br_bridge "$name" "$n" --ha-listen "$me:$TH_PORT" \
+		--ha-peer "$peer:$TH_PORT" --ha-psk "$SF_TMP/keys/pair.psk" --ha-psk-identity "$name" "$@"
+}
+
+# th_partition on|off: host B's switch port off the switch (both hosts keep their link
+# and stop hearing each other), or back on it.
+th_partition() {
+	if [ "$1" = on ]; then
+		ip -n "$TH_NSW" link set "port-b" nomaster
+	else
+		ip -n "$TH_NSW" link set "port-b" master sw
+	fi
+}
+
+# th_kill_host NAME: every process of host NAME's namespace killed at once (SIGKILL),
+# then its link down (the host is gone from the network; the switch stays).
+th_kill_host() {
+	local ns=$TH_NSA ifc=th-a-$$ pids
+
+	[ "$1" = a ] || { ns=$TH_NSB ifc=th-b-$$; }
+	pids=$(ip netns pids "$ns" | tr '\n' ' ')
+	# shellcheck disable=SC2086 # a list of pids
+	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+	ip -n "$ns" link set "$ifc" down
+}
+
+# th_exit: the exit trap: th_cleanup, sf_cleanup (which exits: in a subshell), th_rmfab;
+# exits with the test's status.
+th_exit() {
+	local rc
+
+	th_cleanup
+	(sf_cleanup)
+	rc=$?
+	th_rmfab
+	exit "$rc"
+}
+
+# th_rmfab: the test's fabric files gone.
+th_rmfab() {
+	local f
+
+	for f in $SF_FABRICS; do
+		rm -rf "/dev/shm/simfabric.$f" "/dev/shm/simfabric.$f".*
+	done
+}
+
+# th_cleanup: keepalived stopped, namespaces gone. Returns the status it was called with.
+th_cleanup() {
+	local rc=$? ns pids
+
+	! declare -F ka_stop >/dev/null || ka_stop
+	for ns in "$TH_NSA" "$TH_NSB" "$TH_NSW"; do
+		pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
+		# shellcheck disable=SC2086 # a list of pids
+		[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+		ip netns del "$ns" 2>/dev/null || true
+	done
+	return "$rc"
+}
+
+# th_ka_start N BRIDGE PART:VRID:PRIO...: keepalived N (1 in host A for bridge a, 2 in
+# host B for bridge b), one VRRP instance per partition, unicast to the other host.
+th_ka_start() {
+	local n=$1 b=$2 ns ifc src peer sock p part vrid prio
+	local conf=$SF_TMP/ka$n.conf
+
+	shift 2
+	sock=$SF_TMP/$b.sock
+	if [ "$n" = 1 ]; then
+		ns=$TH_NSA ifc=th-a-$$ src=$TH_A peer=$TH_B
+	else
+		ns=$TH_NSB ifc=th-b-$$ src=$TH_B peer=$TH_A
+	fi
+	cat >"$conf" <<EOC
+global_defs {
+	router_id ka$n
+	script_user root
+	enable_script_security
+	vrrp_version 3
+	vrrp_rt_priority 50
+	vrrp_rlimit_rttime 500000
+	vrrp_no_swap
+	vrrp_garp_master_repeat 1
+	vrrp_garp_master_delay 0
+	vrrp_notify_fifo $SF_TMP/ka$n.fifo
+	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --health-file $SF_TMP/ka$n.health --fifo $sock"
+}
+track_file ib2roce_health_file {
+	file "$SF_TMP/ka$n.health"
+	weight 0
+}
+vrrp_script ib2roce_health {
+	script "$BCOM --control $sock health"
+	interval 1
+	timeout 2
+	fall 1
+	rise 2
+}
+EOC
+	for p in "$@"; do
+		IFS=: read -r part vrid prio <<<"$p"
+		cat >>"$conf" <<EOC
+vrrp_instance ib2roce_$part {
+	state BACKUP
+	interface $ifc
+	virtual_router_id $vrid
+	priority $prio
+	advert_int 0.01
+	unicast_src_ip $src
+	unicast_peer {
+		$peer
+	}
+	track_script {
+		ib2roce_health
+	}
+	track_file {
+		ib2roce_health_file
+	}
+	virtual_ipaddress {
+		192.0.2.$vrid/32
+	}
+}
+EOC
+	done
+	ip netns exec "$ns" "$KA" --dont-fork --log-console --log-detail --vrrp \
+		-f "$conf" -p "$SF_TMP/ka$n-main.pid" -r "$SF_TMP/ka$n-vrrp.pid" \
+		-c "$SF_TMP/ka$n-chk.pid" >"$SF_TMP/ka$n.out" 2>&1 &
+	echo $! >"$SF_TMP/ka$n.pid"
+}
