@@ -8,6 +8,8 @@
 #   runpairs.sh srq     one worker, SRQs
 #   runpairs.sh nosrq   one worker, a device without SRQs (SIMFABRIC_NO_SRQ=1)
 #   runpairs.sh w0      --workers 0 (event-driven on the control thread), SRQs
+#   runpairs.sh reload  one worker, SRQs: a reload of the configuration file to 300 groups
+#                       makes a pair at run time; a reload back leaves them again
 #   runpairs.sh nobufs  no SRQs and the smallest pool for one pair: the join that needs a
 #                       new pair is refused with the pool's figures and changes nothing
 # On the code before run-time pairs the 241st join failed: "no channel has room".
@@ -31,6 +33,37 @@ nosrq)
 	srq=false
 	;;
 w0) workers=0 ;;
+reload)
+	conf=$SF_TMP/bridge.conf
+	printf 'device sim_ib0\nroce sim_roce0\nmulticast %s\nmulticast %s\n' "$ga" "$gb" >"$conf"
+	br_bridge bridge 2 --workers 1 -c "$conf"
+	[ "$(json bridge '.channels | length')" = 2 ] || br_fail "expected 1 pair at start" bridge
+	for i in $(seq 0 299); do echo "multicast 239.5.$((i / 256)).$((i % 256))"; done >>"$conf"
+	out=$(bc_ok bridge reload)
+	wait_json bridge "[.groups[] | select(.ib.state == \"joined\" and .roce.state == \"joined\")] | length" 302 120
+	[ "$(json bridge '.channels | length')" = 4 ] || br_fail "the reload made no second pair: $out" bridge
+	# The last group, on the pair made by the reload, forwards both ways.
+	gl=239.5.1.43
+	[ "$(json bridge ".groups[] | select(.group == \"$gl\") | .pair")" = 1 ] ||
+		br_fail "$gl is not on pair 1" bridge
+	br_listen l_roce "$ROCE_NET.3" -g "$gl" -n 100 --verify --timeout 30
+	br_send l_tx_ib "$IB_NET.4" -g "$gl" -n 100 --rate 1000
+	br_expect_listener l_roce 100 1 1
+	br_listen l_ib "$IB_NET.3" -g "$gl" -n 100 --verify --timeout 30
+	br_send l_tx_roce "$ROCE_NET.4" -g "$gl" -n 100 --rate 1000
+	br_expect_listener l_ib 100 1 1
+	printf 'device sim_ib0\nroce sim_roce0\nmulticast %s\nmulticast %s\n' "$ga" "$gb" >"$conf"
+	bc_ok bridge reload >/dev/null
+	[ "$(json bridge '.groups | length')" = 2 ] || br_fail "the reload back left groups" bridge
+	br_stop bridge
+	for s in IB RoCE; do
+		br_expect bridge "$s" fwd_pkts 100
+		br_expect bridge "$s" drops 0
+	done
+	br_conservation bridge sim_ib0 sim_roce0
+	sf_log "PASS"
+	exit 0
+	;;
 nobufs)
 	export SIMFABRIC_NO_SRQ=1
 	min=$(br_min_buffers -d sim_ib0 -r sim_roce0 --workers 1 -e mcqp=1 -m "$ga")
