@@ -25,6 +25,11 @@ error, recorded in results.json). Counted: every object but the simulated libibv
 binary's own code, plus the libc and liburcu calls it makes: bench/cg_engine.awk with
 sim=).
 
+workersN (issue 28) is measured differently: for W in 1, 2, 4, 8, W sender processes at
+once, each on an IB device of its own (a topology of 9 IB devices), first with no bridge
+(the simulated fabric's own rate), then into a bridge of W workers; the rates over the
+longest sender's duration, every packet accounted for (scaling_run).
+
 Runs are interleaved: for each repetition, each scenario, each build (A B A B ...), so
 that drift of the machine hits both builds alike. Only the bridge differs between the
 builds: the simulated fabric, mcsender and mclisten come from BUILDDIR.
@@ -74,6 +79,13 @@ SCENARIOS = {
                      qps=4, size="64", workers=2),
     "direct": dict(desc="no bridge: sender -> listener on the same fabric, 64 B", groups=1,
                    streams=1, qps=1, size="64", direct=True),
+    # Issue 28: workers scaling. For W in 1, 2, 4, 8: W sender processes (mcpkt, one QP,
+    # as fast as they can), each on an IB device of its own (a topology of 9 IB devices),
+    # each on a group of its own; first with no bridge (the simulated fabric's own send
+    # rate), then into a bridge of W workers (mcqp=1: one group per pair, one pair per
+    # worker), no RoCE listener. scaling_run().
+    "workersN": dict(desc="1, 2, 4, 8 workers, one sender process per worker on its own "
+                     "IB device, 64 B", groups=1, size="64", scaling=[1, 2, 4, 8]),
 }
 QUICK_DEFAULT = ["single", "pgm"]
 
@@ -774,6 +786,88 @@ def timed_run(args, fab, bridge, sc, quick):
         fab.cleanup()
 
 
+SCALING_IB = 9  # IB devices of the scaling topology: the bridge's and 8 senders'
+
+
+def scaling_topology(path):
+    """A topology with SCALING_IB IB devices (sim_ib0 the bridge's, sim_ib1.. the
+    senders', 198.18.0.N) and two RoCE devices; the fabric's other defaults."""
+    with open(path, "w") as f:
+        f.write("segment ib0 ib\nsegment eth0 eth\n")
+        for i in range(SCALING_IB):
+            f.write("device sim_ib%d segment ib0 ipv4 198.18.0.%d/24 numa 0\n" % (i, i + 1))
+        for i in range(2):
+            f.write("device sim_roce%d segment eth0 ipv4 198.19.0.%d/24 numa 0\n" % (i, i + 1))
+
+
+def scaling_run(args, fab, bridge, sc, nw, quick):
+    """W sender processes at once, each on its own IB device and group: without a bridge
+    (offered: the fabric's own rate), then into a bridge of W workers. Returns
+    {"fabric_mpps", "offered_mpps", "fwd_mpps", "sent", "fwd", "drops", "nic_drop",
+    "unaccounted"}: the rates over the longest sender's duration; unaccounted = sent -
+    (IB rx_pkts + nic_rx_dropped) of the bridge run, must be 0."""
+    env = dict(fab.env)
+    env["SIMFABRIC"] = "hscale%d" % os.getpid()
+    env["SIMFABRIC_TOPOLOGY"] = os.path.join(fab.tmp, "scaling.topo")
+    scaling_topology(env["SIMFABRIC_TOPOLOGY"])
+    simfab = os.path.join(fab.tools, "simfabric", "simfab")
+    mcpkt = os.path.join(fab.tools, "tests", "bridge", "mcpkt")
+    n = 200000 if quick else args.scaling_count
+    groups = ["239.3.0.%d" % (i + 1) for i in range(nw)]
+    out = {}
+    saved = fab.env
+    fab.env = env
+    try:
+        for with_bridge in (False, True):
+            subprocess.run([simfab, "reset"], env=env, capture_output=True)
+            b = None
+            ctl = os.path.join(fab.tmp, "scale.sock")
+            if with_bridge:
+                a = [bridge, "--debug", "--control", ctl, "-d", "sim_ib0", "-r", "sim_roce0",
+                     "--workers", str(nw), "-e", "statint=0", "-e", "mcqp=1",
+                     "-e", "buffers=196608", "-e", "rqdepth=8192", "-e", "oversubscribe"]
+                for g in groups:
+                    a += ["-m", g]
+                b = fab.start("scalebridge", a)
+                fab.wait_for("scalebridge", b, r"ib2roce info: RoCE joined ", nw, 120)
+            ps = [fab.start("scalesend%d" % i,
+                            [mcpkt, "send", "-b", "198.18.0.%d" % (i + 2), "-g", groups[i],
+                             "-n", str(n), "-s", sc["size"], "--timeout", "600"])
+                  for i in range(nw)]
+            sent, dur = 0, 0.0
+            for i, p in enumerate(ps):
+                p.wait(900)
+                fab.procs.remove(p)
+                t = fab.text("scalesend%d" % i)
+                m = re.search(r"^mcpkt: sent=(\d+) .*duration_s=([0-9.]+)", t, re.M)
+                if p.returncode != 0 or not m:
+                    raise BenchError("scaling sender %d: exit %d: %s %s" % (
+                        i, p.returncode, t[-300:], fab.text("scalesend%d" % i, "err")[-300:]))
+                sent += int(m.group(1))
+                dur = max(dur, float(m.group(2)))
+            if not with_bridge:
+                out["fabric_mpps"] = sent / dur / 1e6 if dur else None
+                continue
+            time.sleep(1)
+            st = bridge_stats(fab, ctl)
+            fab.stop(b)
+            ib = [x for x in st["sides"] if x["side"] == "IB"][0]
+            nic = ib.get("nic_rx_dropped") or 0
+            out.update({"offered_mpps": sent / dur / 1e6 if dur else None,
+                        "fwd_mpps": ib["fwd_pkts"] / dur / 1e6 if dur else None,
+                        "sent": sent, "fwd": ib["fwd_pkts"], "drops": ib["drops"],
+                        "nic_drop": nic, "unaccounted": sent - ib["rx_pkts"] - nic})
+        return out
+    finally:
+        fab.env = saved
+        for p in list(fab.procs):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        fab.procs = []
+        subprocess.run([simfab, "reset"], env=env, capture_output=True)
+
+
 def cg_count(args, fab, bridge, sc, count, tag):
     """Engine instructions and forwarded packets of one callgrind run."""
     groups = group_addrs(sc["groups"])
@@ -958,6 +1052,8 @@ def main():
     ap.add_argument("-o", "--outdir", help="result directory")
     ap.add_argument("--count", type=int, default=1000000,
                     help="packets of a rate phase (default 1 000 000)")
+    ap.add_argument("--scaling-count", type=int, default=2000000,
+                    help="packets per sender process of workersN (default 2 000 000)")
     ap.add_argument("--lat-count", type=int, default=5000, help="packets of a latency phase")
     ap.add_argument("--lat-rate", type=int, default=10000, help="pps of a latency phase")
     ap.add_argument("--cg-rate", type=int, default=2000000,
@@ -1049,25 +1145,40 @@ def main():
             for n in names:
                 for b in builds:
                     if not args.no_timed:
-                        steps.append(("timed", rep, n, b))
+                        for w in SCENARIOS[n].get("scaling", [None]):
+                            steps.append(("scaling" if w else "timed", rep, n, b, w))
         for rep in range(1 if args.quick else args.cg_runs):
             for n in names:
-                if SCENARIOS[n].get("direct"):
+                if SCENARIOS[n].get("direct") or SCENARIOS[n].get("scaling"):
                     continue
                 for b in builds:
                     if not args.no_callgrind:
-                        steps.append(("callgrind", rep, n, b))
+                        steps.append(("callgrind", rep, n, b, None))
         errors = []
         cg_detail = []
         acc_detail = []
         t0 = time.monotonic()
-        for i, (kind, rep, n, b) in enumerate(steps):
+        scaling = []
+        for i, (kind, rep, n, b, nw) in enumerate(steps):
             sc = SCENARIOS[n]
             el = time.monotonic() - t0
-            log("[%d/%d %4.0fs] %s %s %s run %d" % (i + 1, len(steps), el, kind, n, b["label"],
-                                                   rep + 1))
+            log("[%d/%d %4.0fs] %s %s%s %s run %d" % (
+                i + 1, len(steps), el, kind, n, " W=%d" % nw if nw else "", b["label"],
+                rep + 1))
             try:
-                if kind == "timed":
+                if kind == "scaling":
+                    r = scaling_run(args, fab, b["bridge"], sc, nw, args.quick)
+                    r.update({"workers": nw, "build": b["label"], "run": rep + 1})
+                    scaling.append(r)
+                    log("    %d senders: fabric alone %.3f Mpps; into %d workers offered %.3f, "
+                        "forwarded %.3f Mpps, drops %d, NIC %d, unaccounted %d" % (
+                            nw, r["fabric_mpps"] or 0, nw, r["offered_mpps"] or 0,
+                            r["fwd_mpps"] or 0, r["drops"], r["nic_drop"], r["unaccounted"]))
+                    if r["unaccounted"]:
+                        errors.append({"step": kind, "scenario": n, "build": b["label"],
+                                       "run": rep + 1, "error": "%d unaccounted" %
+                                       r["unaccounted"]})
+                elif kind == "timed":
                     r = timed_run(args, fab, b["bridge"], sc, args.quick)
                     for m in TIMED_METRICS:
                         raw[n][b["label"]][m].append(r.get(m))
@@ -1111,6 +1222,7 @@ def main():
             "errors": errors,
             "callgrind_runs": cg_detail,
             "accounting": acc_detail,
+            "workers_scaling": scaling,
         }
         if len(builds) == 2:
             doc["ratios_new_over_old"] = {
@@ -1163,6 +1275,24 @@ def main():
                                      for m in ("rate_pps", "rx_pps", "loss", "bridge_loss_below")],
                     "",
                     *["%.3f" % r[m] if r[m] else "-" for m in ("p50", "p99", "ipp")]))
+        if scaling:
+            print("\nworkersN: W senders (one per IB device) alone, then into W workers "
+                  "(median of the runs, Mpps; unaccounted summed, must be 0):")
+            print("  %-4s %2s %12s %12s %12s %8s %10s %6s" % (
+                "", "W", "fabric", "offered", "forwarded", "drops", "NIC drops", "unacc"))
+            for b in builds:
+                for nw in sorted({r["workers"] for r in scaling}):
+                    rs = [r for r in scaling if r["workers"] == nw and r["build"] == b["label"]]
+                    if not rs:
+                        continue
+
+                    def med(k):
+                        v = [r[k] for r in rs if r.get(k) is not None]
+                        return statistics.median(v) if v else 0
+                    print("  %-4s %2d %12.3f %12.3f %12.3f %8d %10d %6d" % (
+                        b["label"], nw, med("fabric_mpps"), med("offered_mpps"),
+                        med("fwd_mpps"), sum(r["drops"] for r in rs),
+                        sum(r["nic_drop"] for r in rs), sum(r["unaccounted"] for r in rs)))
         # Where the packets went: every phase of every run, summed per scenario and build.
         if acc_detail:
             print("\nwhere the offered packets went (all timed runs; loss%%: lost anywhere at "

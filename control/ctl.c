@@ -1114,42 +1114,53 @@ static uint32_t chan_load(struct bridge *br, int s, uint32_t k)
  * the worker with the least weight (the sum of its groups' "#w=N"), the least loaded of
  * that worker's; failing that (a group received on both sides, no pair with room on
  * both), a channel with room on each side, in different pairs: their workers hand
- * packets over.
+ * packets over; failing that too, a new pair of the worker with the least weight, made
+ * now (bridge_pair_add).
  */
 static int place_group(struct bridge *br, struct group *g, char *err, size_t errlen)
 {
 	uint32_t cap = br->cfg.mcqp, best = UINT32_MAX, best_load = UINT32_MAX;
-	uint32_t k1 = UINT32_MAX, k2 = UINT32_MAX, nw = br->nworkers;
+	uint32_t k1 = UINT32_MAX, k2 = UINT32_MAX, nw = br->nworkers, wmin = 0;
 	uint64_t *wload = calloc(nw, sizeof(*wload));
+	struct channel *const *ib = br->sd[SIDE_IB].chan;
 
 	if (!wload)
 		return opt_errf(err, errlen, -ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < br->ngroups; i++) /* pair k is worker k % nw's */
-		wload[br->groups[i]->pair % nw] += br->groups[i]->weight;
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		wload[ib[br->groups[i]->pair]->w->id] += br->groups[i]->weight;
+	for (uint32_t i = 1; i < nw; i++)
+		wmin = wload[i] < wload[wmin] ? i : wmin;
 	for (uint32_t k = 0; k < br->npairs; k++) {
 		uint32_t l0 = group_dir_rx(g->dir, SIDE_IB) ? chan_load(br, SIDE_IB, k) : 0;
 		uint32_t l1 = group_dir_rx(g->dir, SIDE_ROCE) ? chan_load(br, SIDE_ROCE, k) : 0;
+		uint32_t wk = ib[k]->w->id, wb = best == UINT32_MAX ? 0 : ib[best]->w->id;
 
 		if (l0 < cap && k1 == UINT32_MAX)
 			k1 = k;
 		if (l1 < cap && k2 == UINT32_MAX)
 			k2 = k;
 		if (l0 < cap && l1 < cap &&
-		    (best == UINT32_MAX || wload[k % nw] < wload[best % nw] ||
-		     (wload[k % nw] == wload[best % nw] && l0 + l1 < best_load))) {
+		    (best == UINT32_MAX || wload[wk] < wload[wb] ||
+		     (wload[wk] == wload[wb] && l0 + l1 < best_load))) {
 			best = k;
 			best_load = l0 + l1;
 		}
 	}
 	free(wload);
-	if (best != UINT32_MAX) {
-		k1 = k2 = best;
-	} else if (k1 == UINT32_MAX || k2 == UINT32_MAX) {
-		return opt_errf(err, errlen, -ENOSPC,
+	if (best == UINT32_MAX && (k1 == UINT32_MAX || k2 == UINT32_MAX)) {
+		char why[256];
+		int r = bridge_pair_add(br, wmin, why, sizeof(why));
+
+		if (r < 0)
+			return opt_errf(
+				err, errlen, r,
 				"no channel has room for another group (mcqp %u, %u channel "
-				"pair%s): restart with more",
-				cap, br->npairs, br->npairs == 1 ? "" : "s");
+				"pair%s), and no new pair: %s",
+				cap, br->npairs, br->npairs == 1 ? "" : "s", why);
+		best = (uint32_t)r;
 	}
+	if (best != UINT32_MAX)
+		k1 = k2 = best;
 	g->pair = k1;
 	g->out_chan[SIDE_IB] = br->sd[SIDE_IB].chan[k1];
 	g->out_chan[SIDE_ROCE] = br->sd[SIDE_ROCE].chan[k2];

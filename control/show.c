@@ -482,8 +482,8 @@ void show_multicast(struct ctl *c, FILE *out)
 void show_channels(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
-		"side",	  "ch",	     "qpn",	 "worker",  "groups", "rq",	"sq",	 "backlog",
-		"bl_max", "rx_pkts", "fwd_pkts", "tx_pkts", "drops",  "rx_pps", "state",
+		"side",	   "ch",     "qpn",	"worker",   "cq",      "groups", "rq",	   "sq",
+		"backlog", "bl_max", "rx_pkts", "fwd_pkts", "tx_pkts", "drops",	 "rx_pps", "state",
 	};
 	struct bridge *br = c->br;
 	struct tbl t;
@@ -499,6 +499,8 @@ void show_channels(struct ctl *c, FILE *out)
 			tbl_u64(&t, ch->index);
 			tbl_add(&t, true, "%#x", ch->qpn);
 			tbl_u64(&t, ch->w ? ch->w->id : 0);
+			/* The CQ it completes on: its worker's of its side (struct wside). */
+			tbl_add(&t, true, "w%u.%s", ch->w ? ch->w->id : 0, side_name[s]);
 			tbl_u64(&t, ch->ngroups);
 			/* With SRQs: the worker's queue of the side, shared by its channels. */
 			tbl_add(&t, true, "%u/%u%s", CMM_LOAD_SHARED(ch->rq->posted), ch->rq->depth,

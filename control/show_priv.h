@@ -154,13 +154,14 @@ static inline uint64_t worker_groups(const struct bridge *br, const struct worke
 	return n;
 }
 
-/* The weights ("#w=N") of the groups on worker w's pairs (the placement's measure). */
+/* The weights ("#w=N") of the groups on worker w's pairs (the placement's measure;
+ * pairs added at run time go to any worker). */
 static inline uint64_t worker_weight(const struct bridge *br, const struct worker *w)
 {
 	uint64_t n = 0;
 
 	for (uint32_t i = 0; i < br->ngroups; i++)
-		if (br->groups[i]->pair % br->nworkers == w->id)
+		if (br->sd[SIDE_IB].chan[br->groups[i]->pair]->w == w)
 			n += br->groups[i]->weight;
 	return n;
 }

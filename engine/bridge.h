@@ -326,32 +326,51 @@ enum idle_policy {
 };
 
 /*
+ * What a worker's side has, as its worker reads it (struct wside): its channels there and
+ * the map from a completion's QP number to its channel, a table of 2^(32 - map_shift)
+ * entries indexed by (qpn * map_mul) >> map_shift, built so that the side's QPNs land in
+ * distinct entries (QPNs are 24-bit and not consecutive when other processes create QPs:
+ * a direct table would be 16 M entries, a search costs a compare per channel). slot is
+ * the worker's scratch of one poll (fwd.c, wside_poll_mixed): one entry per map entry,
+ * UINT16_MAX between polls.
+ *
+ * Published by the control thread (rcu_assign_pointer) when it adds a channel pair at
+ * run time (bridge_pair_add), the old view freed after a grace period; the worker loads
+ * it (rcu_dereference) after each poll of its CQ, so that a completion of a new QP, which
+ * exists only after its view was published, always finds its channel.
+ */
+struct wside_view {
+	struct channel **map;
+	uint16_t *slot;
+	uint32_t map_mul, map_shift;
+	uint32_t nchan;
+	struct rcu_head rcu;
+	struct channel *chan[]; /* the worker's channels on this side */
+};
+
+/*
  * A worker's share of one side: one completion queue for the sends and receives of all
  * its channels on that side, one shared receive queue (rq.srq, NULL without SRQ
- * support), and the map from a completion's QP number to its channel: a table of
- * 2^(32 - map_shift) entries indexed by (qpn * map_mul) >> map_shift, built at set-up so
- * that the worker's QPNs on this side land in distinct entries (QPNs are 24-bit and not
- * consecutive when other processes create QPs: a direct table would be 16 M entries, a
- * search costs a compare per channel). The worker polls ws[IB] and ws[RoCE] per pass.
+ * support), and the view of its channels (struct wside_view). The worker polls ws[IB]
+ * and ws[RoCE] per pass. The CQ is sized at start for cq_pairs channel pairs (the
+ * worker's at start, or as many as the IB multicast LID space can need: bridge_build),
+ * so that pairs added at run time fit in it without a resize.
  */
 struct wside {
 	struct ibv_cq *cq;
 	struct ibv_comp_channel *cc; /* --workers 0: the control thread's event source */
 	struct rxq rq;
-	struct channel **map;
-	uint16_t *slot; /* per map entry: its channel's number in a poll (fwd.c), else 0xffff */
-	uint32_t map_mul, map_shift;
-	struct channel **chan; /* the worker's channels on this side */
-	uint32_t nchan;
+	struct wside_view *view; /* RCU: written by the control thread */
+	uint32_t cq_pairs;	 /* control thread: the pairs the CQ is sized for */
 	uint64_t polls; /* ibv_poll_cq calls (one per pass, two when a full one was mixed) */
 	uint64_t wcs;	/* completions they returned */
 	uint64_t empty; /* polls that returned fewer than they asked: the CQ was drained */
 };
 
-/* The channel whose QP is `qpn`, one of ws's (no check: only our QPs complete here). */
-static inline struct channel *wside_chan(const struct wside *ws, uint32_t qpn)
+/* The channel whose QP is `qpn`, one of v's (no check: only our QPs complete here). */
+static inline struct channel *wside_chan(const struct wside_view *v, uint32_t qpn)
 {
-	return ws->map[(uint32_t)(qpn * ws->map_mul) >> ws->map_shift];
+	return v->map[(uint32_t)(qpn * v->map_mul) >> v->map_shift];
 }
 
 /* Each worker on pages of its own, so that they can be bound to its NUMA node. */
@@ -362,8 +381,8 @@ struct worker {
 	int cpu; /* -1: not pinned */
 	pthread_t thread;
 	struct bridge *br;
-	struct channel **chan; /* owned channels, IB and RoCE of each pair */
-	uint32_t nchan;
+	uint32_t nchan;	 /* control thread: channels owned (the views hold them) */
+	uint32_t npairs; /* control thread: pairs owned */
 	struct wside ws[NSIDES];
 	struct pool_cache *pc;
 	struct handoff_ring **in;   /* in[from]: rings from other workers */
@@ -416,9 +435,18 @@ struct side_ctx {
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *cm_id;
 	struct cds_lfht *groups; /* MGID -> group */
-	struct channel **chan;
+	struct channel **chan;	 /* control thread: channel k of pair k */
 	uint32_t nchan;
-	uint32_t *own_qpn; /* QPNs of our channels (own packet filter) */
+	/* QPNs of our channels (the own packet filter, fwd_own_qpn): RCU, replaced by the
+	 * control thread when it adds a pair, read by any worker. */
+	struct qpn_set *own;
+};
+
+/* A side's own QPNs (struct side_ctx). */
+struct qpn_set {
+	uint32_t n;
+	struct rcu_head rcu;
+	uint32_t qpn[];
 };
 
 /* Options and runtime features the engine reads (set by control/). */
@@ -460,8 +488,9 @@ struct bridge {
 	struct worker *workers;
 	uint32_t nworkers; /* at least 1: worker 0 is the control thread with cfg.nworkers 0 */
 	uint32_t npairs;
-	uint32_t rq_asked; /* cfg.rq_depth before bridge_build fitted it to the pool */
-	uint32_t pool_min; /* the smallest pool this configuration accepts (bridge_fit_rq) */
+	uint32_t rq_asked;  /* cfg.rq_depth before bridge_build fitted it to the pool */
+	uint32_t pool_min;  /* the smallest pool this configuration accepts (bridge_fit_rq) */
+	uint64_t pool_need; /* control thread: what the queues and holds made so far take */
 	struct cds_lfht *groups_by_addr;
 	struct group **groups; /* all groups, control thread */
 	uint32_t ngroups, groups_cap;

@@ -152,7 +152,7 @@ static inline uint32_t sq_used(const struct channel *ch)
  * (ibv_post_send/ibv_post_recv copy it into the queue). Point the caches' "last entry"
  * pointers at entries that match no packet.
  */
-static void chan_prepare(struct channel *ch)
+void chan_prepare(struct channel *ch)
 {
 	uint32_t bsz = pool_buf_size(ch->br->pool);
 
@@ -1662,9 +1662,10 @@ __attribute__((noinline, noclone)) static unsigned chan_burst(struct worker *w, 
  * the QPN map's index, order kept within a channel) so that each channel handles all of
  * its completions of the poll in bursts of up to 32, and its peer's chain is posted once
  * per burst, as when each channel had a CQ of its own. ws->slot (one entry per map
- * entry, UINT16_MAX when free) numbers the channels met in this poll.
+ * entry, UINT16_MAX when free) numbers the channels met in this poll: the view's, which
+ * only this worker writes.
  */
-static __attribute__((noinline)) void wside_poll_mixed(struct worker *w, struct wside *ws,
+static __attribute__((noinline)) void wside_poll_mixed(struct worker *w, struct wside_view *ws,
 						       const struct ibv_wc *wc, int n)
 {
 	struct ibv_wc by[BR_POLL];
@@ -1723,6 +1724,7 @@ unsigned worker_side_poll(struct worker *w, enum side side)
 	struct wside *ws = &w->ws[side];
 	struct ibv_wc wc[BR_POLL];
 	int n = ibv_poll_cq(ws->cq, BR_BURST, wc), i;
+	struct wside_view *v;
 	uint32_t qpn;
 
 	ws->polls++;
@@ -1730,12 +1732,17 @@ unsigned worker_side_poll(struct worker *w, enum side side)
 		ws->empty++;
 	if (n <= 0)
 		return 0;
+	/*
+	 * After the poll: a completion of a QP added at run time exists only after the
+	 * control thread published the view that holds it (bridge_pair_add).
+	 */
+	v = rcu_dereference(ws->view);
 	qpn = wc[0].qp_num;
 	for (i = 1; i < n && wc[i].qp_num == qpn; i++)
 		;
 	if (i == n) {
 		ws->wcs += (unsigned)n;
-		chan_burst(w, wside_chan(ws, qpn), wc, n);
+		chan_burst(w, wside_chan(v, qpn), wc, n);
 		return (unsigned)n;
 	}
 	if (n == BR_BURST) {
@@ -1748,7 +1755,7 @@ unsigned worker_side_poll(struct worker *w, enum side side)
 			n += m;
 	}
 	ws->wcs += (unsigned)n;
-	wside_poll_mixed(w, ws, wc, n);
+	wside_poll_mixed(w, v, wc, n);
 	return (unsigned)n;
 }
 
@@ -1803,9 +1810,16 @@ unsigned fwd_handoff_drain(struct worker *w)
 		}
 		atomic_store_explicit(&r->head, head, memory_order_release);
 	}
-	if (n)
-		for (uint32_t i = 0; i < w->nchan; i++)
-			chan_flush(w, w->chan[i], &fl);
+	if (n) {
+		/* After the rings' acquire loads: a channel added at run time that an entry
+		 * names is in its side's view. */
+		for (int s = 0; s < NSIDES; s++) {
+			const struct wside_view *v = rcu_dereference(w->ws[s].view);
+
+			for (uint32_t i = 0; i < v->nchan; i++)
+				chan_flush(w, v->chan[i], &fl);
+		}
+	}
 	fl_flush(w, &fl);
 	return n;
 }

@@ -13,11 +13,16 @@ struct freelist {
 	uint32_t idx[4 * BR_BURST];
 };
 
-/* Is qpn one of our QPs on this side (the own-packet filter without hardware blocking)? */
+/*
+ * Is qpn one of our QPs on this side (the own-packet filter without hardware blocking)?
+ * QSBR reader: the set is replaced when a pair is added at run time.
+ */
 static inline bool fwd_own_qpn(const struct side_ctx *sd, uint32_t qpn)
 {
-	for (uint32_t i = 0; i < sd->nchan; i++)
-		if (sd->own_qpn[i] == qpn)
+	const struct qpn_set *o = rcu_dereference(sd->own);
+
+	for (uint32_t i = 0; i < o->n; i++)
+		if (o->qpn[i] == qpn)
 			return true;
 	return false;
 }
@@ -43,6 +48,13 @@ void worker_refill(struct worker *w, uint32_t min);
  * setup does so before the workers start).
  */
 void chan_refill(struct worker *w, struct channel *ch);
+
+/*
+ * Write a channel's work request templates and clear its caches (its first chan_refill
+ * does it): for a channel made at run time, by the control thread before the channel is
+ * published to its worker (bridge_pair_add), since with an SRQ no refill names it.
+ */
+void chan_prepare(struct channel *ch);
 
 /* Post the sends chained on a channel. */
 void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl);

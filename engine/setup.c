@@ -437,59 +437,135 @@ static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, ch
 		fit -= fit % BR_BURST;
 		c->rq_depth = (uint32_t)(fit > floor_rq ? fit : floor_rq);
 	}
+	br->pool_need = nq * c->rq_depth + reserve;
 	return 0;
 }
 
+static void wside_view_free(struct wside_view *v)
+{
+	if (!v)
+		return;
+	free(v->map);
+	free(v->slot);
+	free(v);
+}
+
+static void wside_view_free_rcu(struct rcu_head *h)
+{
+	wside_view_free(caa_container_of(h, struct wside_view, rcu));
+}
+
 /*
- * The QPN -> channel map of a worker's side (struct wside): the smallest table, from
- * twice the channels up to 2^16 entries, with a multiplier that puts every QPN in an
- * entry of its own. -EEXIST when none does (QPNs are distinct: not seen in practice).
+ * The view of a worker's side holding channels chan[0..n) and, when `more` is not NULL,
+ * `more` after them (struct wside_view): its QPN -> channel map is the smallest table,
+ * from twice the channels up to 2^16 entries, with a multiplier that puts every QPN in
+ * an entry of its own. NULL with errno: ENOMEM, or EEXIST when no multiplier does (QPNs
+ * are distinct: not seen in practice).
  */
-static int wside_map_build(struct wside *ws)
+static struct wside_view *wside_view_new(struct channel *const *chan, uint32_t n,
+					 struct channel *more)
 {
 	static const uint32_t muls[] = {0x9e3779b1u, 0x85ebca6bu, 0xc2b2ae35u, 0x27d4eb2fu,
 					0x165667b1u, 0x1b873593u, 0xcc9e2d51u, 0x61c88647u};
-	uint32_t bits = 1;
+	uint32_t nchan = n + (more != NULL), bits = 1;
+	struct wside_view *v = calloc(1, sizeof(*v) + (nchan ? nchan : 1) * sizeof(v->chan[0]));
 
-	while ((1u << bits) < 2 * ws->nchan)
+	if (!v)
+		return NULL;
+	if (n)
+		memcpy(v->chan, chan, n * sizeof(*chan));
+	if (more)
+		v->chan[n] = more;
+	v->nchan = nchan;
+	while ((1u << bits) < 2 * nchan)
 		bits++;
 	for (; bits <= 16; bits++) {
 		for (size_t m = 0; m < sizeof(muls) / sizeof(muls[0]); m++) {
 			struct channel **map = calloc((size_t)1 << bits, sizeof(*map));
 			uint32_t k;
 
-			if (!map)
-				return -ENOMEM;
-			for (k = 0; k < ws->nchan; k++) {
-				uint32_t at = (uint32_t)(ws->chan[k]->qpn * muls[m]) >> (32 - bits);
+			if (!map) {
+				free(v);
+				errno = ENOMEM;
+				return NULL;
+			}
+			for (k = 0; k < nchan; k++) {
+				uint32_t at = (uint32_t)(v->chan[k]->qpn * muls[m]) >> (32 - bits);
 
 				if (map[at])
 					break;
-				map[at] = ws->chan[k];
+				map[at] = v->chan[k];
 			}
-			if (k == ws->nchan) {
-				ws->slot = malloc(((size_t)1 << bits) * sizeof(*ws->slot));
-				if (!ws->slot) {
+			if (k == nchan) {
+				v->slot = malloc(((size_t)1 << bits) * sizeof(*v->slot));
+				if (!v->slot) {
 					free(map);
-					return -ENOMEM;
+					free(v);
+					errno = ENOMEM;
+					return NULL;
 				}
-				memset(ws->slot, 0xff, ((size_t)1 << bits) * sizeof(*ws->slot));
-				ws->map = map;
-				ws->map_mul = muls[m];
-				ws->map_shift = 32 - bits;
-				return 0;
+				memset(v->slot, 0xff, ((size_t)1 << bits) * sizeof(*v->slot));
+				v->map = map;
+				v->map_mul = muls[m];
+				v->map_shift = 32 - bits;
+				return v;
 			}
 			free(map);
 		}
 	}
-	return -EEXIST;
+	free(v);
+	errno = EEXIST;
+	return NULL;
+}
+
+/* A side's own QPN set (struct qpn_set): chan[0..n)'s QPNs. NULL on ENOMEM. */
+static struct qpn_set *qpn_set_new(struct channel *const *chan, uint32_t n)
+{
+	struct qpn_set *o = calloc(1, sizeof(*o) + (n ? n : 1) * sizeof(o->qpn[0]));
+
+	if (!o)
+		return NULL;
+	o->n = n;
+	for (uint32_t k = 0; k < n; k++)
+		o->qpn[k] = chan[k]->qpn;
+	return o;
+}
+
+static void qpn_set_free_rcu(struct rcu_head *h)
+{
+	free(caa_container_of(h, struct qpn_set, rcu));
+}
+
+/*
+ * The channel pairs a worker's CQ is sized for (struct wside): its pairs at start, or,
+ * when more, as many as the groups the IB multicast LID space holds can need
+ * (BR_MLIDS / mcqp; IBA 1.4 vol. 1, 4.1.1: a group has one multicast LID), at most
+ * BR_CQ_PAIRS_MAX, and no more than the device's max_cqe takes. Every pair costs a full send queue of completions (a QP in the error state
+ * completes every posted send, signaled or not) and, without an SRQ, its receive queue.
+ */
+#define BR_MLIDS	16384 /* > the 16 383 IB multicast LIDs 0xc000-0xfffe: groups at most */
+#define BR_CQ_PAIRS_MAX 128
+static uint32_t wside_cq_pairs(const struct bridge *br, const struct side_ctx *sd, uint32_t npairs,
+			       uint32_t rq_depth)
+{
+	const struct bridge_cfg *c = &br->cfg;
+	uint64_t per_pair = c->sq_depth + (sd->srq ? 0 : c->rq_depth);
+	uint64_t base = sd->srq ? rq_depth : 0;
+	uint32_t want = (BR_MLIDS + c->mcqp - 1) / c->mcqp;
+
+	if (want > BR_CQ_PAIRS_MAX)
+		want = BR_CQ_PAIRS_MAX;
+	if (sd->dattr.max_cqe > 0 && base + want * per_pair > (uint64_t)sd->dattr.max_cqe)
+		want = (uint32_t)(((uint64_t)sd->dattr.max_cqe - base) / per_pair);
+	return want > npairs ? want : npairs;
 }
 
 /*
  * A worker's completion queue and shared receive queue on side sd (struct wside): the
  * CQ holds every send its channels there can have posted and every receive its queues
- * can hold. The SRQ when the device has them (sd->srq), of the fitted depth (at most
- * the device's max_srq_wr).
+ * can hold, for ws->cq_pairs pairs (wside_cq_pairs: room for pairs added at run time).
+ * The SRQ when the device has them (sd->srq), of the fitted depth (at most the device's
+ * max_srq_wr).
  */
 static int wside_create(struct bridge *br, struct side_ctx *sd, struct wside *ws, uint32_t npairs,
 			char *err, size_t errlen)
@@ -503,9 +579,6 @@ static int wside_create(struct bridge *br, struct side_ctx *sd, struct wside *ws
 			return seterr(err, errlen, -errno, "%s: ibv_create_comp_channel: %s",
 				      sd->dev, strerror(errno));
 	}
-	ws->chan = calloc(npairs ? npairs : 1, sizeof(*ws->chan));
-	if (!ws->chan)
-		return seterr(err, errlen, -ENOMEM, "out of memory");
 	ws->rq.depth = c->rq_depth;
 	if (sd->srq) {
 		struct ibv_srq_init_attr sa = {.attr = {.max_sge = 1}};
@@ -518,8 +591,9 @@ static int wside_create(struct bridge *br, struct side_ctx *sd, struct wside *ws
 			return seterr(err, errlen, -errno, "%s: ibv_create_srq(%u): %s", sd->dev,
 				      ws->rq.depth, strerror(errno));
 	}
-	cqe = (uint64_t)npairs * c->sq_depth +
-	      (sd->srq ? ws->rq.depth : (uint64_t)npairs * c->rq_depth);
+	ws->cq_pairs = wside_cq_pairs(br, sd, npairs, ws->rq.depth);
+	cqe = (uint64_t)ws->cq_pairs * c->sq_depth +
+	      (sd->srq ? ws->rq.depth : (uint64_t)ws->cq_pairs * c->rq_depth);
 	if (sd->dattr.max_cqe > 0 && cqe > (uint64_t)sd->dattr.max_cqe)
 		cqe = (uint64_t)sd->dattr.max_cqe;
 	ws->cq = ibv_create_cq(sd->ctx, (int)cqe, ws, ws->cc, 0);
@@ -537,9 +611,7 @@ static void wside_destroy(struct wside *ws)
 		ibv_destroy_cq(ws->cq);
 	if (ws->cc)
 		ibv_destroy_comp_channel(ws->cc);
-	free(ws->map);
-	free(ws->slot);
-	free(ws->chan);
+	wside_view_free(ws->view);
 	memset(ws, 0, sizeof(*ws));
 }
 
@@ -611,9 +683,8 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		w->br = br;
 		w->cpu = c->nworkers ? worker_cpu(c, i) : -1;
 		w->pc = pool_cache(br->pool, i);
-		w->chan = calloc(2 * (br->npairs / nw + 1), sizeof(*w->chan));
 		w->in = calloc(nw, sizeof(*w->in));
-		if (!w->chan || !w->in)
+		if (!w->in)
 			return seterr(err, errlen, -ENOMEM, "out of memory");
 		for (int s = 0; s < NSIDES; s++) {
 			r = wside_create(br, &br->sd[s], &w->ws[s], worker_pairs(br, nw, i), err,
@@ -640,10 +711,8 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	for (int s = 0; s < NSIDES; s++) {
 		struct side_ctx *sd = &br->sd[s];
 
-		sd->nchan = br->npairs;
 		sd->chan = calloc(br->npairs, sizeof(*sd->chan));
-		sd->own_qpn = calloc(br->npairs, sizeof(*sd->own_qpn));
-		if (!sd->chan || !sd->own_qpn)
+		if (!sd->chan)
 			return seterr(err, errlen, -ENOMEM, "out of memory");
 		for (uint32_t k = 0; k < br->npairs; k++) {
 			r = channel_create(
@@ -651,8 +720,11 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 				chan_holds(br, nw, k % nw, s), &sd->chan[k], err, errlen);
 			if (r)
 				return r;
-			sd->own_qpn[k] = sd->chan[k]->qpn;
+			sd->nchan = k + 1;
 		}
+		sd->own = qpn_set_new(sd->chan, sd->nchan);
+		if (!sd->own)
+			return seterr(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (uint32_t k = 0; k < br->npairs; k++) {
 		struct worker *w = &br->workers[k % nw];
@@ -661,18 +733,24 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		ib->peer = ro;
 		ro->peer = ib;
 		ib->w = ro->w = w;
-		w->chan[w->nchan++] = ib;
-		w->chan[w->nchan++] = ro;
-		w->ws[SIDE_IB].chan[w->ws[SIDE_IB].nchan++] = ib;
-		w->ws[SIDE_ROCE].chan[w->ws[SIDE_ROCE].nchan++] = ro;
+		w->nchan += 2;
+		w->npairs++;
 	}
 	for (uint32_t i = 0; i < nw; i++) {
 		for (int s = 0; s < NSIDES; s++) {
-			r = wside_map_build(&br->workers[i].ws[s]);
-			if (r)
-				return seterr(
-					err, errlen, r, "%s: no QPN map for worker %u's %u QPs: %s",
-					br->sd[s].dev, i, br->workers[i].ws[s].nchan, strerror(-r));
+			struct channel **chan = calloc(br->npairs, sizeof(*chan));
+			uint32_t n = 0;
+
+			if (!chan)
+				return seterr(err, errlen, -ENOMEM, "out of memory");
+			for (uint32_t k = i; k < br->npairs; k += nw)
+				chan[n++] = br->sd[s].chan[k];
+			br->workers[i].ws[s].view = wside_view_new(chan, n, NULL);
+			free(chan);
+			if (!br->workers[i].ws[s].view)
+				return seterr(err, errlen, -errno,
+					      "%s: no QPN map for worker %u's %u QPs: %s",
+					      br->sd[s].dev, i, n, strerror(errno));
 		}
 	}
 	br->senders = sender_table_new(nw, c->max_senders);
@@ -686,10 +764,105 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	if (!br->groups_by_addr)
 		return seterr(err, errlen, -ENOMEM, "out of memory");
 	/* Receive queues are filled before the workers start (no owner yet). */
-	for (uint32_t i = 0; i < nw; i++)
-		for (uint32_t k = 0; k < br->workers[i].nchan; k++)
-			chan_refill(&br->workers[i], br->workers[i].chan[k]);
+	for (uint32_t k = 0; k < br->npairs; k++)
+		for (int s = 0; s < NSIDES; s++)
+			chan_refill(&br->workers[k % nw], br->sd[s].chan[k]);
 	return 0;
+}
+
+int bridge_pair_add(struct bridge *br, uint32_t wid, char *err, size_t errlen)
+{
+	const struct bridge_cfg *c = &br->cfg;
+	struct worker *w = &br->workers[wid];
+	struct channel *ch[NSIDES] = {NULL, NULL};
+	struct wside_view *v[NSIDES] = {NULL, NULL};
+	struct qpn_set *own[NSIDES] = {NULL, NULL};
+	uint64_t need = br->pool_need;
+	uint32_t k = br->npairs;
+	int r = -ENOMEM;
+
+	for (int s = 0; s < NSIDES; s++) {
+		if (w->npairs + 1 > w->ws[s].cq_pairs)
+			return seterr(err, errlen, -ENOSPC,
+				      "worker %u's completion queues are sized for %u channel "
+				      "pairs at start: restart with more workers or a higher mcqp",
+				      wid, w->ws[s].cq_pairs);
+		/* What the new pair's channel on side s takes from the pool (bridge_fit_rq):
+		 * its own receive queue without an SRQ; the held buffers where the peer side
+		 * has no SRQ (with one, a worker of several pairs holds none). */
+		if (!br->sd[s].srq)
+			need += c->rq_depth;
+		if (!br->sd[!s].srq)
+			need += chan_hold(c);
+	}
+	if (need > c->nbufs)
+		return seterr(err, errlen, -ENOBUFS,
+			      "buffers=%u holds no other channel pair: its receive queues need "
+			      "%" PRIu64 " with the others",
+			      c->nbufs, need);
+	for (int s = 0; s < NSIDES; s++) {
+		struct side_ctx *sd = &br->sd[s];
+		struct channel **chan = realloc(sd->chan, (k + 1) * sizeof(*chan));
+
+		if (!chan)
+			goto fail_msg;
+		sd->chan = chan;
+		r = channel_create(br, sd, k, worker_node(c, wid), &w->ws[s], !br->sd[!s].srq,
+				   &ch[s], err, errlen);
+		if (r)
+			goto fail;
+	}
+	ch[SIDE_IB]->peer = ch[SIDE_ROCE];
+	ch[SIDE_ROCE]->peer = ch[SIDE_IB];
+	ch[SIDE_IB]->w = ch[SIDE_ROCE]->w = w;
+	for (int s = 0; s < NSIDES; s++) {
+		struct wside_view *old = w->ws[s].view;
+
+		chan_prepare(ch[s]);
+
+		br->sd[s].chan[k] = ch[s];
+		own[s] = qpn_set_new(br->sd[s].chan, k + 1);
+		v[s] = wside_view_new(old->chan, old->nchan, ch[s]);
+		if (!own[s] || !v[s]) {
+			r = -errno;
+			goto fail_msg;
+		}
+	}
+	/*
+	 * Publish (control thread; release, pairs with the rcu_dereference of the workers):
+	 * before any path to the new QPs exists, since no group names them yet and nothing
+	 * is posted on them. A worker's next CQ poll, hand-off drain and refill see them.
+	 */
+	for (int s = 0; s < NSIDES; s++) {
+		struct qpn_set *o = br->sd[s].own;
+		struct wside_view *old = w->ws[s].view;
+
+		rcu_assign_pointer(br->sd[s].own, own[s]);
+		rcu_assign_pointer(w->ws[s].view, v[s]);
+		urcu_qsbr_call_rcu(&o->rcu, qpn_set_free_rcu);
+		urcu_qsbr_call_rcu(&old->rcu, wside_view_free_rcu);
+		br->sd[s].nchan = k + 1;
+	}
+	br->npairs = k + 1;
+	br->pool_need = need;
+	w->npairs++;
+	w->nchan += 2;
+	/* With --workers 0 we are the pair's worker: fill its own receive queues now (a
+	 * worker thread does on its next pass, worker_refill). */
+	if (!c->nworkers)
+		for (int s = 0; s < NSIDES; s++)
+			if (!ch[s]->rq->srq)
+				chan_refill(w, ch[s]);
+	return (int)k;
+fail_msg:
+	seterr(err, errlen, r, "a new channel pair: %s", strerror(-r));
+fail:
+	for (int s = 0; s < NSIDES; s++) {
+		free(own[s]);
+		wside_view_free(v[s]);
+		channel_destroy(ch[s]);
+	}
+	return r;
 }
 
 void bridge_destroy(struct bridge *br)
@@ -700,7 +873,8 @@ void bridge_destroy(struct bridge *br)
 		for (uint32_t k = 0; sd->chan && k < sd->nchan; k++)
 			channel_destroy(sd->chan[k]);
 		free(sd->chan);
-		free(sd->own_qpn);
+		free(sd->own);
+		sd->own = NULL;
 		sd->chan = NULL;
 	}
 	for (uint32_t i = 0; br->workers && i < br->nworkers; i++) {
@@ -712,7 +886,6 @@ void bridge_destroy(struct bridge *br)
 			node_free(w->in[f], sizeof(*w->in[f]));
 		}
 		free(w->in);
-		free(w->chan);
 		for (int s = 0; s < NSIDES; s++)
 			wside_destroy(&w->ws[s]);
 	}

@@ -28,6 +28,17 @@ int side_numa_node(const struct side_ctx *sd);
  */
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen);
 
+/*
+ * Add a channel pair at run time, owned by worker `wid` (control thread, workers
+ * running, a registered QSBR reader): its IB and RoCE QPs on the worker's CQs and SRQs
+ * (or, without SRQs, each with its own receive queue, filled by the worker's next pass),
+ * published to the worker and to the own-packet filter through RCU (struct wside_view,
+ * struct qpn_set). Refused when the worker's CQs are sized for no more pairs (-ENOSPC,
+ * wside_cq_pairs) or the pool cannot hold the new receive queues (-ENOBUFS,
+ * docs/pool.md), with a message. Returns the new pair's index (br->npairs - 1).
+ */
+int bridge_pair_add(struct bridge *br, uint32_t wid, char *err, size_t errlen);
+
 /* Undo bridge_build and side_open (workers stopped, groups left). Caller: the control
  * thread, registered with QSBR and online. */
 void bridge_destroy(struct bridge *br);

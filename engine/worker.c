@@ -23,15 +23,18 @@ void worker_refill(struct worker *w, uint32_t min)
 {
 	for (int s = 0; s < NSIDES; s++) {
 		struct wside *ws = &w->ws[s];
+		const struct wside_view *v = rcu_dereference(ws->view);
 
 		if (ws->rq.srq) {
 			/* One queue for the side: any of its channels posts to it. */
-			if (ws->nchan && ws->rq.depth - ws->rq.posted >= min)
-				chan_refill(w, ws->chan[0]);
+			if (v->nchan && ws->rq.depth - ws->rq.posted >= min)
+				chan_refill(w, v->chan[0]);
 			continue;
 		}
-		for (uint32_t i = 0; i < ws->nchan; i++) {
-			struct channel *ch = ws->chan[i];
+		/* A channel added at run time starts empty: filled here on the worker's
+		 * first pass with its view (bridge_pair_add). */
+		for (uint32_t i = 0; i < v->nchan; i++) {
+			struct channel *ch = v->chan[i];
 
 			if (ch->rq->depth - ch->rq->posted >= min)
 				chan_refill(w, ch);
@@ -56,9 +59,13 @@ unsigned worker_pass(struct worker *w)
 
 static bool worker_backlogged(const struct worker *w)
 {
-	for (uint32_t i = 0; i < w->nchan; i++)
-		if (w->chan[i]->bl_head != w->chan[i]->bl_tail)
-			return true;
+	for (int s = 0; s < NSIDES; s++) {
+		const struct wside_view *v = rcu_dereference(w->ws[s].view);
+
+		for (uint32_t i = 0; i < v->nchan; i++)
+			if (v->chan[i]->bl_head != v->chan[i]->bl_tail)
+				return true;
+	}
 	return false;
 }
 
