@@ -77,7 +77,10 @@ static void group_init(struct group *g, uint32_t addr, enum group_dir dir, uint3
 
 static void setup(void)
 {
-	static uint32_t own_qpn[NSIDES][1] = {{OWN_QPN}, {OWN_QPN}};
+	static struct {
+		struct qpn_set set;
+		uint32_t qpn[1];
+	} own_qpn[NSIDES];
 
 	urcu_qsbr_register_thread();
 	br.groups_by_addr =
@@ -90,7 +93,9 @@ static void setup(void)
 		sd->groups = cds_lfht_new_flavor(16, 16, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor,
 						 NULL);
 		sd->nchan = 1;
-		sd->own_qpn = own_qpn[s];
+		own_qpn[s].set.n = 1;
+		own_qpn[s].set.qpn[0] = OWN_QPN;
+		sd->own = &own_qpn[s].set;
 		sd->mtu = 4096;
 		ch[s].side = (enum side)s;
 		ch[s].br = &br;
