@@ -136,7 +136,7 @@ static void test_bad_files(void)
 		/* opt_parse_file directly ... */
 		fixture_setup();
 		ret = parse(name);
-		if (!tap_result(ret == code && !strcmp(err, want), __FILE__, __LINE__, name))
+		if (!OK(ret == code && !strcmp(err, want), "%s", name))
 			printf("#   got  %d \"%s\"\n#   want %d \"%s\"\n", ret, err, code, want);
 		memcpy(before, fx.log, sizeof(before));
 		/* ... and through -c on the command line: the same message, the same lines
@@ -147,8 +147,8 @@ static void test_bad_files(void)
 
 			ret = opt_parse_argv(4, argv, err, sizeof(err));
 		}
-		if (!tap_result(ret == code && !strcmp(err, want) && !strcmp(fx.log, before),
-				__FILE__, __LINE__, name))
+		if (!OK(ret == code && !strcmp(err, want) && !strcmp(fx.log, before), "%s -c",
+			name))
 			printf("#   -c: got %d \"%s\" log \"%s\"\n", ret, err, fx.log);
 next_path:
 		free(path);
