@@ -4,8 +4,8 @@
 # devices give status 0 and a summary; a device that does not exist gives 1. Under
 # NOTIFY_SOCKET an invalid configuration also sets STATUS=.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-conferr
 sock=$SF_TMP/bridge.sock

@@ -6,8 +6,8 @@
 # /run/systemd/journal/socket, the datagram socket sd_journal_sendv writes to) records
 # the entries. Needs root and a machine without a journal of its own; skipped otherwise.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 : "${NOTIFYLISTEN:?NOTIFYLISTEN must name the notifylisten tool}"
 
 jsock=/run/systemd/journal/socket
@@ -47,7 +47,7 @@ br_start bridge 60 "$IB2ROCE" --systemd --control "$SF_TMP/bridge.sock" --idle b
 BR_BRIDGES=bridge
 SF_PIDS="$SF_PIDS $(sf_child "$BR_PID")"
 sf_wait_line "$SF_TMP/journal.out" " IB2ROCE_GROUP=$g\$" "$BR_PID" 20
-wait_json bridge '.groups[0].roce.state' joined
+con_wait_json bridge '.groups[0].roce.state' joined
 
 # The entry of the IB join: message, level info (6), identifier, device and group.
 awk -v g="$g" '
@@ -58,7 +58,7 @@ awk -v g="$g" '
 		       f["IB2ROCE_DEVICE=sim_ib0"] && f["IB2ROCE_GROUP=" g])
 	}' "$SF_TMP/journal.out" ||
 	br_fail "no journal entry for the IB join with PRIORITY, SYSLOG_IDENTIFIER, IB2ROCE_DEVICE, IB2ROCE_GROUP" bridge journal
-bc_ok bridge shutdown >/dev/null
+con_ok bridge shutdown >/dev/null
 sf_wait_exit "$(br_pid bridge)"
 [ "$SF_RC" = 0 ] || br_fail "exit status $SF_RC" bridge
 sleep 0.2

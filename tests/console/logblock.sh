@@ -10,8 +10,8 @@
 # and in stats --json (log_dropped), and ib2roce_log_dropped_total on --metrics-port
 # rises from 0 to at least that count (the scrape logs nothing itself).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-logblock
 fifo=$SF_TMP/log.fifo

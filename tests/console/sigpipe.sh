@@ -7,8 +7,8 @@
 # stats --json (log_dropped), and SIGINT ends it with status 0 (in --debug after the
 # final counters on stdout).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-sigpipe
 

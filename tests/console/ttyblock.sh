@@ -8,8 +8,8 @@
 # (console_tty_dropped). Once the reader drains the pipe, a new command's reply comes
 # through, and the bridge stops with status 0 and its final counters.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-ttyblock
 cmd=$SF_TMP/cmd.fifo

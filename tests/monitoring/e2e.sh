@@ -19,8 +19,8 @@
 # Alerts are read through Prometheus' HTTP API (/api/v1/alerts). Skipped without the
 # prometheus binary or curl.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 command -v prometheus >/dev/null || { echo "SKIP: no prometheus"; exit 77; }
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
@@ -35,7 +35,7 @@ pport=$(free_port)
 
 br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -e rqdepth=64 --metrics-port "$mport" \
 	-m "$g"
-wait_json bridge '.healthy | tostring' true
+con_wait_json bridge '.healthy | tostring' true
 
 mkdir -p "$SF_TMP/prom"
 cat >"$SF_TMP/prom/prometheus.yml" <<P
@@ -101,9 +101,9 @@ done
 sf_log "healthy: no alert in 20 s"
 
 # 2. A NIC-drop burst: pause the worker, send more than its receive queue holds.
-stall_worker bridge
+con_stall_worker bridge
 br_send burst "$IB_NET.2" -g "$g" -n 500
-bc_ok bridge disable stall >/dev/null
+con_ok bridge disable stall >/dev/null
 [ "$(sf_counter sim_ib0 out_of_buffer)" -gt 0 ] || br_fail "the burst did not overflow the receive queue" bridge
 wait_alert 15 '.labels.alertname == "IB2RoCENICDrops" and .state == "firing" and .labels.side == "IB"' \
 	"IB2RoCENICDrops firing"
@@ -114,20 +114,20 @@ br_start pgmsend 60 "$MCSENDER" -d sim_ib1 --pgm -n 200 --rate 2000 --skip-every
 	--stream-id 4343 "$g"
 sf_wait_exit "$BR_PID"
 [ "$SF_RC" = 0 ] || br_fail "mcsender exited with status $SF_RC" pgmsend
-wait_json bridge '.pgm_gaps_total' 3
+con_wait_json bridge '.pgm_gaps_total' 3
 wait_alert 15 '.labels.alertname == "IB2RoCEPGMGaps" and .state == "firing"' \
 	"IB2RoCEPGMGaps firing"
 sf_log "PGM gaps: $(alerts '.labels.alertname == "IB2RoCEPGMGaps"')"
 
 # 3. A port down: IB2RoCEFailed (sides) fires; it resolves once the port is back.
-wait_json bridge '.healthy | tostring' true
+con_wait_json bridge '.healthy | tostring' true
 "$SIMFAB" port sim_roce0 down >/dev/null
-wait_json bridge '.sides[1].state' down
+con_wait_json bridge '.sides[1].state' down
 sel_failed='.labels.alertname == "IB2RoCEFailed" and .labels.condition == "sides"'
 wait_alert 30 "$sel_failed and .state == \"firing\"" "IB2RoCEFailed (sides) firing"
 sf_log "port down: $(alerts "$sel_failed")"
 "$SIMFAB" port sim_roce0 up >/dev/null
-wait_json bridge '.healthy | tostring' true 15
+con_wait_json bridge '.healthy | tostring' true 15
 k=0
 while [ -n "$(alerts "$sel_failed")" ]; do
 	k=$((k + 1))

@@ -19,12 +19,12 @@
 #                    never loops and cross to RoCE (pgm/stream.c pgm_stream_update(),
 #                    docs/pgm.md "Loop avoidance").
 #
-# Environment (set by meson.build): SIMLIB, SIMFAB (see ../simfabric/lib.sh), IB2ROCE the
+# Environment (set by meson.build): SIMLIB, SIMFAB (see ../lib/sf.sh), IB2ROCE the
 # bridge, PGMREPLAY, PGMTOOL (tests/pgm/pgmtool), PGM_FIXTURES (tests/pgm/fixtures).
 set -eu
 shopt -s inherit_errexit
-# shellcheck source-path=SCRIPTDIR source=../simfabric/lib.sh
-. "$(dirname "$0")/../simfabric/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 : "${IB2ROCE:?IB2ROCE must name the ib2roce program}"
 : "${BCOM:?BCOM must name the bcom program}"

@@ -4,8 +4,8 @@
 # 0444/0755, port state and counters kept live (they equal `simfab counters` once traffic
 # stopped, while the processes still run), removed by `simfab reset`.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init sysfs
 sf_need ibv_devinfo mckey

@@ -14,8 +14,8 @@
 # Before the server starts, a client must get RDMA_CM_EVENT_UNREACHABLE with status 1
 # (IB_SIDR_UNSUPPORTED: nothing listens on the service) and exit with that status.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 usage() {
 	echo "usage: $0 ib|roce bound|any|many" >&2
