@@ -12,7 +12,7 @@
 #   console   bcom tuning on a running bridge prints the same report; disabling
 #             cpu_dma_latency closes the file; bad arguments
 #   realhost  this machine's own /sys and /proc: runs, exits 0, 1 or 3; bad options
-# Reports are compared line for line with expected/*.txt or single exact lines.
+# Reports are compared line for line with fixtures/*.txt or single exact lines.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/tune.sh
 . "$(dirname "$0")/../lib/tune.sh"
@@ -30,7 +30,7 @@ holds() {
 }
 
 sf_init "tune-$scenario"
-exp=$(dirname "$0")/expected
+exp=$(dirname "$0")/fixtures
 root=$SF_TMP/host
 mkdir -p "$root"
 # The control thread (and everything else this test starts) on cpu0, the worker on cpu1.
