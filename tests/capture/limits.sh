@@ -34,19 +34,22 @@ refused() {
 # started NAME CMD...: run CMD (a wrapper around the bridge, which gets --debug --control
 # NAME.sock from here) like br_bridge, and wait until its console answers.
 started() {
-	local name=$1 n=0
+	local name=$1
 
 	shift
 	BR_BRIDGES="$BR_BRIDGES $name"
 	br_start "$name" 120 "$@" --debug --control "$SF_TMP/$name.sock" --idle backoff \
 		-e statint=0 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g" --capture-dir "$SF_TMP/cap"
 	SF_PIDS="$SF_PIDS $(sf_child "$BR_PID")"
-	until timeout 5 "$BCOM" --control "$SF_TMP/$name.sock" status >/dev/null 2>&1; do
-		n=$((n + 1))
-		kill -0 "$BR_PID" 2>/dev/null || br_fail "bridge $name exited" "$name"
-		[ "$n" -le 300 ] || br_fail "bridge $name: no console within 30 s" "$name"
-		sleep 0.1
-	done
+	t_wait_until 30 console_up "$name" || br_fail "bridge $name: no console within 30 s" "$name"
+}
+
+# console_up NAME: bridge NAME's console answers `status`; fails the test when it does
+# not and the bridge exited.
+console_up() {
+	timeout 5 "$BCOM" --control "$SF_TMP/$1.sock" status >/dev/null 2>&1 && return 0
+	kill -0 "$BR_PID" 2>/dev/null || br_fail "bridge $1 exited" "$1"
+	return 1
 }
 
 # --- D9: the directory rules ---
@@ -82,6 +85,8 @@ br_stop big
 # counts locked pages too.
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 lck() { awk '/^VmLck:/ { print $2 }' "/proc/$1/status"; }
+# rss_at_most PID KB: the process's VmRSS is KB kB or less.
+rss_at_most() { [ "$(rss "$1")" -le "$2" ]; }
 lock=""
 [ "$(id -u)" != 0 ] || lock="-e mlock -e buffers=1024 -e rqdepth=64 -e sqdepth=64"
 if ldd "$IB2ROCE" | grep -q libasan; then
@@ -102,12 +107,8 @@ else
 	[ -z "$lock" ] || [ "$locked" -ge $((lbefore + 30000)) ] ||
 		br_fail "-e mlock: VmLck $lbefore kB before, $locked kB during the capture: the rings are not locked" free
 	con_ok free capture stop >/dev/null
-	n=0
-	until [ "$(rss "$pid")" -le $((before + 10000)) ]; do
-		n=$((n + 1))
-		[ "$n" -le 100 ] || br_fail "VmRSS $before kB before the capture, $during kB during it, $(rss "$pid") kB 10 s after the stop: the rings were kept" free
-		sleep 0.1
-	done
+	t_wait_until 10 rss_at_most "$pid" $((before + 10000)) ||
+		br_fail "VmRSS $before kB before the capture, $during kB during it, $(rss "$pid") kB 10 s after the stop: the rings were kept" free
 	[ "$(lck "$pid")" -le $((lbefore + 10000)) ] ||
 		br_fail "VmLck $lbefore kB before the capture, $locked kB during it, $(lck "$pid") kB after the stop" free
 	# A second capture gets rings again, and stops.
@@ -155,12 +156,11 @@ prlimit --pid "$(sf_child "$(br_pid fsize)")" --fsize=262144 ||
 	br_fail "prlimit --fsize on the bridge failed" fsize
 con_ok fsize capture start full.pcapng >/dev/null
 br_send s "$IB_NET.2" -g "$g" -n 2000 -s 1024 --rate 20000
-n=0
-until con_ok fsize capture status | grep -q '^capture: stopped'; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "the capture did not stop at RLIMIT_FSIZE within 10 s" fsize
-	sleep 0.1
-done
+# capture_stopped NAME: `capture status` of bridge NAME says stopped.
+capture_stopped() {
+	con_ok "$1" capture status | grep -q '^capture: stopped'
+}
+t_wait_until 10 capture_stopped fsize || br_fail "the capture did not stop at RLIMIT_FSIZE within 10 s" fsize
 con_expect_in "$(con_ok fsize capture status)" \
 	"capture: stopped \\(write error: File too large\\) $SF_TMP/cap/full.pcapng" "status" fsize
 [ "$(con_json fsize '.capture.stop_reason')" = "write error: File too large" ] ||

@@ -40,12 +40,8 @@ con_wait_json bridge '.sides[0].fwd_pkts' "$n"
 [ "$(con_json bridge '.sides[0].drop_reasons | length')" -ge 18 ] || br_fail "json drop_reasons" bridge
 
 # The metrics file catches up within a stats interval (1 s here).
-k=0
-until grep -q "^ib2roce_forwarded_packets_total{side=\"IB\",device=\"sim_ib0\"} $n\$" "$prom" 2>/dev/null; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || br_fail "metrics file without $n forwarded packets: $(cat "$prom" 2>&1 | head -20)" bridge
-	sleep 0.1
-done
+t_wait_until 5 grep -sq "^ib2roce_forwarded_packets_total{side=\"IB\",device=\"sim_ib0\"} $n\$" "$prom" ||
+	br_fail "metrics file without $n forwarded packets: $(cat "$prom" 2>&1 | head -20)" bridge
 grep -q '^# TYPE ib2roce_forwarded_packets_total counter$' "$prom" || br_fail "metrics: no TYPE line" bridge
 grep -q "^ib2roce_group_forwarded_packets_total{group=\"$g\",direction=\"ib_to_roce\"} $n\$" "$prom" ||
 	br_fail "metrics: group counter" bridge

@@ -28,13 +28,7 @@ con_wait_json bridge '.ready | tostring' true
 
 # wait_prom LINE: the metrics file holds LINE within 10 s.
 wait_prom() {
-	local k=0
-
-	until grep -qx -- "$1" "$prom" 2>/dev/null; do
-		k=$((k + 1))
-		[ "$k" -le 100 ] || br_fail "metrics file without '$1': $(grep -E "${1%% *}" "$prom")" bridge
-		sleep 0.1
-	done
+	t_wait_until 10 grep -sqx -- "$1" "$prom" || br_fail "metrics file without '$1': $(grep -E "${1%% *}" "$prom")" bridge
 }
 wait_prom 'ib2roce_ready 1'
 for m in ib2roce_ctl_stalls_total ib2roce_log_dropped_total ib2roce_capture_dropped_total \
@@ -100,12 +94,12 @@ out=$(con_ok bridge capture stop)
 d=$(printf '%s\n' "$out" | sed -n 's/.*stopped: [0-9]* packets written, \([0-9]*\) captures dropped.*/\1/p')
 [ -n "$d" ] && [ "$d" -gt 0 ] || br_fail "no capture dropped with a ring of 2: '$out'" bridge
 [ "$(con_json bridge .capture.dropped)" -ge "$d" ] || br_fail "stats --json capture.dropped" bridge
-k=0
-until [ "$(sed -n 's/^ib2roce_capture_dropped_total //p' "$prom")" -ge "$d" ] 2>/dev/null; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "ib2roce_capture_dropped_total below $d: $(grep capture_dropped "$prom")" bridge
-	sleep 0.1
-done
+# capture_dropped_at_least N: the metrics file's ib2roce_capture_dropped_total is N or more.
+capture_dropped_at_least() {
+	[ "$(sed -n 's/^ib2roce_capture_dropped_total //p' "$prom")" -ge "$1" ] 2>/dev/null
+}
+t_wait_until 10 capture_dropped_at_least "$d" ||
+	br_fail "ib2roce_capture_dropped_total below $d: $(grep capture_dropped "$prom")" bridge
 if command -v promtool >/dev/null; then
 	promtool check metrics <"$prom" >"$SF_TMP/promtool.out" 2>&1 ||
 		br_fail "promtool check metrics: $(cat "$SF_TMP/promtool.out")" bridge

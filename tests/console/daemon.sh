@@ -62,12 +62,7 @@ con_ok bridge status >/dev/null
 
 # shutdown: the daemon leaves, cleans up.
 con_ok bridge shutdown >/dev/null
-n=0
-while kill -0 "$dpid" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "daemon still running 10 s after shutdown"
-	sleep 0.1
-done
+t_wait_until 10 t_pid_gone "$dpid" || sf_fail "daemon still running 10 s after shutdown"
 [ ! -e "$pidf" ] || sf_fail "pid file left behind"
 [ ! -e "$sock" ] || sf_fail "socket left behind"
 con_must_exit bridge 3 status >/dev/null

@@ -23,13 +23,7 @@ con_expect_in "$(con_ok bridge health)" "^health ok$" "health at start"
 
 # wait_prom LINE: the metrics file holds LINE within 10 s.
 wait_prom() {
-	local k=0
-
-	until grep -qx -- "$1" "$prom" 2>/dev/null; do
-		k=$((k + 1))
-		[ "$k" -le 100 ] || br_fail "metrics file without '$1'" bridge
-		sleep 0.1
-	done
+	t_wait_until 10 grep -sqx -- "$1" "$prom" || br_fail "metrics file without '$1'" bridge
 }
 wait_prom 'ib2roce_degraded 0'
 wait_prom 'ib2roce_health_condition{condition="nic_drops",level="degraded"} 0'
@@ -42,12 +36,7 @@ mkfifo "$SF_TMP/ka.fifo"
 READER=$!
 SF_PIDS="$SF_PIDS $READER"
 exec 4<>"$SF_TMP/ka.fifo"
-k=0
-until grep -qx 0 "$SF_TMP/ka.health" 2>/dev/null; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "health file not 0 at start" bridge
-	sleep 0.1
-done
+t_wait_until 10 grep -sqx 0 "$SF_TMP/ka.health" || br_fail "health file not 0 at start" bridge
 
 # A control-thread stall of 1.5 s: DEGRADED, not FAILED.
 con_ok bridge enable ctlstall=1500 >/dev/null
@@ -88,20 +77,11 @@ con_expect_in "$out" "^health DEGRADED nic_drops" "health: degraded kept beside 
 [ "$(con_json bridge '.health_level')" = failed ] || br_fail "json health_level not failed" bridge
 wait_prom 'ib2roce_healthy 0'
 wait_prom 'ib2roce_health_condition{condition="sides",level="failed"} 1'
-k=0
-until grep -qx 1 "$SF_TMP/ka.health"; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "health file not 1 with a port down" bridge
-	sleep 0.1
-done
+t_wait_until 10 grep -qx 1 "$SF_TMP/ka.health" || br_fail "health file not 1 with a port down" bridge
 "$SIMFAB" port sim_roce0 up >/dev/null
 con_wait_json bridge '.healthy | tostring' true 10
-k=0
-until grep -qx 0 "$SF_TMP/ka.health"; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "health file not 0 after the port came back" bridge
-	sleep 0.1
-done
+t_wait_until 10 grep -qx 0 "$SF_TMP/ka.health" ||
+	br_fail "health file not 0 after the port came back" bridge
 grep -q 'health: nic_drops: ' "$SF_TMP/bridge.err" || br_fail "no health log line for nic_drops" bridge
 
 kill "$READER"

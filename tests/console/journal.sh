@@ -36,12 +36,7 @@ trap journal_cleanup EXIT
 g=239.1.2.3
 
 br_start journal 60 "$NOTIFYLISTEN" "$jsock" 50
-k=0
-until [ -S "$jsock" ]; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || sf_fail "the stand-in journal did not bind" "$SF_TMP/journal.err"
-	sleep 0.1
-done
+t_wait_until 5 test -S "$jsock" || sf_fail "the stand-in journal did not bind" "$SF_TMP/journal.err"
 br_start bridge 60 "$IB2ROCE" --systemd --control "$SF_TMP/bridge.sock" --idle backoff \
 	-e statint=0 -d sim_ib0 -r sim_roce0 -m "$g"
 BR_BRIDGES=bridge

@@ -30,13 +30,8 @@ br_expect_listener rx "$n" 1
 
 # wait_prom REGEX: a line of the metrics file matches REGEX within 10 s.
 wait_prom() {
-	local k=0
-
-	until grep -Eq -- "$1" "$prom" 2>/dev/null; do
-		k=$((k + 1))
-		[ "$k" -le 100 ] || br_fail "metrics file: no line /$1/: $(head -c 3000 "$prom" 2>&1)" bridge
-		sleep 0.1
-	done
+	t_wait_until 10 grep -sEq -- "$1" "$prom" ||
+		br_fail "metrics file: no line /$1/: $(head -c 3000 "$prom" 2>&1)" bridge
 }
 wait_prom "^ib2roce_worker_latency_seconds_count\\{worker=\"0\"\\} $n\$"
 wait_prom '^ib2roce_healthy 1$'

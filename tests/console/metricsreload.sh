@@ -121,12 +121,7 @@ early=$(sed -n 's/^ok=\([0-9]*\) .*/\1/p' "$SF_TMP/scraper.out")
 # Shutdown under the scrapes.
 tpid=$(br_pid bridge)
 con_ok bridge shutdown >/dev/null
-n=0
-while kill -0 "$tpid" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "the bridge did not exit within 10 s of shutdown" bridge
-	sleep 0.1
-done
+t_wait_until 10 t_pid_gone "$tpid" || br_fail "the bridge did not exit within 10 s of shutdown" bridge
 sf_wait_exit "$tpid"
 [ "$SF_RC" = 0 ] || br_fail "the bridge exited with status $SF_RC under scrapes" bridge
 grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters" bridge

@@ -52,12 +52,8 @@ oob=$(sf_counter sim_ib0 out_of_buffer)
 # The bridge shows the port's drops (sysfs is refreshed every 100 ms).
 con_wait_json bridge '.sides[0].nic_rx_dropped' "$oob"
 [ "$(status_nic IB)" = "$oob" ] || br_fail "status: IB nic_rx_dropped is not $oob" bridge
-n=0
-until grep -qx "ib2roce_nic_rx_dropped_total{side=\"IB\",device=\"sim_ib0\"} $oob" "$prom" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "metrics: no ib2roce_nic_rx_dropped_total $oob for IB: $(grep nic "$prom")" bridge
-	sleep 0.1
-done
+t_wait_until 10 grep -sqx "ib2roce_nic_rx_dropped_total{side=\"IB\",device=\"sim_ib0\"} $oob" "$prom" ||
+	br_fail "metrics: no ib2roce_nic_rx_dropped_total $oob for IB: $(grep nic "$prom")" bridge
 if grep -q 'ib2roce_nic_rx_dropped_total{side="RoCE"' "$prom"; then
 	br_fail "metrics: a RoCE sample without a counter" bridge
 fi

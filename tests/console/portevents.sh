@@ -28,13 +28,7 @@ con_ok bridge status >/dev/null
 
 # wait_prom LINE: the metrics file holds LINE within 10 s.
 wait_prom() {
-	local k=0
-
-	until grep -qx -- "$1" "$prom" 2>/dev/null; do
-		k=$((k + 1))
-		[ "$k" -le 100 ] || br_fail "metrics file without '$1'" bridge
-		sleep 0.1
-	done
+	t_wait_until 10 grep -sqx -- "$1" "$prom" || br_fail "metrics file without '$1'" bridge
 }
 wait_prom 'ib2roce_healthy 1'
 
@@ -69,12 +63,11 @@ grep -q "RoCE sim_roce0: port active: joining 1 group again" "$SF_TMP/bridge.err
 # SM client re-register on IB: leave and join again, traffic resumes.
 j0=$(grep -c 'IB joined ' "$SF_TMP/bridge.err")
 "$SIMFAB" reregister sim_ib0 >/dev/null
-k=0
-until [ "$(grep -c 'IB joined ' "$SF_TMP/bridge.err")" -gt "$j0" ]; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "no IB re-join after client re-register" bridge
-	sleep 0.1
-done
+# ib_joins_above N: the bridge logged more than N IB joins.
+ib_joins_above() {
+	[ "$(grep -c 'IB joined ' "$SF_TMP/bridge.err")" -gt "$1" ]
+}
+t_wait_until 10 ib_joins_above "$j0" || br_fail "no IB re-join after client re-register" bridge
 con_wait_json bridge '.groups[0].ib.state' joined
 round rereg
 

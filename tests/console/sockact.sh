@@ -18,12 +18,7 @@ br_start bridge 120 systemd-socket-activate -l "$sock" -E LD_LIBRARY_PATH -E SIM
 	${LD_PRELOAD:+-E LD_PRELOAD} ${ASAN_OPTIONS:+-E ASAN_OPTIONS} ${UBSAN_OPTIONS:+-E UBSAN_OPTIONS} "$IB2ROCE" --debug --control "$sock" \
 	--idle backoff -e statint=0 -d sim_ib0 -r sim_roce0 -m 239.1.2.3
 BR_BRIDGES=bridge
-k=0
-until [ -S "$sock" ]; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || br_fail "systemd-socket-activate did not listen" bridge
-	sleep 0.1
-done
+t_wait_until 5 test -S "$sock" || br_fail "systemd-socket-activate did not listen" bridge
 grep -q 'console on' "$SF_TMP/bridge.err" && br_fail "the bridge started before a connection" bridge
 # The bridge may still be joining (status then exits 1: not healthy yet): it answers.
 con_bc bridge status

@@ -107,12 +107,7 @@ br_stop c
 # leak check was seen to outlive the test.
 br_start n 90 env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 	"$NOTIFYLISTEN" "$SF_TMP/n.nsock" 80
-k=0
-until [ -S "$SF_TMP/n.nsock" ]; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || sf_fail "notifylisten did not bind" "$SF_TMP/n.err"
-	sleep 0.1
-done
+t_wait_until 5 test -S "$SF_TMP/n.nsock" || sf_fail "notifylisten did not bind" "$SF_TMP/n.err"
 br_start d 120 env NOTIFY_SOCKET="$SF_TMP/n.nsock" WATCHDOG_USEC=1000000 "$IB2ROCE" --debug \
 	--control "$SF_TMP/d.sock" --idle backoff -e statint=0 -d sim_ib0 -r sim_roce0 --workers 1 \
 	--ha-peer-control "$SF_TMP/mute.sock" -m "$g1"
@@ -136,12 +131,11 @@ got=$(grep -c '^got ' "$SF_TMP/mute.fake" || true)
 timeout -k 2 30 "$BCOM" --control "$SF_TMP/d.sock" handover >"$SF_TMP/ho-d.out" 2>&1 &
 ho=$!
 # The peer has the request: the handover waits for its answer now.
-k=0
-until [ "$(grep -c '^got ' "$SF_TMP/mute.fake" || true)" -gt "$got" ]; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "the silent peer got no request within 10 s" d
-	sleep 0.05
-done
+# mute_got_more N: the silent peer logged more than N requests.
+mute_got_more() {
+	[ "$(grep -c '^got ' "$SF_TMP/mute.fake" || true)" -gt "$1" ]
+}
+t_wait_until 10 mute_got_more "$got" || br_fail "the silent peer got no request within 10 s" d
 con_must d status
 kill -0 "$ho" 2>/dev/null ||
 	br_fail "bridge d: status was answered only after the handover ended (the console waited)" d

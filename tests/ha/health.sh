@@ -29,12 +29,8 @@ br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--role standby -m "$g1" -m "$g2"
 
 # 1. No role for the partition without groups.
-n=0
-until grep -q '^ib2roce_role{partition="p2"}' "$prom" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "no ib2roce_role in $prom within 10 s" a
-	sleep 0.1
-done
+t_wait_until 10 grep -sq '^ib2roce_role{partition="p2"}' "$prom" ||
+	br_fail "no ib2roce_role in $prom within 10 s" a
 grep -q '^ib2roce_role{partition="p1"} 1$' "$prom" || br_fail "metrics: p1 not active: $(grep role "$prom")" a
 grep -q '^ib2roce_role{partition="default"}' "$prom" &&
 	br_fail "metrics: the empty partition default has a role: $(grep role "$prom")" a
@@ -48,12 +44,12 @@ fi
 
 # 2. b cannot forward anything: its RoCE port is down.
 "$SIMFAB" port sim_roce3 down >/dev/null
-n=0
-until con_bc b health && grep -q 'sim_roce3 port 1 down' "$SF_TMP/bcom.out"; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "bridge b does not see its RoCE port down" b
-	sleep 0.1
-done
+# b_health_has TEXT: `bcom health` of bridge b answers (any status) with TEXT.
+b_health_has() {
+	con_bc b health && grep -q "$1" "$SF_TMP/bcom.out"
+}
+t_wait_until 10 b_health_has 'sim_roce3 port 1 down' ||
+	br_fail "bridge b does not see its RoCE port down" b
 con_bc a handover
 [ "$CON_RC" = 1 ] || br_fail "handover to a peer with its port down: exit $CON_RC: $(cat "$SF_TMP/bcom.out")" a
 cp "$SF_TMP/bcom.out" "$SF_TMP/ho.out"
@@ -68,12 +64,12 @@ grep -q '^handover: 0 of 2 partitions handed over$' "$SF_TMP/ho.out" ||
 
 # 3. Port up; b stops bridging g1, so it can forward p2 only.
 "$SIMFAB" port sim_roce3 up >/dev/null
-n=0
-until con_bc b health && [ "$CON_RC" = 0 ]; do
-	n=$((n + 1))
-	[ "$n" -le 300 ] || br_fail "bridge b not healthy again within 30 s: $(cat "$SF_TMP/bcom.out")" b
-	sleep 0.1
-done
+# b_healthy: `bcom health` of bridge b exits 0.
+b_healthy() {
+	con_bc b health && [ "$CON_RC" = 0 ]
+}
+t_wait_until 30 b_healthy ||
+	br_fail "bridge b not healthy again within 30 s: $(cat "$SF_TMP/bcom.out")" b
 con_must b leave "$g1"
 con_bc a handover
 [ "$CON_RC" = 1 ] || br_fail "handover with p1 refused: exit $CON_RC: $(cat "$SF_TMP/bcom.out")" a

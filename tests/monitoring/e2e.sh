@@ -66,33 +66,30 @@ alerts() {
 }
 # wait_alert SECS JQ_FILTER WHAT: an alert that the filter selects is there within SECS.
 wait_alert() {
-	local k=0 lim=$(($1 * 10))
+	t_wait_until "$1" alerting "$2" || prom_fail "$3 not within $1 s"
+}
 
-	until [ -n "$(alerts "$2" 2>/dev/null)" ]; do
-		k=$((k + 1))
-		[ "$k" -le "$lim" ] || prom_fail "$3 not within $1 s"
-		sleep 0.1
-	done
+# alerting SELECTOR: an alert matching SELECTOR fires.
+alerting() {
+	[ -n "$(alerts "$1" 2>/dev/null)" ]
 }
 
 # Prometheus up, scraping the bridge, the rules loaded.
-k=0
-until [ "$(curl -sf "$api/query?query=up%7Bjob%3D%22ib2roce%22%7D" | jq -r '.data.result[0].value[1]' 2>/dev/null)" = 1 ]; do
-	k=$((k + 1))
-	[ "$k" -le 300 ] || br_fail "prometheus does not scrape the bridge: $(cat "$SF_TMP/prom/out")" bridge
-	sleep 0.1
-done
+# scraping: prometheus scrapes the bridge (its "up" is 1).
+scraping() {
+	[ "$(curl -sf "$api/query?query=up%7Bjob%3D%22ib2roce%22%7D" | jq -r '.data.result[0].value[1]' 2>/dev/null)" = 1 ]
+}
+t_wait_until 30 scraping || br_fail "prometheus does not scrape the bridge: $(cat "$SF_TMP/prom/out")" bridge
 [ "$(curl -sf "$api/rules" | jq '[.data.groups[].rules[]] | length')" -ge 17 ] ||
 	br_fail "prometheus did not load the rules: $(cat "$SF_TMP/prom/out")" bridge
 
 # 1. Healthy: nothing, for 20 s. Prometheus may evaluate the rules once before its first
 # scrape is stored (IB2RoCEAbsent then goes pending): start once that is over.
-k=0
-while [ -n "$(alerts true)" ]; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || prom_fail "alerts at start do not clear"
-	sleep 0.1
-done
+# quiet SELECTOR: no alert matching SELECTOR fires.
+quiet() {
+	[ -z "$(alerts "$1")" ]
+}
+t_wait_until 10 quiet true || prom_fail "alerts at start do not clear"
 for _ in $(seq 20); do
 	a=$(alerts true) || br_fail "GET /api/v1/alerts failed" bridge
 	[ -z "$a" ] || prom_fail "a healthy bridge raised: $a"
@@ -128,12 +125,7 @@ wait_alert 30 "$sel_failed and .state == \"firing\"" "IB2RoCEFailed (sides) firi
 sf_log "port down: $(alerts "$sel_failed")"
 "$SIMFAB" port sim_roce0 up >/dev/null
 con_wait_json bridge '.healthy | tostring' true 15
-k=0
-while [ -n "$(alerts "$sel_failed")" ]; do
-	k=$((k + 1))
-	[ "$k" -le 300 ] || prom_fail "IB2RoCEFailed (sides) did not resolve"
-	sleep 0.1
-done
+t_wait_until 30 quiet "$sel_failed" || prom_fail "IB2RoCEFailed (sides) did not resolve"
 sf_log "port up: IB2RoCEFailed resolved"
 
 # 4. kill -9: the scrape fails, IB2RoCEScrapeDown fires.

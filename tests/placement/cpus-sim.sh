@@ -99,12 +99,12 @@ con_expect_in "$out" "^health DEGRADED placement: 1 worker warning: $warn_re" "h
 	br_fail "stats --json: health.placement" warned
 [ "$(con_json warned '.healthy')" = true ] || br_fail "stats --json: not healthy" warned
 [ "$(con_json warned '.degraded')" = true ] || br_fail "stats --json: not degraded" warned
-k=0
-until grep -qx 'ib2roce_health_condition{condition="placement",level="degraded"} 1' "$SF_TMP/warned.prom" 2>/dev/null &&
-	grep -qx 'ib2roce_degraded 1' "$SF_TMP/warned.prom"; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "metrics: no ib2roce_health_condition{condition=\"placement\"} 1 or ib2roce_degraded 1" warned
-	sleep 0.1
-done
+# warned_degraded: the metrics file shows the placement condition degraded.
+warned_degraded() {
+	grep -sqx 'ib2roce_health_condition{condition="placement",level="degraded"} 1' "$SF_TMP/warned.prom" &&
+		grep -qx 'ib2roce_degraded 1' "$SF_TMP/warned.prom"
+}
+t_wait_until 10 warned_degraded ||
+	br_fail "metrics: no ib2roce_health_condition{condition=\"placement\"} 1 or ib2roce_degraded 1" warned
 br_stop warned
 sf_log "ok"

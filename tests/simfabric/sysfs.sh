@@ -82,12 +82,12 @@ sf_wait_exit "$s"
 [ "$SF_RC" = 0 ] || sf_fail "sender exited with $SF_RC" "$out/send.txt"
 
 # The files follow while the receiver runs (its refresher thread publishes them).
-n=0
-until [ "$(cat "$d/ports/1/counters/port_rcv_packets")" = "$count" ]; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "sim_ib1 port_rcv_packets is $(cat "$d/ports/1/counters/port_rcv_packets"), expected $count" "$out/recv.txt"
-	sleep 0.1
-done
+# rcv_packets_is N: sim_ib1's port_rcv_packets file shows N.
+rcv_packets_is() {
+	[ "$(cat "$d/ports/1/counters/port_rcv_packets")" = "$1" ]
+}
+t_wait_until 10 rcv_packets_is "$count" ||
+	sf_fail "sim_ib1 port_rcv_packets is $(cat "$d/ports/1/counters/port_rcv_packets"), expected $count" "$out/recv.txt"
 kill -0 "$r" 2>/dev/null || sf_fail "the receiver exited early" "$out/recv.txt"
 expect_file "$ib/sim_ib3/ports/1/hw_counters/out_of_buffer" "$count"
 for dev in sim_ib1 sim_ib3; do

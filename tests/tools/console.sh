@@ -13,17 +13,15 @@ set -eu
 sf_init tools-console
 sf_need jq
 
-# bc_wait NAME: wait until the program's console answers.
-bc_wait() {
-	local n=0
+# console_wait NAME: wait until the program's console answers.
+console_wait() {
+	t_wait_until 30 help_answers "$1" || br_fail "console of $1: no answer within 30 s" "$1"
+}
 
-	while :; do
-		con_bc "$1" help
-		[ "$CON_RC" = 0 ] && return 0
-		n=$((n + 1))
-		[ "$n" -le 300 ] || br_fail "console of $1: no answer within 30 s" "$1"
-		sleep 0.1
-	done
+# help_answers NAME: `help` on the program's console exits 0.
+help_answers() {
+	con_bc "$1" help
+	[ "$CON_RC" = 0 ]
 }
 
 # pps_lines NAME PROG: the live lines so far in the program's output.
@@ -31,18 +29,20 @@ pps_lines() {
 	grep -c "^$2: .* pps=" "$SF_TMP/$1.out" || true
 }
 
+# pps_lines_at_least NAME PROG N: N live lines or more so far.
+pps_lines_at_least() {
+	[ "$(pps_lines "$1" "$2")" -ge "$3" ]
+}
+
 # pps_check NAME PROG: enable ppsdisplay makes live lines appear; after disable, none.
 pps_check() {
-	local name=$1 prog=$2 n=0 a b
+	local name=$1 prog=$2 a b
 
 	[ "$(pps_lines "$name" "$prog")" = 0 ] || br_fail "$prog: live lines before enable" "$name"
 	out=$(con_ok "$name" enable ppsdisplay)
 	con_expect_in "$out" '^enabled ppsdisplay$' "$prog: enable ppsdisplay" "$name"
-	while [ "$(pps_lines "$name" "$prog")" -lt 2 ]; do
-		n=$((n + 1))
-		[ "$n" -le 100 ] || br_fail "$prog: no live lines 10 s after enable ppsdisplay" "$name"
-		sleep 0.1
-	done
+	t_wait_until 10 pps_lines_at_least "$name" "$prog" 2 ||
+		br_fail "$prog: no live lines 10 s after enable ppsdisplay" "$name"
 	out=$(con_ok "$name" disable ppsdisplay)
 	con_expect_in "$out" '^disabled ppsdisplay$' "$prog: disable ppsdisplay" "$name"
 	a=$(pps_lines "$name" "$prog")
@@ -66,8 +66,8 @@ done
 tools_listen listen -d sim_ib2 -m 239.1.2.3 239.1.2.4 -I 100 -D 80 --control "$SF_TMP/listen.sock"
 br_start send 80 "$MCSENDER" -d sim_ib1 -m 239.1.2.3 239.1.2.4 --rate 400 --stream-id 500 \
 	-D 70 --control "$SF_TMP/send.sock"
-bc_wait send
-bc_wait listen
+console_wait send
+console_wait listen
 
 # status: what each one does.
 out=$(con_ok send status)

@@ -26,12 +26,11 @@ con_expect_in "$out" '^loss: .* nic_rx_dropped=0$' "mclisten status at start" sm
 # Stop the listener (all of it: the state T in /proc) and send the burst.
 pid=$(sf_child "$(br_pid small)")
 kill -STOP "$pid"
-k=0
-until [ "$(awk '{ print $3 }' "/proc/$pid/stat")" = T ]; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "listener does not stop" small
-	sleep 0.1
-done
+# stopped PID: the process is in state T (stopped).
+stopped() {
+	[ "$(awk '{ print $3 }' "/proc/$1/stat")" = T ]
+}
+t_wait_until 10 stopped "$pid" || br_fail "listener does not stop" small
 tools_send burst -r sim_roce1 -m 239.1.2.3 -n "$n" --rate 0 --burst 64
 oob=$(sf_counter sim_roce2 out_of_buffer)
 [ "$oob" = $((n - rq)) ] ||
