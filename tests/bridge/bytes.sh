@@ -5,8 +5,8 @@
 # byte by byte, and seq in the immediate data. Listeners on the sender's own fabric
 # get each packet once, straight from the sender: the bridge sent nothing back.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-bytes
 group=239.1.2.3

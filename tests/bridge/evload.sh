@@ -7,8 +7,8 @@
 # a channel pair together, the send queue of the other side filled (hundreds of
 # thousands of tx_full drops at 2 Mpps).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-evload
 g=239.1.2.8

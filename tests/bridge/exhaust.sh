@@ -11,8 +11,8 @@
 #            packets wait in the bounded backlog (backlog_max > 0) or are dropped as
 #            tx_full, and the backlog must drain
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 usage() {
 	echo "usage: $0 0|1 [sq]" >&2

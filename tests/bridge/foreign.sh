@@ -50,8 +50,8 @@ if [ -z "${BR_FOREIGN_NS:-}" ]; then
 	exit "$rc"
 fi
 
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-foreign
 export SIMFABRIC_TOPOLOGY=$BR_FOREIGN_TOPO

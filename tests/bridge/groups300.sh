@@ -3,8 +3,8 @@
 # the device's max_mcast_qp_attach, 240 on the simulated ConnectX), two workers. Every
 # group forwards both ways, byte-exact, each packet to its own group.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-groups300
 ngroups=300

@@ -8,8 +8,8 @@
 # with immediate data then a plain one from the same sender (every slot reused), then
 # two senders at once, one of each kind, both ways.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-immmix
 group=239.1.2.4

@@ -5,8 +5,8 @@
 # the join timeout)" is logged once (the line operators and bench/bridge_bench.sh wait
 # for), and the groups forward.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-latejoin
 ngroups=3

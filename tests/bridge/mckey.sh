@@ -8,8 +8,8 @@
 #              roce2ib  sender sim_roce3, receivers sim_ib1 and sim_ib2
 #   WORKERS    the bridge's --workers (0 = event-driven on the control thread)
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 usage() {
 	echo "usage: $0 ib2roce|roce2ib WORKERS" >&2

@@ -5,8 +5,8 @@
 # else changes; smaller packets keep
 # flowing both ways, in particular the RoCE side keeps receiving.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-mtu
 group=239.1.2.3

@@ -9,8 +9,8 @@
 #         the bridge never receives its own packets
 #   nolb  -y loopbackprev: the bridge receives its own packets and must drop them (own)
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 if [ $# != 1 ] || { [ "$1" != lb ] && [ "$1" != nolb ]; }; then
 	echo "usage: $0 lb|nolb" >&2

@@ -4,8 +4,8 @@
 # Traffic on each group in both directions: the allowed direction arrives complete and
 # byte-exact, the other direction arrives nowhere on the far fabric.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-oneway
 gin=239.1.2.4

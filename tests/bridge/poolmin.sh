@@ -24,8 +24,8 @@
 #          QPs),
 #          and that pool forwards one-sided load over the 20 pairs completely
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 [ $# = 1 ] || {
 	echo "usage: $0 w1|w0|w2|pairs|srq20" >&2

@@ -9,8 +9,8 @@
 #       `senders` (engine/setup.c, chan_cache_sizes: a QPN cache of 2^18 entries, a
 #       2-way cache of 2^19) used past their default sizes; mcpkt's QPs are send-only
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 nq=${1:?usage: senders.sh N RATE [BRIDGE OPTION...]}
 rate=${2:?usage: senders.sh N RATE [BRIDGE OPTION...]}

@@ -8,8 +8,8 @@
 # - RoCE -> IB: both forward to IB with the hop-limit marker; each drops the other's IB
 #   packets as loop; the RoCE listener gets each packet exactly once.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-twobridges
 group=239.1.2.3

@@ -7,8 +7,8 @@
 # the bridge's counters. Argument: the number of workers (1, or 0: the event-driven data
 # path on the control thread, which then also drains the capture).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 command -v tshark >/dev/null 2>&1 || { echo "tshark not installed: skipping"; exit 77; }
 
@@ -20,33 +20,33 @@ mkdir -m 0750 "$dir"
 
 br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers "$workers" -m "$g" \
 	--capture-dir "$dir" --capture first.pcapng
-expect_in "$(bc_ok bridge capture status)" 'capture: running .*/first.pcapng' "status"
+con_expect_in "$(con_ok bridge capture status)" 'capture: running .*/first.pcapng' "status"
 
 # Names outside capture_dir, an existing file or a symbolic link are refused, and a second
 # capture while one runs.
-expect_in "$(bc_fail bridge 1 capture start ../x.pcapng)" "must not contain '/'" "refuse ../"
-expect_in "$(bc_fail bridge 1 capture start ..x)" "must not contain '..'" "refuse .."
-expect_in "$(bc_fail bridge 1 capture start a/b)" "must not contain '/'" "refuse /"
-expect_in "$(bc_fail bridge 1 capture start other)" "is running" "second capture"
+con_expect_in "$(con_must_exit bridge 1 capture start ../x.pcapng)" "must not contain '/'" "refuse ../"
+con_expect_in "$(con_must_exit bridge 1 capture start ..x)" "must not contain '..'" "refuse .."
+con_expect_in "$(con_must_exit bridge 1 capture start a/b)" "must not contain '/'" "refuse /"
+con_expect_in "$(con_must_exit bridge 1 capture start other)" "is running" "second capture"
 
 # 1: IB -> RoCE: 300 forwarded, then 100 dropped (bridging off).
 br_listen listener "$ROCE_NET.2" -g "$g" -n 300 --timeout 60
 br_send a "$IB_NET.2" -g "$g" -n 300 --rate 20000
-wait_json bridge '.sides[0].fwd_pkts' 300
-bc_ok bridge disable bridging >/dev/null
+con_wait_json bridge '.sides[0].fwd_pkts' 300
+con_ok bridge disable bridging >/dev/null
 br_send b "$IB_NET.2" -g "$g" -n 100 --rate 20000
-wait_json bridge '.sides[0].drop_reasons.bridging_off' 100
-bc_ok bridge enable bridging >/dev/null
-wait_json bridge '.capture.written' 400
-expect_in "$(bc_ok bridge capture stop)" 'stopped: 400 packets written, 0 captures dropped' "stop"
+con_wait_json bridge '.sides[0].drop_reasons.bridging_off' 100
+con_ok bridge enable bridging >/dev/null
+con_wait_json bridge '.capture.written' 400
+con_expect_in "$(con_ok bridge capture stop)" 'stopped: 400 packets written, 0 captures dropped' "stop"
 br_expect_listener listener 300
-[ "$(json bridge '.capture.dropped')" = 0 ] || br_fail "capture dropped" bridge
+[ "$(con_json bridge '.capture.dropped')" = 0 ] || br_fail "capture dropped" bridge
 
 # The links are refused (O_EXCL|O_NOFOLLOW), as an existing file is.
 ln -s "$SF_TMP/elsewhere" "$dir/link"
-expect_in "$(bc_fail bridge 1 capture start link)" 'File exists' "refuse a symlink"
+con_expect_in "$(con_must_exit bridge 1 capture start link)" 'File exists' "refuse a symlink"
 [ ! -e "$SF_TMP/elsewhere" ] || br_fail "the link was followed" bridge
-expect_in "$(bc_fail bridge 1 capture start first.pcapng)" 'File exists' "refuse a file"
+con_expect_in "$(con_must_exit bridge 1 capture start first.pcapng)" 'File exists' "refuse a file"
 
 f=$dir/first.pcapng
 [ "$(stat -c %a "$f")" = 640 ] || br_fail "mode $(stat -c %a "$f"), expected 640" bridge
@@ -76,11 +76,11 @@ case "$1" in erf:infiniband*) ;; *) br_fail "protocols '$1'" bridge ;; esac
 [ "$7" != 0 ] || br_fail "LRH SLID 0" bridge
 
 # 2: RoCE -> IB, only the RoCE side, count 50 of 200.
-bc_ok bridge capture start second.pcapng side roce count 50 >/dev/null
+con_ok bridge capture start second.pcapng side roce count 50 >/dev/null
 br_listen listener2 "$IB_NET.2" -g "$g" -n 200 --timeout 60
 br_send c "$ROCE_NET.2" -g "$g" -n 200 --rate 20000
-wait_json bridge '.sides[1].fwd_pkts' 200
-wait_json bridge '.capture.active | tostring' false
+con_wait_json bridge '.sides[1].fwd_pkts' 200
+con_wait_json bridge '.capture.active | tostring' false
 br_expect_listener listener2 200
 f=$dir/second.pcapng
 n=$(t "$f" -Y "ip.dst == $g && udp.dstport == 4791 && infiniband.bth.opcode == 100" | wc -l)

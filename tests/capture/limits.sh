@@ -11,8 +11,8 @@
 #   mlock without CAP_IPC_LOCK by what RLIMIT_MEMLOCK leaves (refused, naming the limit);
 #   and they are freed at the stop (the process's resident memory goes back down).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init capture-limits
 g=239.1.2.12
@@ -34,19 +34,22 @@ refused() {
 # started NAME CMD...: run CMD (a wrapper around the bridge, which gets --debug --control
 # NAME.sock from here) like br_bridge, and wait until its console answers.
 started() {
-	local name=$1 n=0
+	local name=$1
 
 	shift
 	BR_BRIDGES="$BR_BRIDGES $name"
 	br_start "$name" 120 "$@" --debug --control "$SF_TMP/$name.sock" --idle backoff \
 		-e statint=0 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g" --capture-dir "$SF_TMP/cap"
 	SF_PIDS="$SF_PIDS $(sf_child "$BR_PID")"
-	until timeout 5 "$BCOM" --control "$SF_TMP/$name.sock" status >/dev/null 2>&1; do
-		n=$((n + 1))
-		kill -0 "$BR_PID" 2>/dev/null || br_fail "bridge $name exited" "$name"
-		[ "$n" -le 300 ] || br_fail "bridge $name: no console within 30 s" "$name"
-		sleep 0.1
-	done
+	t_wait_until 30 console_up "$name" || br_fail "bridge $name: no console within 30 s" "$name"
+}
+
+# console_up NAME: bridge NAME's console answers `status`; fails the test when it does
+# not and the bridge exited.
+console_up() {
+	timeout 5 "$BCOM" --control "$SF_TMP/$1.sock" status >/dev/null 2>&1 && return 0
+	kill -0 "$BR_PID" 2>/dev/null || br_fail "bridge $1 exited" "$1"
+	return 1
 }
 
 # --- D9: the directory rules ---
@@ -71,7 +74,7 @@ sf_log "D9: capture-dir refused as a symbolic link in a shared place, writable b
 mkdir -m 0750 "$SF_TMP/cap"
 br_bridge big 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g" --capture-dir "$SF_TMP/cap" \
 	--capture-ring 1048576
-expect_in "$(bc_fail big 1 capture start big.pcapng)" \
+con_expect_in "$(con_must_exit big 1 capture start big.pcapng)" \
 	'capture: rings of [0-9]+ MiB \(capture-ring 1048576 x 1 workers\) exceed the 1024 MiB allowed' \
 	"1 GiB bound" big
 [ ! -e "$SF_TMP/cap/big.pcapng" ] || br_fail "a refused capture created its file" big
@@ -82,6 +85,8 @@ br_stop big
 # counts locked pages too.
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 lck() { awk '/^VmLck:/ { print $2 }' "/proc/$1/status"; }
+# rss_at_most PID KB: the process's VmRSS is KB kB or less.
+rss_at_most() { [ "$(rss "$1")" -le "$2" ]; }
 lock=""
 [ "$(id -u)" != 0 ] || lock="-e mlock -e buffers=1024 -e rqdepth=64 -e sqdepth=64"
 if ldd "$IB2ROCE" | grep -q libasan; then
@@ -93,37 +98,33 @@ else
 	pid=$(sf_child "$(br_pid free)")
 	before=$(rss "$pid")
 	lbefore=$(lck "$pid")
-	bc_ok free capture start free.pcapng >/dev/null
-	wait_json free '.capture.active | tostring' true
+	con_ok free capture start free.pcapng >/dev/null
+	con_wait_json free '.capture.active | tostring' true
 	during=$(rss "$pid")
 	[ "$during" -ge $((before + 30000)) ] ||
 		br_fail "VmRSS $before kB before the capture, $during kB during it: 8192 x 4 KiB rings were not made" free
 	locked=$(lck "$pid")
 	[ -z "$lock" ] || [ "$locked" -ge $((lbefore + 30000)) ] ||
 		br_fail "-e mlock: VmLck $lbefore kB before, $locked kB during the capture: the rings are not locked" free
-	bc_ok free capture stop >/dev/null
-	n=0
-	until [ "$(rss "$pid")" -le $((before + 10000)) ]; do
-		n=$((n + 1))
-		[ "$n" -le 100 ] || br_fail "VmRSS $before kB before the capture, $during kB during it, $(rss "$pid") kB 10 s after the stop: the rings were kept" free
-		sleep 0.1
-	done
+	con_ok free capture stop >/dev/null
+	t_wait_until 10 rss_at_most "$pid" $((before + 10000)) ||
+		br_fail "VmRSS $before kB before the capture, $during kB during it, $(rss "$pid") kB 10 s after the stop: the rings were kept" free
 	[ "$(lck "$pid")" -le $((lbefore + 10000)) ] ||
 		br_fail "VmLck $lbefore kB before the capture, $locked kB during it, $(lck "$pid") kB after the stop" free
 	# A second capture gets rings again, and stops.
-	expect_in "$(bc_ok free capture start again.pcapng)" \
+	con_expect_in "$(con_ok free capture start again.pcapng)" \
 		'^capture (started|starting: allocating the rings)' "start again" free
-	wait_json free '.capture.active | tostring' true
-	bc_ok free capture stop >/dev/null
+	con_wait_json free '.capture.active | tostring' true
+	con_ok free capture stop >/dev/null
 	# Stopped at once (maybe while its rings are still being made): then nothing runs,
 	# and the next capture starts.
-	bc_ok free capture start third.pcapng >/dev/null
-	expect_in "$(bc_ok free capture stop)" '^capture third.pcapng stopped' "stop at once" free
-	wait_json free '.capture.starting | tostring' false
-	[ "$(json free '.capture.active | tostring')" = false ] || br_fail "a stopped capture runs" free
-	bc_ok free capture start fourth.pcapng >/dev/null
-	wait_json free '.capture.active | tostring' true
-	bc_ok free capture stop >/dev/null
+	con_ok free capture start third.pcapng >/dev/null
+	con_expect_in "$(con_ok free capture stop)" '^capture third.pcapng stopped' "stop at once" free
+	con_wait_json free '.capture.starting | tostring' false
+	[ "$(con_json free '.capture.active | tostring')" = false ] || br_fail "a stopped capture runs" free
+	con_ok free capture start fourth.pcapng >/dev/null
+	con_wait_json free '.capture.active | tostring' true
+	con_ok free capture stop >/dev/null
 	br_stop free
 	sf_log "D13: VmRSS $before kB, $during kB with the rings (VmLck $lbefore kB, $locked kB), back down after the stop"
 fi
@@ -139,7 +140,7 @@ else
 	started locked prlimit --memlock=536870912 -- setpriv --bounding-set=-ipc_lock \
 		--inh-caps=-ipc_lock -- "$IB2ROCE" -e buffers=1024 -e rqdepth=64 \
 		-e sqdepth=64 -e mlock --capture-ring 262144
-	expect_in "$(bc_fail locked 1 capture start locked.pcapng)" \
+	con_expect_in "$(con_must_exit locked 1 capture start locked.pcapng)" \
 		'capture: rings of [0-9]+ MiB \(capture-ring 262144 x 1 workers\) do not fit in what may still be locked: RLIMIT_MEMLOCK 512 MiB, [0-9]+ MiB locked' \
 		"RLIMIT_MEMLOCK bound" locked
 	br_stop locked
@@ -153,19 +154,18 @@ fi
 started fsize bash -c 'trap "" XFSZ; exec "$@"' fsize "$IB2ROCE"
 prlimit --pid "$(sf_child "$(br_pid fsize)")" --fsize=262144 ||
 	br_fail "prlimit --fsize on the bridge failed" fsize
-bc_ok fsize capture start full.pcapng >/dev/null
+con_ok fsize capture start full.pcapng >/dev/null
 br_send s "$IB_NET.2" -g "$g" -n 2000 -s 1024 --rate 20000
-n=0
-until bc_ok fsize capture status | grep -q '^capture: stopped'; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "the capture did not stop at RLIMIT_FSIZE within 10 s" fsize
-	sleep 0.1
-done
-expect_in "$(bc_ok fsize capture status)" \
+# capture_stopped NAME: `capture status` of bridge NAME says stopped.
+capture_stopped() {
+	con_ok "$1" capture status | grep -q '^capture: stopped'
+}
+t_wait_until 10 capture_stopped fsize || br_fail "the capture did not stop at RLIMIT_FSIZE within 10 s" fsize
+con_expect_in "$(con_ok fsize capture status)" \
 	"capture: stopped \\(write error: File too large\\) $SF_TMP/cap/full.pcapng" "status" fsize
-[ "$(json fsize '.capture.stop_reason')" = "write error: File too large" ] ||
-	br_fail "stats --json capture.stop_reason: $(json fsize '.capture.stop_reason')" fsize
-bytes=$(json fsize '.capture.bytes')
+[ "$(con_json fsize '.capture.stop_reason')" = "write error: File too large" ] ||
+	br_fail "stats --json capture.stop_reason: $(con_json fsize '.capture.stop_reason')" fsize
+bytes=$(con_json fsize '.capture.bytes')
 size=$(stat -c %s "$SF_TMP/cap/full.pcapng")
 [ "$bytes" = "$size" ] ||
 	br_fail "capture.bytes $bytes, the file holds $size bytes" fsize

@@ -3,8 +3,8 @@
 # the capture drop counter is above zero, captures written + dropped = packets received,
 # and the bridge's conservation holds (every packet forwarded or in a drop counter).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init capture-ringfull
 g=239.1.2.12
@@ -16,14 +16,14 @@ br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g" \
 br_listen listener "$ROCE_NET.2" -g "$g" -n 5000 --timeout 60
 br_send a "$IB_NET.2" -g "$g" -n 5000 --rate 5000
 br_expect_listener listener 5000
-wait_json bridge '.sides[0].fwd_pkts' 5000
-out=$(bc_ok bridge capture stop)
+con_wait_json bridge '.sides[0].fwd_pkts' 5000
+out=$(con_ok bridge capture stop)
 w=$(printf '%s\n' "$out" | sed -n 's/.*stopped: \([0-9]*\) packets written, \([0-9]*\) captures dropped/\1/p')
 d=$(printf '%s\n' "$out" | sed -n 's/.*stopped: \([0-9]*\) packets written, \([0-9]*\) captures dropped/\2/p')
 [ -n "$w" ] && [ -n "$d" ] || br_fail "capture stop: '$out'" bridge
 [ "$d" -gt 0 ] || br_fail "no capture dropped with a ring of 2: '$out'" bridge
 [ $((w + d)) = 5000 ] || br_fail "written $w + dropped $d != 5000 received" bridge
-[ "$(json bridge '.capture.dropped')" = "$d" ] || br_fail "stats --json capture.dropped" bridge
+[ "$(con_json bridge '.capture.dropped')" = "$d" ] || br_fail "stats --json capture.dropped" bridge
 if command -v tshark >/dev/null 2>&1; then
 	n=$(tshark -n -r "$dir/full.pcapng" 2>/dev/null | wc -l)
 	[ "$n" = "$w" ] || br_fail "tshark read $n packets, the bridge wrote $w" bridge

@@ -8,8 +8,8 @@
 # packets of the session (tshark decodes them once re-wrapped in UDP: Wireshark 4.0 has
 # no decode-as from an InfiniBand payload to PGM). Ports not named are not recorded.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 : "${PGMREPLAY:?PGMREPLAY must name the pgmreplay program}"
 : "${PGM_FIXTURES:?PGM_FIXTURES must name tests/pgm/fixtures}"

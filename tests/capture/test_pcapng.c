@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "pcapng.h"
-#include "../pool/tap.h"
+#include "tap.h"
 
 static uint32_t h32(const uint8_t *p)
 {
@@ -152,5 +152,5 @@ int main(void)
 	test_blocks();
 	test_ib();
 	test_roce();
-	return tap_end();
+	return tap_done();
 }

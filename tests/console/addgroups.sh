@@ -5,8 +5,8 @@
 # start (channels are made at start-up: the 500 groups go to their room, 240 per pair),
 # each worker's QPs on one CQ and one SRQ per side.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-addgroups
 ga=239.4.0.1 # IB -> RoCE stream
@@ -34,15 +34,15 @@ timeout -k 2 120 "$BCOM" --control "$SF_TMP/bridge.sock" <"$SF_TMP/joins.txt" \
 	>"$SF_TMP/joins.out" 2>&1 || br_fail "bcom joins failed: $(tail -3 "$SF_TMP/joins.out")" bridge
 joining=$(grep -c '^joining 239\.5\.' "$SF_TMP/joins.out") || joining=0
 [ "$joining" = "$nadd" ] || br_fail "$joining of $nadd joins accepted: $(grep -v '^joining' "$SF_TMP/joins.out" | head -3)" bridge
-wait_json bridge "[.groups[] | select(.ib.state == \"joined\" and .roce.state == \"joined\")] | length" $((nadd + 2)) 120
+con_wait_json bridge "[.groups[] | select(.ib.state == \"joined\" and .roce.state == \"joined\")] | length" $((nadd + 2)) 120
 
 # The new groups' QPs are the start's: every channel on its worker's SRQ, two CQs each.
-[ "$(json bridge '[.channels[] | select(.srq)] | length')" = 6 ] ||
+[ "$(con_json bridge '[.channels[] | select(.srq)] | length')" = 6 ] ||
 	br_fail "not every channel receives from its worker's SRQ" bridge
-[ "$(json bridge '[.workers[] | select(.cqs == 2)] | length')" = 3 ] ||
+[ "$(con_json bridge '[.workers[] | select(.cqs == 2)] | length')" = 3 ] ||
 	br_fail "not every worker polls two CQs" bridge
-[ "$(json bridge '[.workers[].groups] | add')" = $((nadd + 2)) ] ||
-	br_fail "the workers hold $(json bridge '[.workers[].groups] | add') groups" bridge
+[ "$(con_json bridge '[.workers[].groups] | add')" = $((nadd + 2)) ] ||
+	br_fail "the workers hold $(con_json bridge '[.workers[].groups] | add') groups" bridge
 
 # The streams lost nothing.
 br_send_end a_tx

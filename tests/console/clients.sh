@@ -9,8 +9,8 @@
 # - As root (setpriv): 200 refused connections of a user outside the group are
 #   rate-limited the same way.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-clients
 chmod 0711 "$SF_TMP"
@@ -103,6 +103,6 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	n=$(($(grep -c "console: refused pid" "$SF_TMP/bridge.err") - before))
 	[ "$n" -le 20 ] || br_fail "$n refusal lines in the log for 200 connections" bridge
 fi
-bc_ok bridge status >/dev/null
+con_ok bridge status >/dev/null
 br_stop bridge
 sf_log "PASS"

@@ -4,8 +4,8 @@
 # devices give status 0 and a summary; a device that does not exist gives 1. Under
 # NOTIFY_SOCKET an invalid configuration also sets STATUS=.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-conferr
 sock=$SF_TMP/bridge.sock
@@ -178,12 +178,7 @@ grep -q "unknown feature 'bridgeing': did you mean bridging?" "$SF_TMP/check4.er
 "$NOTIFYLISTEN" "$SF_TMP/n.sock" 30 >"$SF_TMP/n.out" 2>&1 &
 nl_pid=$!
 SF_PIDS="${SF_PIDS:-} $nl_pid"
-k=0
-until [ -S "$SF_TMP/n.sock" ]; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || sf_fail "notifylisten did not bind" "$SF_TMP/n.out"
-	sleep 0.1
-done
+t_wait_until 5 test -S "$SF_TMP/n.sock" || sf_fail "notifylisten did not bind" "$SF_TMP/n.out"
 printf 'device sim_ib0\nroce sim_roce0\nfrobnicate\n' >"$SF_TMP/sd.conf"
 rc=0
 NOTIFY_SOCKET=$SF_TMP/n.sock timeout 20 "$IB2ROCE" --control "$sock" -c "$SF_TMP/sd.conf" \
@@ -196,12 +191,11 @@ rc=0
 NOTIFY_SOCKET=$SF_TMP/n.sock timeout 20 "$IB2ROCE" --control "$sock" -d sim_ib0 -r sim_roce0 \
 	--workers 2 --cpus 1,1 -m 239.1.2.3 >"$SF_TMP/sd2.out" 2>"$SF_TMP/sd2.err" || rc=$?
 [ "$rc" = 2 ] || sf_fail "--cpus 1,1 under NOTIFY_SOCKET: exit status $rc, expected 2" "$SF_TMP/sd2.err"
-k=0
-until [ "$(grep -c 'STATUS=configuration invalid' "$SF_TMP/n.out")" -ge 2 ]; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || sf_fail "no two STATUS=configuration invalid lines" "$SF_TMP/n.out"
-	sleep 0.1
-done
+# two_invalid: the listener got two STATUS=configuration invalid lines.
+two_invalid() {
+	[ "$(grep -c 'STATUS=configuration invalid' "$SF_TMP/n.out")" -ge 2 ]
+}
+t_wait_until 5 two_invalid || sf_fail "no two STATUS=configuration invalid lines" "$SF_TMP/n.out"
 grep -qF "STATUS=configuration invalid (exit status 2, not restarted): $SF_TMP/sd.conf:3: unknown option" \
 	"$SF_TMP/n.out" || sf_fail "STATUS= does not name the file and line" "$SF_TMP/n.out"
 grep -qF "STATUS=configuration invalid (exit status 2, not restarted): --cpus: workers 0 and 1 on CPU 1" \

@@ -6,8 +6,8 @@
 # status 1), hostile input on the raw socket (binary, overlong, a stuck client), quit (stops
 # nothing) and shutdown.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-cmds
 g=239.1.2.3
@@ -22,30 +22,26 @@ sock=$SF_TMP/bridge.sock
 br_listen rx "$ROCE_NET.2" -g "$g" -n "$n" --verify --imm --timeout 20
 br_send tx "$IB_NET.2" -g "$g" -n "$n" --imm --rate 20000
 br_expect_listener rx "$n" 1
-wait_json bridge '.sides[0].fwd_pkts' "$n"
+con_wait_json bridge '.sides[0].fwd_pkts' "$n"
 
 # JSON: parses, stable names, counters equal to the traffic.
-[ "$(json bridge '.program')" = ib2roce ] || br_fail "json program" bridge
-[ "$(json bridge '.sides[0].side + " " + .sides[0].device')" = "IB sim_ib0" ] ||
+[ "$(con_json bridge '.program')" = ib2roce ] || br_fail "json program" bridge
+[ "$(con_json bridge '.sides[0].side + " " + .sides[0].device')" = "IB sim_ib0" ] ||
 	br_fail "json side 0" bridge
-[ "$(json bridge '.sides[0].rx_pkts')" = "$n" ] || br_fail "json IB rx_pkts" bridge
-[ "$(json bridge '.sides[1].tx_pkts')" = "$n" ] || br_fail "json RoCE tx_pkts" bridge
-[ "$(json bridge '.groups[0].group')" = "$g" ] || br_fail "json group" bridge
-[ "$(json bridge '.groups[0].ib_to_roce_pkts')" = "$n" ] || br_fail "json group pkts" bridge
-[ "$(json bridge '.groups[0].ib.state + " " + .groups[0].roce.state')" = "joined joined" ] ||
+[ "$(con_json bridge '.sides[0].rx_pkts')" = "$n" ] || br_fail "json IB rx_pkts" bridge
+[ "$(con_json bridge '.sides[1].tx_pkts')" = "$n" ] || br_fail "json RoCE tx_pkts" bridge
+[ "$(con_json bridge '.groups[0].group')" = "$g" ] || br_fail "json group" bridge
+[ "$(con_json bridge '.groups[0].ib_to_roce_pkts')" = "$n" ] || br_fail "json group pkts" bridge
+[ "$(con_json bridge '.groups[0].ib.state + " " + .groups[0].roce.state')" = "joined joined" ] ||
 	br_fail "json join states" bridge
-[ "$(json bridge '.ready')" = true ] || br_fail "json ready" bridge
-[ "$(json bridge '.senders')" = 1 ] || br_fail "json senders" bridge
-[ "$(json bridge '.workers | length')" = 1 ] || br_fail "json workers" bridge
-[ "$(json bridge '.sides[0].drop_reasons | length')" -ge 18 ] || br_fail "json drop_reasons" bridge
+[ "$(con_json bridge '.ready')" = true ] || br_fail "json ready" bridge
+[ "$(con_json bridge '.senders')" = 1 ] || br_fail "json senders" bridge
+[ "$(con_json bridge '.workers | length')" = 1 ] || br_fail "json workers" bridge
+[ "$(con_json bridge '.sides[0].drop_reasons | length')" -ge 18 ] || br_fail "json drop_reasons" bridge
 
 # The metrics file catches up within a stats interval (1 s here).
-k=0
-until grep -q "^ib2roce_forwarded_packets_total{side=\"IB\",device=\"sim_ib0\"} $n\$" "$prom" 2>/dev/null; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || br_fail "metrics file without $n forwarded packets: $(cat "$prom" 2>&1 | head -20)" bridge
-	sleep 0.1
-done
+t_wait_until 5 grep -sq "^ib2roce_forwarded_packets_total{side=\"IB\",device=\"sim_ib0\"} $n\$" "$prom" ||
+	br_fail "metrics file without $n forwarded packets: $(cat "$prom" 2>&1 | head -20)" bridge
 grep -q '^# TYPE ib2roce_forwarded_packets_total counter$' "$prom" || br_fail "metrics: no TYPE line" bridge
 grep -q "^ib2roce_group_forwarded_packets_total{group=\"$g\",direction=\"ib_to_roce\"} $n\$" "$prom" ||
 	br_fail "metrics: group counter" bridge
@@ -53,99 +49,99 @@ grep -q '^ib2roce_up 1$' "$prom" || br_fail "metrics: ib2roce_up" bridge
 [ -z "$(find "$SF_TMP" -maxdepth 1 -name '.ib2roce.prom.tmp*')" ] || br_fail "metrics: temp file left" bridge
 
 # ppsdisplay: a rate line every second while on.
-bc_ok bridge enable ppsdisplay >/dev/null
+con_ok bridge enable ppsdisplay >/dev/null
 sf_wait_line "$SF_TMP/bridge.err" 'notice: IB rx [0-9]* pps fwd [0-9]* pps' "$(br_pid bridge)" 5
-bc_ok bridge disable ppsdisplay >/dev/null
+con_ok bridge disable ppsdisplay >/dev/null
 
 # The tables.
-out=$(bc_ok bridge help)
+out=$(con_ok bridge help)
 for c in buffers channels enable disable events health interfaces join leave multicast quit \
 	reload senders shutdown stats status tsi workers zap; do
-	expect_in "$out" "^$c( |$)" "help lists $c"
+	con_expect_in "$out" "^$c( |$)" "help lists $c"
 done
 # A syntax longer than the help's column is shown whole (it was cut at 63 characters).
 grep -qxF 'capture start FILE [group G] [side ib|roce|both] [count N] [snaplen N] | stop | status' \
 	<<<"$out" || br_fail "help does not show the capture syntax whole: $out" bridge
-out=$(bc_ok bridge status)
-expect_in "$out" "sim_ib0" "status names the IB device"
-expect_in "$out" "\b$n\b" "status shows $n packets"
-out=$(bc_ok bridge mult)
-expect_in "$out" "$g .*joined" "multicast (prefix 'mult') shows the group joined"
-out=$(bc_ok bridge channels)
-expect_in "$out" "IB" "channels"
-out=$(bc_ok bridge interfaces)
-expect_in "$out" "sim_roce0" "interfaces shows sim_roce0"
-expect_in "$out" "fe80:|::ffff:" "interfaces shows a GID table"
-out=$(bc_ok bridge interfaces sim_roce0)
+out=$(con_ok bridge status)
+con_expect_in "$out" "sim_ib0" "status names the IB device"
+con_expect_in "$out" "\b$n\b" "status shows $n packets"
+out=$(con_ok bridge mult)
+con_expect_in "$out" "$g .*joined" "multicast (prefix 'mult') shows the group joined"
+out=$(con_ok bridge channels)
+con_expect_in "$out" "IB" "channels"
+out=$(con_ok bridge interfaces)
+con_expect_in "$out" "sim_roce0" "interfaces shows sim_roce0"
+con_expect_in "$out" "fe80:|::ffff:" "interfaces shows a GID table"
+out=$(con_ok bridge interfaces sim_roce0)
 printf '%s\n' "$out" | grep -q sim_ib0 && br_fail "interfaces sim_roce0 also showed sim_ib0" bridge
-out=$(bc_fail bridge 1 interfaces nosuch)
-expect_in "$out" "no interface 'nosuch'" "interfaces nosuch"
-out=$(bc_ok bridge buffers)
-expect_in "$out" "free" "buffers"
-out=$(bc_ok bridge senders)
-expect_in "$out" "$IB_NET.2|::ffff:|fe80" "senders lists the sender"
-out=$(bc_ok bridge endpoints 5)
-out=$(bc_fail bridge 1 senders many)
-out=$(bc_ok bridge workers)
-expect_in "$out" "p50|p99" "workers shows latency percentiles"
-out=$(bc_ok bridge cores)
-out=$(bc_ok bridge events)
-expect_in "$out" "stats|rates" "events lists the timers"
-bc_ok bridge tsi >/dev/null
-out=$(bc_ok bridge stats)
-expect_in "$out" "^IB sim_ib0 rx_pkts=$n " "stats (final-counters format)"
-expect_in "$out" "^ib2roce: counters after [0-9]+ s \(running\)$" "stats header on a running bridge"
+out=$(con_must_exit bridge 1 interfaces nosuch)
+con_expect_in "$out" "no interface 'nosuch'" "interfaces nosuch"
+out=$(con_ok bridge buffers)
+con_expect_in "$out" "free" "buffers"
+out=$(con_ok bridge senders)
+con_expect_in "$out" "$IB_NET.2|::ffff:|fe80" "senders lists the sender"
+out=$(con_ok bridge endpoints 5)
+out=$(con_must_exit bridge 1 senders many)
+out=$(con_ok bridge workers)
+con_expect_in "$out" "p50|p99" "workers shows latency percentiles"
+out=$(con_ok bridge cores)
+out=$(con_ok bridge events)
+con_expect_in "$out" "stats|rates" "events lists the timers"
+con_ok bridge tsi >/dev/null
+out=$(con_ok bridge stats)
+con_expect_in "$out" "^IB sim_ib0 rx_pkts=$n " "stats (final-counters format)"
+con_expect_in "$out" "^ib2roce: counters after [0-9]+ s \(running\)$" "stats header on a running bridge"
 printf '%s\n' "$out" | grep -q 'final counters' && br_fail "stats on a running bridge says final counters" bridge
-out=$(bc_ok bridge status)
-expect_in "$out" "^ib2roce [0-9.]+ \(git .*, built .*\)$" "status shows the version and build"
-expect_in "$out" "^health ok$" "status shows the health"
+out=$(con_ok bridge status)
+con_expect_in "$out" "^ib2roce [0-9.]+ \(git .*, built .*\)$" "status shows the version and build"
+con_expect_in "$out" "^health ok$" "status shows the health"
 # bcom without a command and stdin not a terminal: one command per line, one connection.
 out=$(printf 'status\n# a comment\n\nmulticast\n' | timeout 20 "$BCOM" --control "$sock") ||
 	br_fail "bcom batch mode failed: $out" bridge
-expect_in "$out" "sim_ib0" "batch: status"
-expect_in "$out" "$g .*joined" "batch: multicast"
+con_expect_in "$out" "sim_ib0" "batch: status"
+con_expect_in "$out" "$g .*joined" "batch: multicast"
 rc=0
 printf 'status\nfrobnicate\n' | timeout 20 "$BCOM" --control "$sock" >/dev/null 2>&1 || rc=$?
 [ "$rc" = 1 ] || br_fail "bcom batch with a failed command: exit $rc, expected 1" bridge
 
 # zap: the tables start again from zero; the JSON report does not.
-bc_ok bridge zap >/dev/null
-out=$(bc_ok bridge multicast)
+con_ok bridge zap >/dev/null
+out=$(con_ok bridge multicast)
 printf '%s\n' "$out" | grep -q "\b$n\b" && br_fail "multicast still shows $n after zap: $out" bridge
-[ "$(json bridge '.sides[0].rx_pkts')" = "$n" ] || br_fail "zap changed the JSON counters" bridge
+[ "$(con_json bridge '.sides[0].rx_pkts')" = "$n" ] || br_fail "zap changed the JSON counters" bridge
 
 # Runtime features.
-out=$(bc_ok bridge enable)
-expect_in "$out" "bridging" "enable without a name lists the features"
-bc_ok bridge disable bridging >/dev/null
+out=$(con_ok bridge enable)
+con_expect_in "$out" "bridging" "enable without a name lists the features"
+con_ok bridge disable bridging >/dev/null
 br_send tx2 "$IB_NET.2" -g "$g" -n 50 --rate 20000
-wait_json bridge '.sides[0].drop_reasons.bridging_off' 50
-bc_ok bridge enable bridging >/dev/null
-out=$(bc_fail bridge 1 enable nosuchfeature)
-expect_in "$out" "unknown feature" "enable nosuchfeature"
-out=$(bc_fail bridge 1 enable statnit=2)
-expect_in "$out" "unknown feature 'statnit': did you mean statint\?" "enable statnit: a suggestion"
-out=$(bc_fail bridge 1 enable buffers=2048)
-expect_in "$out" "needs a restart" "enable buffers while running"
+con_wait_json bridge '.sides[0].drop_reasons.bridging_off' 50
+con_ok bridge enable bridging >/dev/null
+out=$(con_must_exit bridge 1 enable nosuchfeature)
+con_expect_in "$out" "unknown feature" "enable nosuchfeature"
+out=$(con_must_exit bridge 1 enable statnit=2)
+con_expect_in "$out" "unknown feature 'statnit': did you mean statint\?" "enable statnit: a suggestion"
+out=$(con_must_exit bridge 1 enable buffers=2048)
+con_expect_in "$out" "needs a restart" "enable buffers while running"
 # stall=N freezes worker N-1: only a worker that exists (this bridge has one).
-out=$(bc_fail bridge 1 enable stall=5)
-expect_in "$out" "feature 'stall': there is no worker 4 .the bridge has 1 worker." "enable stall=5"
-out=$(bc_fail bridge 1 enable stall=2)
-expect_in "$out" "there is no worker 1" "enable stall=2"
-expect_in "$(bc_ok bridge enable)" "stall +0" "a refused stall changed nothing"
-bc_ok bridge enable statint=5 >/dev/null
-expect_in "$(bc_ok bridge enable)" "statint +5" "statint is 5 now"
+out=$(con_must_exit bridge 1 enable stall=5)
+con_expect_in "$out" "feature 'stall': there is no worker 4 .the bridge has 1 worker." "enable stall=5"
+out=$(con_must_exit bridge 1 enable stall=2)
+con_expect_in "$out" "there is no worker 1" "enable stall=2"
+con_expect_in "$(con_ok bridge enable)" "stall +0" "a refused stall changed nothing"
+con_ok bridge enable statint=5 >/dev/null
+con_expect_in "$(con_ok bridge enable)" "statint +5" "statint is 5 now"
 
 # Errors: exit status 1, a message, the bridge unchanged.
-out=$(bc_fail bridge 1 frobnicate)
-expect_in "$out" "unknown command 'frobnicate'" "unknown command"
-out=$(bc_fail bridge 1 mutlicast)
-expect_in "$out" "unknown command 'mutlicast': did you mean multicast\?" "a mistyped command: a suggestion"
-out=$(bc_fail bridge 1 e)
-expect_in "$out" "ambiguous command 'e'" "ambiguous prefix"
-out=$(bc_fail bridge 1 status extra)
-expect_in "$out" "unexpected argument" "status with an argument"
-out=$(bc_fail bridge 1 stats --xml)
+out=$(con_must_exit bridge 1 frobnicate)
+con_expect_in "$out" "unknown command 'frobnicate'" "unknown command"
+out=$(con_must_exit bridge 1 mutlicast)
+con_expect_in "$out" "unknown command 'mutlicast': did you mean multicast\?" "a mistyped command: a suggestion"
+out=$(con_must_exit bridge 1 e)
+con_expect_in "$out" "ambiguous command 'e'" "ambiguous prefix"
+out=$(con_must_exit bridge 1 status extra)
+con_expect_in "$out" "unexpected argument" "status with an argument"
+out=$(con_must_exit bridge 1 stats --xml)
 
 # Hostile input on the raw socket: binary, an overlong line, then a client that sends
 # half a line and stalls: each gets an error or is dropped, others are served meanwhile.
@@ -210,16 +206,16 @@ PY
 br_alive bridge
 # shutdown is never reached by a prefix; spelled out (with -y, as a script would) it
 # stops the bridge gracefully (status 0, final counters, the metrics file says up 0).
-out=$(bc_fail bridge 1 shutdow)
-expect_in "$out" "did you mean shutdown" "shutdow is not shutdown"
+out=$(con_must_exit bridge 1 shutdow)
+con_expect_in "$out" "did you mean shutdown" "shutdow is not shutdown"
 br_alive bridge
-out=$(bc_ok bridge -y shutdown)
-expect_in "$out" "stopping" "shutdown"
+out=$(con_ok bridge -y shutdown)
+con_expect_in "$out" "stopping" "shutdown"
 sf_wait_exit "$(br_pid bridge)"
 [ "$SF_RC" = 0 ] || br_fail "bridge exited $SF_RC after shutdown" bridge
 grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters after shutdown" bridge
 [ ! -e "$sock" ] || br_fail "socket left behind after shutdown" bridge
 grep -q '^ib2roce_up 0$' "$prom" || br_fail "metrics file without ib2roce_up 0 after shutdown" bridge
 br_conservation bridge sim_ib0 sim_roce0
-bc_fail bridge 3 status >/dev/null
+con_must_exit bridge 3 status >/dev/null
 sf_log "PASS"

@@ -11,8 +11,8 @@
 # capture.dropped. The file passes `promtool check metrics` (when installed). (The log
 # drop counter rising: console-logblock.)
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-counters
 g=239.1.2.13
@@ -24,17 +24,11 @@ printf 'device sim_ib0\nroce sim_roce0\nmulticast %s\n' "$g" >"$conf"
 
 br_bridge bridge 1 --workers 1 -c "$conf" --metrics-file "$prom" -e statint=1 \
 	--capture-dir "$cdir" --capture-ring 2
-wait_json bridge '.ready | tostring' true
+con_wait_json bridge '.ready | tostring' true
 
 # wait_prom LINE: the metrics file holds LINE within 10 s.
 wait_prom() {
-	local k=0
-
-	until grep -qx -- "$1" "$prom" 2>/dev/null; do
-		k=$((k + 1))
-		[ "$k" -le 100 ] || br_fail "metrics file without '$1': $(grep -E "${1%% *}" "$prom")" bridge
-		sleep 0.1
-	done
+	t_wait_until 10 grep -sqx -- "$1" "$prom" || br_fail "metrics file without '$1': $(grep -E "${1%% *}" "$prom")" bridge
 }
 wait_prom 'ib2roce_ready 1'
 for m in ib2roce_ctl_stalls_total ib2roce_log_dropped_total ib2roce_capture_dropped_total \
@@ -56,36 +50,36 @@ fi
 
 for k in reloads.ok reloads.refused reloads.failed pgm_gaps_total pgm_missed_sqns_total \
 	capture.dropped; do
-	[ "$(json bridge ".$k")" = 0 ] || br_fail "stats --json .$k is not 0 at the start" bridge
+	[ "$(con_json bridge ".$k")" = 0 ] || br_fail "stats --json .$k is not 0 at the start" bridge
 done
 
 # A control-thread stall.
-bc_ok bridge enable ctlstall=1200 >/dev/null
+con_ok bridge enable ctlstall=1200 >/dev/null
 sf_wait_line "$SF_TMP/bridge.err" 'control thread was stalled for' "$(br_pid bridge)" 15
 wait_prom 'ib2roce_ctl_stalls_total 1'
 grep -qx 'ib2roce_ctl_stall_max_seconds 1\.[2-9][0-9]*' "$prom" ||
 	br_fail "ib2roce_ctl_stall_max_seconds: $(grep stall_max "$prom")" bridge
 
 # Reloads: one applied, one refused (nothing changed).
-bc_ok bridge reload >/dev/null
+con_ok bridge reload >/dev/null
 wait_prom 'ib2roce_reloads_total{outcome="ok"} 1'
 printf 'frobnicate yes\n' >>"$conf"
-bc_fail bridge 1 reload >/dev/null
+con_must_exit bridge 1 reload >/dev/null
 wait_prom 'ib2roce_reloads_total{outcome="refused"} 1'
 wait_prom 'ib2roce_reloads_total{outcome="ok"} 1'
 wait_prom 'ib2roce_reloads_total{outcome="failed"} 0'
-[ "$(json bridge '.reloads | "\(.ok) \(.refused) \(.failed)"')" = '1 1 0' ] ||
-	br_fail "stats --json reloads: $(json bridge .reloads)" bridge
+[ "$(con_json bridge '.reloads | "\(.ok) \(.refused) \(.failed)"')" = '1 1 0' ] ||
+	br_fail "stats --json reloads: $(con_json bridge .reloads)" bridge
 
 # A role change of the partition.
-bc_ok bridge role default standby >/dev/null
+con_ok bridge role default standby >/dev/null
 wait_prom 'ib2roce_role_transitions_total{partition="default"} 1'
-bc_ok bridge role default active >/dev/null
+con_ok bridge role default active >/dev/null
 wait_prom 'ib2roce_role_transitions_total{partition="default"} 2'
 
 # A PGM stream with gaps, captured into a ring of 2: sequence numbers 0..2999, every
 # 100th (99, 199, ..., 2899; never the last) not sent.
-bc_ok bridge capture start gaps.pcapng >/dev/null
+con_ok bridge capture start gaps.pcapng >/dev/null
 br_start pgmsend 60 "$MCSENDER" -d sim_ib1 --pgm -n 3000 --rate 5000 --skip-every 100 \
 	--stream-id 4242 "$g"
 sf_wait_exit "$BR_PID"
@@ -94,18 +88,18 @@ grep -q '^mcsender: sent=2971 .* errors=0 ' "$SF_TMP/pgmsend.out" ||
 	br_fail "mcsender did not send 2971 packets without errors" pgmsend
 wait_prom 'ib2roce_pgm_gaps_total 29'
 wait_prom 'ib2roce_pgm_missed_sqns_total 29'
-[ "$(json bridge '"\(.pgm_gaps_total) \(.pgm_missed_sqns_total)"')" = '29 29' ] ||
-	br_fail "stats --json pgm totals: $(json bridge '[.pgm_gaps_total, .pgm_missed_sqns_total]')" bridge
-out=$(bc_ok bridge capture stop)
+[ "$(con_json bridge '"\(.pgm_gaps_total) \(.pgm_missed_sqns_total)"')" = '29 29' ] ||
+	br_fail "stats --json pgm totals: $(con_json bridge '[.pgm_gaps_total, .pgm_missed_sqns_total]')" bridge
+out=$(con_ok bridge capture stop)
 d=$(printf '%s\n' "$out" | sed -n 's/.*stopped: [0-9]* packets written, \([0-9]*\) captures dropped.*/\1/p')
 [ -n "$d" ] && [ "$d" -gt 0 ] || br_fail "no capture dropped with a ring of 2: '$out'" bridge
-[ "$(json bridge .capture.dropped)" -ge "$d" ] || br_fail "stats --json capture.dropped" bridge
-k=0
-until [ "$(sed -n 's/^ib2roce_capture_dropped_total //p' "$prom")" -ge "$d" ] 2>/dev/null; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "ib2roce_capture_dropped_total below $d: $(grep capture_dropped "$prom")" bridge
-	sleep 0.1
-done
+[ "$(con_json bridge .capture.dropped)" -ge "$d" ] || br_fail "stats --json capture.dropped" bridge
+# capture_dropped_at_least N: the metrics file's ib2roce_capture_dropped_total is N or more.
+capture_dropped_at_least() {
+	[ "$(sed -n 's/^ib2roce_capture_dropped_total //p' "$prom")" -ge "$1" ] 2>/dev/null
+}
+t_wait_until 10 capture_dropped_at_least "$d" ||
+	br_fail "ib2roce_capture_dropped_total below $d: $(grep capture_dropped "$prom")" bridge
 if command -v promtool >/dev/null; then
 	promtool check metrics <"$prom" >"$SF_TMP/promtool.out" 2>&1 ||
 		br_fail "promtool check metrics: $(cat "$SF_TMP/promtool.out")" bridge

@@ -5,8 +5,8 @@
 # shutdown stops the daemon and removes its socket and pid file. A daemon that cannot start
 # reports the error and its exit status through the command that started it.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-daemon
 g=239.1.2.3
@@ -27,21 +27,21 @@ sid=$(ps -o sid= -p "$dpid" | tr -d ' ')
 [ "$sid" != "$dpid" ] || sf_fail "the daemon is a session leader (no second fork)"
 [ "$(readlink "/proc/$dpid/cwd")" = / ] || sf_fail "the daemon did not chdir to /"
 
-wait_json bridge '.groups[0].ib.state + .groups[0].roce.state' joinedjoined 20
-wait_json bridge '.healthy | tostring' true
-out=$(bc_ok bridge status)
-expect_in "$out" "sim_roce0" "status from the daemon"
+con_wait_json bridge '.groups[0].ib.state + .groups[0].roce.state' joinedjoined 20
+con_wait_json bridge '.healthy | tostring' true
+out=$(con_ok bridge status)
+con_expect_in "$out" "sim_roce0" "status from the daemon"
 # Every command answers the same way from the daemon.
 for c in help multicast channels interfaces buffers senders endpoints tsi events workers \
 	cores enable stats zap; do
-	bc_ok bridge "$c" >/dev/null
+	con_ok bridge "$c" >/dev/null
 done
-bc_fail bridge 1 frobnicate >/dev/null
+con_must_exit bridge 1 frobnicate >/dev/null
 
 br_listen rx "$ROCE_NET.2" -g "$g" -n "$n" --verify --timeout 20
 br_send tx "$IB_NET.2" -g "$g" -n "$n" --rate 20000
 br_expect_listener rx "$n" 1
-[ "$(json bridge '.sides[0].fwd_pkts')" = "$n" ] || br_fail "daemon fwd_pkts" bridge
+[ "$(con_json bridge '.sides[0].fwd_pkts')" = "$n" ] || br_fail "daemon fwd_pkts" bridge
 
 # A second instance with the same control path: refused by the pid file lock.
 rc=0
@@ -58,19 +58,14 @@ timeout 30 "$IB2ROCE" --debug --control "$sock" --pidfile "$SF_TMP/other.pid" -d
 [ "$rc" = 1 ] || sf_fail "third instance: exit status $rc, expected 1" "$SF_TMP/third.err"
 grep -q "another bridge is listening on $sock" "$SF_TMP/third.err" ||
 	sf_fail "third instance: no clear refusal" "$SF_TMP/third.err"
-bc_ok bridge status >/dev/null
+con_ok bridge status >/dev/null
 
 # shutdown: the daemon leaves, cleans up.
-bc_ok bridge shutdown >/dev/null
-n=0
-while kill -0 "$dpid" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "daemon still running 10 s after shutdown"
-	sleep 0.1
-done
+con_ok bridge shutdown >/dev/null
+t_wait_until 10 t_pid_gone "$dpid" || sf_fail "daemon still running 10 s after shutdown"
 [ ! -e "$pidf" ] || sf_fail "pid file left behind"
 [ ! -e "$sock" ] || sf_fail "socket left behind"
-bc_fail bridge 3 status >/dev/null
+con_must_exit bridge 3 status >/dev/null
 
 # Start-up failure in the background: the error and status reach the caller.
 rc=0

@@ -5,8 +5,8 @@
 # between phases: exact counts per phase, per group and per sender, and the listener
 # gets exactly what was forwarded.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-fastpath-groups
 first=239.1.3.0
@@ -27,12 +27,12 @@ phase() {
 
 	shift 3
 	br_send "$name" "$IB_NET.2" -g "$first" --groups "$ng" --rate 20000 "$@"
-	wait_json bridge "$filter" "$value"
+	con_wait_json bridge "$filter" "$value"
 }
 
 # group_pkts GROUP: ib_to_roce_pkts of the group.
 group_pkts() {
-	json bridge ".groups[] | select(.group == \"$1\") | .ib_to_roce_pkts"
+	con_json bridge ".groups[] | select(.group == \"$1\") | .ib_to_roce_pkts"
 }
 
 # A: one sender, 100 packets per group, every packet to the next group.
@@ -42,18 +42,18 @@ for i in $(seq 0 $((ng - 1))); do
 done
 
 # B: drop=4 drops every 4th packet (injected), whatever its flow.
-bc_ok bridge enable drop=4 >/dev/null
+con_ok bridge enable drop=4 >/dev/null
 phase b '.sides[0].rx_pkts' 1200 -n 50
-wait_json bridge '.sides[0].drop_reasons.injected' 100
-wait_json bridge '.sides[0].fwd_pkts' 1100
-bc_ok bridge disable drop >/dev/null
+con_wait_json bridge '.sides[0].drop_reasons.injected' 100
+con_wait_json bridge '.sides[0].fwd_pkts' 1100
+con_ok bridge disable drop >/dev/null
 
 # C: four senders (QPs): every packet another (group, sender).
 phase c '.sides[0].fwd_pkts' 1900 -n 25 --qps 4
 
 # D: group 239.1.3.5 left (the bridge's QP leaves it: its packets no longer arrive), the
 # other groups' flows go on.
-bc_ok bridge leave 239.1.3.5 >/dev/null
+con_ok bridge leave 239.1.3.5 >/dev/null
 phase d '.sides[0].fwd_pkts' 2250 -n 50
 for i in 0 1 2 3 4 6 7; do
 	v=$(group_pkts "239.1.3.$i")
@@ -62,7 +62,7 @@ for i in 0 1 2 3 4 6 7; do
 done
 
 # Per sender: A 800, B 400 (drop=N counts after the sender step), C 200 x 4, D 350.
-out=$(bc_ok bridge senders)
+out=$(con_ok bridge senders)
 counts=$(printf '%s\n' "$out" | awk '$1 == "IB" { print $5 }' | sort -n | tr '\n' ' ')
 [ "$counts" = "200 200 200 200 350 400 800 " ] ||
 	br_fail "senders: IB packet counts '$counts', expected '200 200 200 200 350 400 800 ': $out" bridge

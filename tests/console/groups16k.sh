@@ -5,8 +5,8 @@
 # pairs, polls two CQs per pass (one per side, shared by its QPs there) and receives
 # from one SRQ per side.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-groups16k
 ngroups=16000
@@ -27,13 +27,13 @@ grep -q ' 68 channel pairs, 2 workers$' "$SF_TMP/bridge.err" ||
 	br_fail "16000 groups: expected 68 channel pairs on 2 workers" bridge
 
 for w in 0 1; do
-	[ "$(json bridge ".workers[$w].groups")" = 8000 ] ||
-		br_fail "worker $w holds $(json bridge ".workers[$w].groups") groups, expected 8000" bridge
-	[ "$(json bridge ".workers[$w].channels")" = 68 ] ||
-		br_fail "worker $w has $(json bridge ".workers[$w].channels") channels, expected 68" bridge
-	[ "$(json bridge ".workers[$w].cqs")" = 2 ] || br_fail "worker $w: cqs not 2" bridge
+	[ "$(con_json bridge ".workers[$w].groups")" = 8000 ] ||
+		br_fail "worker $w holds $(con_json bridge ".workers[$w].groups") groups, expected 8000" bridge
+	[ "$(con_json bridge ".workers[$w].channels")" = 68 ] ||
+		br_fail "worker $w has $(con_json bridge ".workers[$w].channels") channels, expected 68" bridge
+	[ "$(con_json bridge ".workers[$w].cqs")" = 2 ] || br_fail "worker $w: cqs not 2" bridge
 done
-[ "$(json bridge '[.channels[] | select(.srq)] | length')" = 136 ] ||
+[ "$(con_json bridge '[.channels[] | select(.srq)] | length')" = 136 ] ||
 	br_fail "not every channel receives from its worker's SRQ" bridge
 
 br_listen ib2roce "$ROCE_NET.2" -g "$first" --groups "$nsend" -n $((n * nsend)) --verify \
@@ -51,11 +51,11 @@ br_expect_listener roce2ib $((n * nsend)) 68 "$nsend"
 # several QPs takes more in a second one); the counters are read one after the other
 # while the worker runs: a pass may end between them.
 for w in 0 1; do
-	json bridge ".workers[$w] | select(.cq_polls <= 4 * .passes + 4 and .cq_polls >= 2 * .passes - 2) | .id" >/dev/null ||
+	con_json bridge ".workers[$w] | select(.cq_polls <= 4 * .passes + 4 and .cq_polls >= 2 * .passes - 2) | .id" >/dev/null ||
 		br_fail "worker $w: not 2 to 4 CQ polls per pass" bridge
 done
-out=$(bc_ok bridge workers)
-expect_in "$out" ' 68 +8000 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: channels, groups, weight, cqs, polls/pass"
+out=$(con_ok bridge workers)
+con_expect_in "$out" ' 68 +8000 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: channels, groups, weight, cqs, polls/pass"
 
 br_stop bridge
 lines=$(grep -c '^group ' "$SF_TMP/bridge.out") || lines=0

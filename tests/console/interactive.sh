@@ -6,8 +6,8 @@
 # happens, yes: the bridge stops). From a script: bcom shutdown stops without asking,
 # bcom quit is a usage error.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-interactive
 g=239.1.2.3
@@ -57,7 +57,7 @@ send quit\r
 exit 0
 S
 session one
-[ "$(json bridge '.groups | length')" = 1 ] || br_fail "a group was left or joined" bridge
+[ "$(con_json bridge '.groups | length')" = 1 ] || br_fail "a group was left or joined" bridge
 br_alive bridge
 grep -qx 'multicast' "$HOME/.bcom_history" || br_fail "no history file: $(cat "$HOME/.bcom_history" 2>&1)" bridge
 
@@ -73,14 +73,14 @@ exit 0
 S
 session two
 br_alive bridge
-bc_ok bridge multicast >/dev/null
+con_ok bridge multicast >/dev/null
 
 # From a script: quit is a usage error (it would have stopped the bridge), shutdown
 # stops it without asking (stdin is not a terminal).
-out=$(bc_fail bridge 2 quit)
-expect_in "$out" "bridge keeps running" "bcom quit"
-out=$(bc_fail bridge 1 shut)
-expect_in "$out" "did you mean shutdown" "bcom shut"
+out=$(con_must_exit bridge 2 quit)
+con_expect_in "$out" "bridge keeps running" "bcom quit"
+out=$(con_must_exit bridge 1 shut)
+con_expect_in "$out" "did you mean shutdown" "bcom shut"
 br_alive bridge
 
 # Interactive shutdown, answered yes: the bridge stops cleanly.

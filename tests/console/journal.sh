@@ -6,8 +6,8 @@
 # /run/systemd/journal/socket, the datagram socket sd_journal_sendv writes to) records
 # the entries. Needs root and a machine without a journal of its own; skipped otherwise.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 : "${NOTIFYLISTEN:?NOTIFYLISTEN must name the notifylisten tool}"
 
 jsock=/run/systemd/journal/socket
@@ -36,18 +36,13 @@ trap journal_cleanup EXIT
 g=239.1.2.3
 
 br_start journal 60 "$NOTIFYLISTEN" "$jsock" 50
-k=0
-until [ -S "$jsock" ]; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || sf_fail "the stand-in journal did not bind" "$SF_TMP/journal.err"
-	sleep 0.1
-done
+t_wait_until 5 test -S "$jsock" || sf_fail "the stand-in journal did not bind" "$SF_TMP/journal.err"
 br_start bridge 60 "$IB2ROCE" --systemd --control "$SF_TMP/bridge.sock" --idle backoff \
 	-e statint=0 -d sim_ib0 -r sim_roce0 -m "$g"
 BR_BRIDGES=bridge
 SF_PIDS="$SF_PIDS $(sf_child "$BR_PID")"
 sf_wait_line "$SF_TMP/journal.out" " IB2ROCE_GROUP=$g\$" "$BR_PID" 20
-wait_json bridge '.groups[0].roce.state' joined
+con_wait_json bridge '.groups[0].roce.state' joined
 
 # The entry of the IB join: message, level info (6), identifier, device and group.
 awk -v g="$g" '
@@ -58,7 +53,7 @@ awk -v g="$g" '
 		       f["IB2ROCE_DEVICE=sim_ib0"] && f["IB2ROCE_GROUP=" g])
 	}' "$SF_TMP/journal.out" ||
 	br_fail "no journal entry for the IB join with PRIORITY, SYSLOG_IDENTIFIER, IB2ROCE_DEVICE, IB2ROCE_GROUP" bridge journal
-bc_ok bridge shutdown >/dev/null
+con_ok bridge shutdown >/dev/null
 sf_wait_exit "$(br_pid bridge)"
 [ "$SF_RC" = 0 ] || br_fail "exit status $SF_RC" bridge
 sleep 0.2

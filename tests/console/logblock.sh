@@ -10,8 +10,8 @@
 # and in stats --json (log_dropped), and ib2roce_log_dropped_total on --metrics-port
 # rises from 0 to at least that count (the scrape logs nothing itself).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-logblock
 fifo=$SF_TMP/log.fifo
@@ -57,12 +57,11 @@ timeout -k 5 120 "$IB2ROCE" --debug --control "$SF_TMP/bridge.sock" --idle backo
 BR_PID=$!
 bridge_pid=$BR_PID
 SF_PIDS="$SF_PIDS $BR_PID $(sf_child "$BR_PID")"
-n=0
-until timeout 5 "$BCOM" --control "$SF_TMP/bridge.sock" status >/dev/null 2>&1; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "the bridge's console did not answer within 10 s"
-	sleep 0.1
-done
+# console_answers: the bridge's console answers `status` (within 5 s).
+console_answers() {
+	timeout 5 "$BCOM" --control "$SF_TMP/bridge.sock" status >/dev/null 2>&1
+}
+t_wait_until 10 console_answers || sf_fail "the bridge's console did not answer within 10 s"
 
 before=$(scrape_log_dropped) || sf_fail "no ib2roce_log_dropped_total on --metrics-port"
 [ "$before" = 0 ] || sf_fail "ib2roce_log_dropped_total $before before the log output filled"
@@ -78,14 +77,15 @@ drops=$(timeout 10 "$BCOM" --control "$SF_TMP/bridge.sock" stats --json | jq -e 
 
 # The reader drains; the next message comes after the count of those dropped.
 touch "$go"
-n=0
-until grep -q 'ib2roce warning: [0-9]* log messages dropped: the log output was blocked' \
-	"$SF_TMP/bridge.err" 2>/dev/null; do
+# drops_logged: the bridge logged its count of dropped log messages; if not, one more
+# console client (a line to log).
+drops_logged() {
+	grep -sq 'ib2roce warning: [0-9]* log messages dropped: the log output was blocked' \
+		"$SF_TMP/bridge.err" && return 0
 	timeout 10 "$BCOM" --control "$SF_TMP/bridge.sock" status >/dev/null 2>&1 || true
-	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "no count of dropped log messages" "$SF_TMP/bridge.err"
-	sleep 0.1
-done
+	return 1
+}
+t_wait_until 10 drops_logged || sf_fail "no count of dropped log messages" "$SF_TMP/bridge.err"
 logged=$(sed -n 's/.*ib2roce warning: \([0-9]*\) log messages dropped.*/\1/p' "$SF_TMP/bridge.err" |
 	awk '{ n += $1 } END { print n + 0 }')
 drops=$(timeout 10 "$BCOM" --control "$SF_TMP/bridge.sock" stats --json | jq -e .log_dropped)

@@ -9,8 +9,8 @@
 # HTTP on 127.0.0.1 (GET /metrics). Skipped without promtool (Debian:
 # prometheus).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 command -v promtool >/dev/null || { echo "SKIP: no promtool"; exit 77; }
 sf_init console-metrics
@@ -30,13 +30,8 @@ br_expect_listener rx "$n" 1
 
 # wait_prom REGEX: a line of the metrics file matches REGEX within 10 s.
 wait_prom() {
-	local k=0
-
-	until grep -Eq -- "$1" "$prom" 2>/dev/null; do
-		k=$((k + 1))
-		[ "$k" -le 100 ] || br_fail "metrics file: no line /$1/: $(head -c 3000 "$prom" 2>&1)" bridge
-		sleep 0.1
-	done
+	t_wait_until 10 grep -sEq -- "$1" "$prom" ||
+		br_fail "metrics file: no line /$1/: $(head -c 3000 "$prom" 2>&1)" bridge
 }
 wait_prom "^ib2roce_worker_latency_seconds_count\\{worker=\"0\"\\} $n\$"
 wait_prom '^ib2roce_healthy 1$'
@@ -96,15 +91,15 @@ for m in $( (jq -r '.. | .expr? // empty' "$src/monitoring/ib2roce.dashboard.jso
 done
 
 # A stalled worker: logged (this bridge runs with --debug, no watchdog), health fails.
-bc_ok bridge enable stall=1 >/dev/null
+con_ok bridge enable stall=1 >/dev/null
 sf_wait_line "$SF_TMP/bridge.err" 'worker 0 on CPU [-0-9]*: no progress for' "$(br_pid bridge)" 15
-out=$(bc_fail bridge 1 health)
-expect_in "$out" "^health FAILED workers: 1 stalled" "health with a stalled worker"
+out=$(con_must_exit bridge 1 health)
+con_expect_in "$out" "^health FAILED workers: 1 stalled" "health with a stalled worker"
 [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] || br_fail "health: one line per failed condition: $out" bridge
 wait_prom '^ib2roce_healthy 0$'
-bc_ok bridge disable stall >/dev/null
+con_ok bridge disable stall >/dev/null
 sf_wait_line "$SF_TMP/bridge.err" 'every worker makes progress again' "$(br_pid bridge)" 10
-bc_ok bridge health >/dev/null
+con_ok bridge health >/dev/null
 
 # A clean stop: the file stays, says up 0, and is still valid.
 br_stop bridge

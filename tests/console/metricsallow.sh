@@ -7,8 +7,8 @@
 # 405. A non-loopback address without an allow-list, a bad address and a bad allow-list
 # item are refused at start with a one-line message naming the item.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-metricsallow
 g=239.1.2.15
@@ -39,7 +39,7 @@ grep -q "metrics address 0.0.0.0 is not a loopback address: give --metrics-allow
 
 br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 --metrics-port "$mport" \
 	--metrics-address 127.0.0.3 --metrics-allow 10.9.0.0/16,127.0.0.2 -m "$g"
-wait_json bridge '.ready | tostring' true
+con_wait_json bridge '.ready | tostring' true
 
 python3 - "$mport" >"$SF_TMP/http.out" 2>&1 <<'PY' || br_fail "HTTP: $(cat "$SF_TMP/http.out")" bridge
 import socket, sys

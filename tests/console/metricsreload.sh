@@ -14,8 +14,8 @@
 # counted ok in stats --json and in ib2roce_reloads_total; a body scraped during the
 # reloads passes `promtool check metrics` (when installed).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-metricsreload
 g1=239.1.2.15
@@ -27,7 +27,7 @@ two() { printf 'device sim_ib0\nroce sim_roce0\nmulticast %s\nmulticast %s\n' "$
 one
 
 br_bridge bridge 1 --workers 1 -c "$conf" --metrics-port "$mport"
-wait_json bridge '.ready | tostring' true
+con_wait_json bridge '.ready | tostring' true
 
 # The scraper: until $SF_TMP/stop exists; a summary line "ok=N closed=N bad=N" at the
 # end, the first bad answers in scraper.bad, a body from the middle in sample.prom.
@@ -111,22 +111,17 @@ SF_PIDS="$SF_PIDS $SCRAPER"
 # Reloads under the scrapes, each joining or leaving g2.
 for i in $(seq 1 40); do
 	if [ $((i % 2)) = 1 ]; then two; else one; fi
-	bc_ok bridge reload >/dev/null
+	con_ok bridge reload >/dev/null
 done
-wait_json bridge '.reloads.ok' 40
-[ "$(json bridge '.groups | length')" = 1 ] || br_fail "not back to one group after 40 reloads" bridge
+con_wait_json bridge '.reloads.ok' 40
+[ "$(con_json bridge '.groups | length')" = 1 ] || br_fail "not back to one group after 40 reloads" bridge
 early=$(sed -n 's/^ok=\([0-9]*\) .*/\1/p' "$SF_TMP/scraper.out")
 [ -z "$early" ] || br_fail "the scraper ended early: $(cat "$SF_TMP/scraper.out")" bridge
 
 # Shutdown under the scrapes.
 tpid=$(br_pid bridge)
-bc_ok bridge shutdown >/dev/null
-n=0
-while kill -0 "$tpid" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "the bridge did not exit within 10 s of shutdown" bridge
-	sleep 0.1
-done
+con_ok bridge shutdown >/dev/null
+t_wait_until 10 t_pid_gone "$tpid" || br_fail "the bridge did not exit within 10 s of shutdown" bridge
 sf_wait_exit "$tpid"
 [ "$SF_RC" = 0 ] || br_fail "the bridge exited with status $SF_RC under scrapes" bridge
 grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" || br_fail "no final counters" bridge

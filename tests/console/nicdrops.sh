@@ -8,8 +8,8 @@
 # port's hw_counters directory is removed before the bridge starts: its counter is
 # unavailable, shown as "-" (null in JSON, no metric sample), never as 0.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-nicdrops
 sf_need ibv_devinfo
@@ -29,8 +29,8 @@ br_listen listener "$ROCE_NET.2" -g "$g" --timeout 60
 # status_nic SIDE: the nic_rx_dropped cell of the side's row in `status` (which exits 1
 # while the bridge is unhealthy: the worker is stalled on purpose below).
 status_nic() {
-	bc bridge status
-	[ "$BC_RC" = 0 ] || [ "$BC_RC" = 1 ] || br_fail "status: exit status $BC_RC" bridge
+	con_bc bridge status
+	[ "$CON_RC" = 0 ] || [ "$CON_RC" = 1 ] || br_fail "status: exit status $CON_RC" bridge
 	awk -v s="$1" '
 		$1 == "side" { for (i = 1; i <= NF; i++) if ($i == "nic_rx_dropped") c = i }
 		c && $1 == s { print $c; exit }' "$SF_TMP/bcom.out"
@@ -38,10 +38,10 @@ status_nic() {
 
 [ "$(status_nic IB)" = 0 ] || br_fail "status: IB nic_rx_dropped is not 0 at start" bridge
 [ "$(status_nic RoCE)" = - ] || br_fail "status: RoCE nic_rx_dropped is not '-' without hw_counters" bridge
-[ "$(json bridge '.sides[1].nic_rx_dropped == null')" = true ] ||
+[ "$(con_json bridge '.sides[1].nic_rx_dropped == null')" = true ] ||
 	br_fail "stats --json: RoCE nic_rx_dropped is not null" bridge
 
-stall_worker bridge
+con_stall_worker bridge
 
 br_send burst "$IB_NET.2" -g "$g" -n "$burst"
 rcv=$(sf_counter sim_ib0 rcv_pkts)
@@ -50,28 +50,24 @@ oob=$(sf_counter sim_ib0 out_of_buffer)
 [ "$oob" -gt 0 ] || br_fail "the burst did not overflow the receive queue" bridge
 
 # The bridge shows the port's drops (sysfs is refreshed every 100 ms).
-wait_json bridge '.sides[0].nic_rx_dropped' "$oob"
+con_wait_json bridge '.sides[0].nic_rx_dropped' "$oob"
 [ "$(status_nic IB)" = "$oob" ] || br_fail "status: IB nic_rx_dropped is not $oob" bridge
-n=0
-until grep -qx "ib2roce_nic_rx_dropped_total{side=\"IB\",device=\"sim_ib0\"} $oob" "$prom" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "metrics: no ib2roce_nic_rx_dropped_total $oob for IB: $(grep nic "$prom")" bridge
-	sleep 0.1
-done
+t_wait_until 10 grep -sqx "ib2roce_nic_rx_dropped_total{side=\"IB\",device=\"sim_ib0\"} $oob" "$prom" ||
+	br_fail "metrics: no ib2roce_nic_rx_dropped_total $oob for IB: $(grep nic "$prom")" bridge
 if grep -q 'ib2roce_nic_rx_dropped_total{side="RoCE"' "$prom"; then
 	br_fail "metrics: a RoCE sample without a counter" bridge
 fi
 
 # zap: the console's view starts again from 0; the reports keep counting from the start.
-bc_ok bridge zap >/dev/null
+con_ok bridge zap >/dev/null
 [ "$(status_nic IB)" = 0 ] || br_fail "status: IB nic_rx_dropped is not 0 after zap" bridge
-[ "$(json bridge '.sides[0].nic_rx_dropped')" = "$oob" ] ||
+[ "$(con_json bridge '.sides[0].nic_rx_dropped')" = "$oob" ] ||
 	br_fail "stats --json: IB nic_rx_dropped changed by zap" bridge
 
 # The worker goes on: what the receive queue held is received and forwarded.
-bc_ok bridge disable stall >/dev/null
-wait_json bridge '.sides[0].rx_pkts' "$rcv"
-wait_json bridge '.sides[1].tx_pkts' "$rcv"
+con_ok bridge disable stall >/dev/null
+con_wait_json bridge '.sides[0].rx_pkts' "$rcv"
+con_wait_json bridge '.sides[1].tx_pkts' "$rcv"
 br_listen_stop listener
 [ "$BR_RECEIVED" = "$rcv" ] || br_fail "listener got $BR_RECEIVED, the bridge took $rcv" listener
 

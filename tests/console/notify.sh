@@ -10,8 +10,8 @@
 #   joined" log line comes first);
 # - STOPPING=1 on SIGTERM.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 : "${NOTIFYLISTEN:?NOTIFYLISTEN must name the notifylisten tool}"
 
 sf_init console-notify
@@ -26,12 +26,7 @@ nsock=$SF_TMP/notify.sock
 notify_listen() {
 	br_start "$1" 90 env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 		"$NOTIFYLISTEN" "$SF_TMP/$1.nsock" 80
-	local k=0
-	until [ -S "$SF_TMP/$1.nsock" ]; do
-		k=$((k + 1))
-		[ "$k" -le 50 ] || sf_fail "notifylisten did not bind" "$SF_TMP/$1.err"
-		sleep 0.1
-	done
+	t_wait_until 5 test -S "$SF_TMP/$1.nsock" || sf_fail "notifylisten did not bind" "$SF_TMP/$1.err"
 }
 
 # count NAME FIELD: how many FIELD lines the listener NAME received so far.
@@ -50,9 +45,9 @@ grep -q "STATUS=1 group not joined: $g" "$SF_TMP/n1.out" ||
 	br_fail "READY after the join timeout without a STATUS naming the group" bridge n1
 grep -q "RoCE sim_roce0 port 1 is down: its joins wait" "$SF_TMP/bridge.err" ||
 	br_fail "no message about the port being down" bridge
-[ "$(json bridge '.sides[1].state')" = down ] || br_fail "RoCE side not down in the JSON" bridge
+[ "$(con_json bridge '.sides[1].state')" = down ] || br_fail "RoCE side not down in the JSON" bridge
 "$SIMFAB" port sim_roce0 up >/dev/null
-wait_json bridge '.groups[0].roce.state' joined 10
+con_wait_json bridge '.groups[0].roce.state' joined 10
 br_listen rx "$ROCE_NET.2" -g "$g" -n "$n" --verify --timeout 20
 br_send tx "$IB_NET.2" -g "$g" -n "$n" --rate 20000
 br_expect_listener rx "$n" 1
@@ -66,7 +61,7 @@ w1=$(count n1 WATCHDOG=1)
 grep -q ' STATUS=forwarding' "$SF_TMP/n1.out" || br_fail "no STATUS summary line" bridge n1
 # A stalled worker: the pings stop (after the 1 s grace, seen at the next 1 s rate
 # tick) and come back.
-bc_ok bridge enable stall=1 >/dev/null
+con_ok bridge enable stall=1 >/dev/null
 sleep 3
 w2=$(count n1 WATCHDOG=1)
 sleep 2
@@ -77,7 +72,7 @@ grep -q "workers: 1 stalled (worker 0 on CPU [-0-9]*: no progress for [0-9]* ms.
 # STATUS= follows the health at once: not "forwarding" while the watchdog is withheld.
 grep -q ' STATUS=UNHEALTHY (workers): forwarding 1/1 groups' "$SF_TMP/n1.out" ||
 	br_fail "STATUS= did not say unhealthy while the worker was stalled" bridge n1
-bc_ok bridge disable stall >/dev/null
+con_ok bridge disable stall >/dev/null
 sleep 2
 w4=$(count n1 WATCHDOG=1)
 [ "$w4" -gt "$w3" ] || br_fail "WATCHDOG=1 did not resume after the stall" bridge n1
@@ -87,25 +82,21 @@ grep 'STATUS=' "$SF_TMP/n1.out" | tail -n 1 | grep -q ' STATUS=forwarding 1/1 gr
 # A stalled control thread (the ctlstall fault injection stops it for 4 s): no
 # WATCHDOG=1 while it is stopped (a gap of at least 4 s between two pings), the stall is
 # logged once it is over and counted in stats --json and status, and the pings resume.
-bc_ok bridge enable ctlstall=4000 >/dev/null
-n=0
-until grep -q 'ib2roce warning: control thread was stalled for [0-9.]* s' "$SF_TMP/bridge.err"; do
-	n=$((n + 1))
-	[ "$n" -le 150 ] || br_fail "no log line about the control thread's stall" bridge
-	sleep 0.1
-done
+con_ok bridge enable ctlstall=4000 >/dev/null
+t_wait_until 15 grep -q 'ib2roce warning: control thread was stalled for [0-9.]* s' "$SF_TMP/bridge.err" ||
+	br_fail "no log line about the control thread's stall" bridge
 secs=$(sed -n 's/.*control thread was stalled for \([0-9]*\)\.[0-9] s.*/\1/p' "$SF_TMP/bridge.err")
 [ "$secs" -ge 4 ] || br_fail "the stall was logged as $secs s, at least 4 s expected" bridge
-[ "$(json bridge '.ctl_stalls >= 1 and .ctl_stall_max_ms >= 4000')" = true ] ||
-	br_fail "stats --json: ctl_stalls $(json bridge .ctl_stalls), ctl_stall_max_ms $(json bridge .ctl_stall_max_ms)" bridge
-expect_in "$(bc_ok bridge status)" "control thread stalled " "status"
+[ "$(con_json bridge '.ctl_stalls >= 1 and .ctl_stall_max_ms >= 4000')" = true ] ||
+	br_fail "stats --json: ctl_stalls $(con_json bridge .ctl_stalls), ctl_stall_max_ms $(con_json bridge .ctl_stall_max_ms)" bridge
+con_expect_in "$(con_ok bridge status)" "control thread stalled " "status"
 w5=$(count n1 WATCHDOG=1)
-n=0
-until [ "$(count n1 WATCHDOG=1)" -gt "$w5" ]; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "WATCHDOG=1 did not resume after the control thread's stall" bridge n1
-	sleep 0.1
-done
+# count_above NAME FIELD N: the listener NAME received more than N FIELD lines.
+count_above() {
+	[ "$(count "$1" "$2")" -gt "$3" ]
+}
+t_wait_until 10 count_above n1 WATCHDOG=1 "$w5" ||
+	br_fail "WATCHDOG=1 did not resume after the control thread's stall" bridge n1
 gap=$(awk '$2 == "WATCHDOG=1" { if (p && $1 - p > g) g = $1 - p; p = $1 } END { print g + 0 }' \
 	"$SF_TMP/n1.out")
 [ "$gap" -ge 4000 ] || br_fail "longest gap between WATCHDOG=1 is $gap ms: pinged during the stall" bridge n1

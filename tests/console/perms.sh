@@ -6,8 +6,8 @@
 # group connects and is refused by its credentials (SO_PEERCRED), with a message and a
 # log line. Needs root (setpriv); skipped otherwise.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
 	echo "perms: needs root and setpriv: skipped"

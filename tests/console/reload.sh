@@ -9,8 +9,8 @@
 # nothing. The console's reload replies with the report and logs it. A doubled SIGINT
 # stops it gracefully.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-reload
 ga=239.1.2.3
@@ -44,9 +44,9 @@ multicast $gc
 enable statint=7
 enable buffers=16384
 C
-bc_ok bridge config >"$SF_TMP/running.conf"
-expect_in "$(cat "$SF_TMP/running.conf")" "^workers 1$" "config: the running workers"
-expect_in "$(cat "$SF_TMP/running.conf")" "^feature buffers 65536$" "config: start-up features"
+con_ok bridge config >"$SF_TMP/running.conf"
+con_expect_in "$(cat "$SF_TMP/running.conf")" "^workers 1$" "config: the running workers"
+con_expect_in "$(cat "$SF_TMP/running.conf")" "^feature buffers 65536$" "config: start-up features"
 # The deployment tool's question, before the reload: --check against the running one,
 # with the command line the bridge runs with (br_bridge's).
 same=(--control "$SF_TMP/bridge.sock" --idle backoff -e statint=0 --workers 1)
@@ -70,16 +70,16 @@ grep -qF "reload: needs a restart: feature buffers 65536 -> 16384 (start-up only
 if grep -q "reload: joining $gc\|reload: leaving $gb\|feature 'statint'" "$SF_TMP/bridge.err"; then
 	br_fail "a refused reload changed groups or features" bridge
 fi
-[ "$(json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gb" ] ||
+[ "$(con_json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gb" ] ||
 	br_fail "a refused reload changed the groups" bridge
-[ "$(json bridge '.workers | length')" = 1 ] || br_fail "stats --json: workers changed" bridge
-expect_in "$(bc_ok bridge enable)" "statint +0" "a refused reload changed statint"
-expect_in "$(bc_ok bridge enable)" "buffers +65536" "buffers kept its value"
-out=$(bc_fail bridge 1 reload)
-expect_in "$out" "^needs a restart: workers 1 -> 0 " "bcom reload names the workers change"
-expect_in "$out" "^reload refused: 2 settings need a restart; nothing changed" "bcom reload refuses"
+[ "$(con_json bridge '.workers | length')" = 1 ] || br_fail "stats --json: workers changed" bridge
+con_expect_in "$(con_ok bridge enable)" "statint +0" "a refused reload changed statint"
+con_expect_in "$(con_ok bridge enable)" "buffers +65536" "buffers kept its value"
+out=$(con_must_exit bridge 1 reload)
+con_expect_in "$out" "^needs a restart: workers 1 -> 0 " "bcom reload names the workers change"
+con_expect_in "$out" "^reload refused: 2 settings need a restart; nothing changed" "bcom reload refuses"
 sf_wait_line "$SF_TMP/bridge.err" 'console: reloading the configuration' "$(br_pid bridge)" 10
-[ "$(bc_ok bridge config)" = "$(cat "$SF_TMP/running.conf")" ] ||
+[ "$(con_ok bridge config)" = "$(cat "$SF_TMP/running.conf")" ] ||
 	br_fail "config changed after refused reloads" bridge
 
 # The same without the restart settings: applied, each change logged.
@@ -98,14 +98,14 @@ rc=0
 grep -qxF "a reload applies it: no setting needs a restart" "$SF_TMP/check.out" ||
 	br_fail "--check: no 'a reload applies it'" bridge
 kill -HUP "$pid"
-wait_json bridge "[.groups[].group] | sort | join(\",\")" "$ga,$gc"
-wait_json bridge ".groups[] | select(.group == \"$gc\") | .ib.state + .roce.state" joinedjoined
+con_wait_json bridge "[.groups[].group] | sort | join(\",\")" "$ga,$gc"
+con_wait_json bridge ".groups[] | select(.group == \"$gc\") | .ib.state + .roce.state" joinedjoined
 sf_wait_line "$SF_TMP/bridge.err" 'reload: 1 group added, 1 removed' "$(br_pid bridge)" 10
 grep -q "reload: leaving $gb" "$SF_TMP/bridge.err" || br_fail "no 'leaving $gb'" bridge
 grep -q "reload: joining $gc (both)" "$SF_TMP/bridge.err" || br_fail "no 'joining $gc'" bridge
 grep -qF "reload: feature 'statint': 0 -> 7" "$SF_TMP/bridge.err" ||
 	br_fail "the statint change not logged old -> new" bridge
-expect_in "$(bc_ok bridge enable)" "statint +7" "statint took its new value"
+con_expect_in "$(con_ok bridge enable)" "statint +7" "statint took its new value"
 
 # C forwards; B does not.
 br_listen c_rx "$ROCE_NET.3" -g "$gc" -n "$n" --verify --timeout 20
@@ -127,9 +127,9 @@ C
 kill -HUP "$pid"
 sf_wait_line "$SF_TMP/bridge.err" "reload: $conf:6: unknown option; nothing changed" \
 	"$(br_pid bridge)" 10
-[ "$(json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gc" ] ||
+[ "$(con_json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gc" ] ||
 	br_fail "a broken file changed the groups" bridge
-expect_in "$(bc_ok bridge enable)" "statint +7" "a broken file changed statint"
+con_expect_in "$(con_ok bridge enable)" "statint +7" "a broken file changed statint"
 
 # The console's reload: the report is the reply; a device change needs a restart.
 cat >"$conf" <<C
@@ -137,11 +137,11 @@ device sim_ib1
 roce sim_roce0
 multicast $ga
 C
-out=$(bc_fail bridge 1 reload)
-expect_in "$out" "needs a restart: device sim_ib0 -> sim_ib1 \(the devices are opened at start\)" \
+out=$(con_must_exit bridge 1 reload)
+con_expect_in "$out" "needs a restart: device sim_ib0 -> sim_ib1 \(the devices are opened at start\)" \
 	"reload reports the device change"
-expect_in "$out" "reload refused: 1 setting needs a restart; nothing changed" "reload refused"
-[ "$(json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gc" ] ||
+con_expect_in "$out" "reload refused: 1 setting needs a restart; nothing changed" "reload refused"
+[ "$(con_json bridge "[.groups[].group] | sort | join(\",\")")" = "$ga,$gc" ] ||
 	br_fail "a refused console reload changed the groups" bridge
 
 br_send_end a_tx

@@ -14,8 +14,8 @@
 #                       new pair is refused with the pool's figures and changes nothing
 # On the code before run-time pairs the 241st join failed: "no channel has room".
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 mode=${1:?srq, nosrq or w0}
 sf_init "console-runpairs-$mode"
@@ -37,14 +37,14 @@ reload)
 	conf=$SF_TMP/bridge.conf
 	printf 'device sim_ib0\nroce sim_roce0\nmulticast %s\nmulticast %s\n' "$ga" "$gb" >"$conf"
 	br_bridge bridge 2 --workers 1 -c "$conf"
-	[ "$(json bridge '.channels | length')" = 2 ] || br_fail "expected 1 pair at start" bridge
+	[ "$(con_json bridge '.channels | length')" = 2 ] || br_fail "expected 1 pair at start" bridge
 	for i in $(seq 0 299); do echo "multicast 239.5.$((i / 256)).$((i % 256))"; done >>"$conf"
-	out=$(bc_ok bridge reload)
-	wait_json bridge "[.groups[] | select(.ib.state == \"joined\" and .roce.state == \"joined\")] | length" 302 120
-	[ "$(json bridge '.channels | length')" = 4 ] || br_fail "the reload made no second pair: $out" bridge
+	out=$(con_ok bridge reload)
+	con_wait_json bridge "[.groups[] | select(.ib.state == \"joined\" and .roce.state == \"joined\")] | length" 302 120
+	[ "$(con_json bridge '.channels | length')" = 4 ] || br_fail "the reload made no second pair: $out" bridge
 	# The last group, on the pair made by the reload, forwards both ways.
 	gl=239.5.1.43
-	[ "$(json bridge ".groups[] | select(.group == \"$gl\") | .pair")" = 1 ] ||
+	[ "$(con_json bridge ".groups[] | select(.group == \"$gl\") | .pair")" = 1 ] ||
 		br_fail "$gl is not on pair 1" bridge
 	br_listen l_roce "$ROCE_NET.3" -g "$gl" -n 100 --verify --timeout 30
 	br_send l_tx_ib "$IB_NET.4" -g "$gl" -n 100 --rate 1000
@@ -53,8 +53,8 @@ reload)
 	br_send l_tx_roce "$ROCE_NET.4" -g "$gl" -n 100 --rate 1000
 	br_expect_listener l_ib 100 1 1
 	printf 'device sim_ib0\nroce sim_roce0\nmulticast %s\nmulticast %s\n' "$ga" "$gb" >"$conf"
-	bc_ok bridge reload >/dev/null
-	[ "$(json bridge '.groups | length')" = 2 ] || br_fail "the reload back left groups" bridge
+	con_ok bridge reload >/dev/null
+	[ "$(con_json bridge '.groups | length')" = 2 ] || br_fail "the reload back left groups" bridge
 	br_stop bridge
 	for s in IB RoCE; do
 		br_expect bridge "$s" fwd_pkts 100
@@ -69,10 +69,10 @@ nobufs)
 	min=$(br_min_buffers -d sim_ib0 -r sim_roce0 --workers 1 -e mcqp=1 -m "$ga")
 	br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -e mcqp=1 -e buffers="$min" \
 		-m "$ga"
-	out=$(bc_fail bridge 1 join 239.5.0.0)
-	expect_in "$out" "no channel has room for another group \(mcqp 1, 1 channel pair\), and no new pair: buffers=$min holds no other channel pair: its receive queues need [0-9]+ with the others" "refused pair"
-	[ "$(json bridge '.groups | length')" = 1 ] || br_fail "the refused join left a group" bridge
-	[ "$(json bridge '.channels | length')" = 2 ] || br_fail "the refused join left channels" bridge
+	out=$(con_must_exit bridge 1 join 239.5.0.0)
+	con_expect_in "$out" "no channel has room for another group \(mcqp 1, 1 channel pair\), and no new pair: buffers=$min holds no other channel pair: its receive queues need [0-9]+ with the others" "refused pair"
+	[ "$(con_json bridge '.groups | length')" = 1 ] || br_fail "the refused join left a group" bridge
+	[ "$(con_json bridge '.channels | length')" = 2 ] || br_fail "the refused join left channels" bridge
 	br_listen a_rx "$ROCE_NET.2" -g "$ga" -n 100 --verify --timeout 30
 	br_send a_tx "$IB_NET.2" -g "$ga" -n 100 --rate 1000
 	br_expect_listener a_rx 100 1 1
@@ -102,21 +102,21 @@ timeout -k 2 120 "$BCOM" --control "$SF_TMP/bridge.sock" <"$SF_TMP/joins.txt" \
 	>"$SF_TMP/joins.out" 2>&1 || br_fail "bcom joins failed: $(tail -3 "$SF_TMP/joins.out")" bridge
 joining=$(grep -c '^joining 239\.5\.' "$SF_TMP/joins.out") || joining=0
 [ "$joining" = "$nadd" ] || br_fail "$joining of $nadd joins accepted: $(grep -v '^joining' "$SF_TMP/joins.out" | head -3)" bridge
-wait_json bridge "[.groups[] | select(.ib.state == \"joined\" and .roce.state == \"joined\")] | length" $((nadd + 2)) 120
+con_wait_json bridge "[.groups[] | select(.ib.state == \"joined\" and .roce.state == \"joined\")] | length" $((nadd + 2)) 120
 
 # Three pairs now, all the worker's: six QPs on its two CQs, on its SRQs or not.
-[ "$(json bridge '.channels | length')" = 6 ] ||
-	br_fail "expected 6 channels (3 pairs), found $(json bridge '.channels | length')" bridge
-[ "$(json bridge "[.channels[] | select(.srq == $srq)] | length")" = 6 ] ||
+[ "$(con_json bridge '.channels | length')" = 6 ] ||
+	br_fail "expected 6 channels (3 pairs), found $(con_json bridge '.channels | length')" bridge
+[ "$(con_json bridge "[.channels[] | select(.srq == $srq)] | length")" = 6 ] ||
 	br_fail "expected every channel with srq=$srq" bridge
-[ "$(json bridge '.workers | length')" = 1 ] || br_fail "expected one worker" bridge
-[ "$(json bridge '.workers[0].cqs')" = 2 ] || br_fail "the worker polls more than two CQs" bridge
-[ "$(json bridge '.workers[0].channels')" = 6 ] || br_fail "the worker owns $(json bridge '.workers[0].channels') channels" bridge
-[ "$(json bridge '[.groups[] | select(.pair == 2)] | length')" -gt 0 ] ||
+[ "$(con_json bridge '.workers | length')" = 1 ] || br_fail "expected one worker" bridge
+[ "$(con_json bridge '.workers[0].cqs')" = 2 ] || br_fail "the worker polls more than two CQs" bridge
+[ "$(con_json bridge '.workers[0].channels')" = 6 ] || br_fail "the worker owns $(con_json bridge '.workers[0].channels') channels" bridge
+[ "$(con_json bridge '[.groups[] | select(.pair == 2)] | length')" -gt 0 ] ||
 	br_fail "no group on the third pair" bridge
 grep -q 'on channels IB 2, RoCE 2$' "$SF_TMP/bridge.err" || br_fail "no group logged on pair 2" bridge
 # bcom channels names each QP's CQ: the worker's of its side, for the new pairs too.
-chans=$(bc_ok bridge channels)
+chans=$(con_ok bridge channels)
 [ "$(printf '%s\n' "$chans" | awk '$5 == "cq"' | wc -l)" = 1 ] || br_fail "no cq column: $chans" bridge
 for s in IB RoCE; do
 	[ "$(printf '%s\n' "$chans" | awk -v s=$s '$1 == s && $5 == "w0." s' | wc -l)" = 3 ] ||
@@ -145,7 +145,7 @@ timeout -k 2 120 "$BCOM" --control "$SF_TMP/bridge.sock" <"$SF_TMP/leaves.txt" \
 	>"$SF_TMP/leaves.out" 2>&1 || br_fail "bcom leaves failed: $(tail -3 "$SF_TMP/leaves.out")" bridge
 left=$(grep -c '^left 239\.5\.' "$SF_TMP/leaves.out") || left=0
 [ "$left" = "$nadd" ] || br_fail "$left of $nadd leaves done: $(grep -v '^left' "$SF_TMP/leaves.out" | head -3)" bridge
-[ "$(json bridge '.groups | length')" = 2 ] || br_fail "groups left behind" bridge
+[ "$(con_json bridge '.groups | length')" = 2 ] || br_fail "groups left behind" bridge
 br_listen d_rx "$ROCE_NET.2" -g "$ga" -n 100 --verify --timeout 30
 br_send d_tx "$IB_NET.2" -g "$ga" -n 100 --rate 1000
 br_expect_listener d_rx 100 1 1

@@ -7,8 +7,8 @@
 # stats --json (log_dropped), and SIGINT ends it with status 0 (in --debug after the
 # final counters on stdout).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-sigpipe
 
@@ -18,6 +18,12 @@ if [ -S /run/systemd/journal/socket ]; then
 else
 	modes="debug systemd"
 fi
+
+# answers_or_gone MODE PID: the console of the --MODE bridge answers `status`, or the
+# bridge (timeout process PID) exited: what follows reports it.
+answers_or_gone() {
+	timeout 5 "$BCOM" --control "$SF_TMP/$1.sock" status >/dev/null 2>&1 || ! kill -0 "$2" 2>/dev/null
+}
 
 for mode in $modes; do
 	fifo=$SF_TMP/$mode.fifo
@@ -32,14 +38,9 @@ for mode in $modes; do
 		>"$SF_TMP/$mode.out" 2>"$fifo" </dev/null &
 	tpid=$!
 	SF_PIDS="$SF_PIDS $tpid $(sf_child "$tpid")"
-	n=0
-	until timeout 5 "$BCOM" --control "$SF_TMP/$mode.sock" status >/dev/null 2>&1; do
-		n=$((n + 1))
-		kill -0 "$tpid" 2>/dev/null || break
-		[ "$n" -le 100 ] || sf_fail "--$mode: the console did not answer within 10 s" \
+	t_wait_until 10 answers_or_gone "$mode" "$tpid" ||
+		sf_fail "--$mode: the console did not answer within 10 s" \
 			"$SF_TMP/$mode.out" "$SF_TMP/$mode.first"
-		sleep 0.1
-	done
 	# Each client is a debug line into the pipe without a reader.
 	for i in 1 2 3 4 5; do
 		timeout 10 "$BCOM" --control "$SF_TMP/$mode.sock" status >"$SF_TMP/bcom.out" 2>&1 || {

@@ -8,8 +8,8 @@
 # (console_tty_dropped). Once the reader drains the pipe, a new command's reply comes
 # through, and the bridge stops with status 0 and its final counters.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-ttyblock
 cmd=$SF_TMP/cmd.fifo
@@ -42,12 +42,11 @@ timeout -k 5 120 "$IB2ROCE" --debug --control "$SF_TMP/bridge.sock" --idle backo
 	>"$out" 2>"$SF_TMP/bridge.err" <"$cmd" &
 tpid=$!
 SF_PIDS="$SF_PIDS $tpid $(sf_child "$tpid")"
-n=0
-until timeout 5 "$BCOM" --control "$SF_TMP/bridge.sock" status >/dev/null 2>&1; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "the bridge's console did not answer within 10 s" "$SF_TMP/bridge.err"
-	sleep 0.1
-done
+# console_answers: the bridge's console answers `status` (within 5 s).
+console_answers() {
+	timeout 5 "$BCOM" --control "$SF_TMP/bridge.sock" status >/dev/null 2>&1
+}
+t_wait_until 10 console_answers || sf_fail "the bridge's console did not answer within 10 s" "$SF_TMP/bridge.err"
 
 for _ in $(seq 1 800); do echo help; done >"$cmd"
 # The socket console answers while stdout is blocked (bcom waits 10 s at most).
@@ -56,37 +55,28 @@ for i in 1 2 3 4 5; do
 		sf_fail "console client $i not answered while the terminal's stdout was blocked" \
 			"$SF_TMP/bcom.out" "$SF_TMP/bridge.err"
 done
-n=0
-until drops=$(timeout 10 "$BCOM" --control "$SF_TMP/bridge.sock" stats --json |
-	jq -e '.console_tty_dropped') && [ "$drops" -gt 0 ]; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] ||
-		sf_fail "stats --json: console_tty_dropped=${drops:-none} after 2 MB of replies into a blocked pipe" \
-			"$SF_TMP/bridge.err"
-	sleep 0.1
-done
+# tty_dropped: stats --json counts console replies dropped (the count in drops).
+tty_dropped() {
+	drops=$(timeout 10 "$BCOM" --control "$SF_TMP/bridge.sock" stats --json |
+		jq -e '.console_tty_dropped') && [ "$drops" -gt 0 ]
+}
+t_wait_until 10 tty_dropped ||
+	sf_fail "stats --json: console_tty_dropped=${drops:-none} after 2 MB of replies into a blocked pipe" \
+		"$SF_TMP/bridge.err"
 grep -q 'console: the terminal.s output is blocked ([0-9]* bytes unread): reply dropped' \
 	"$SF_TMP/bridge.err" || sf_fail "no warning about the dropped replies" "$SF_TMP/bridge.err"
 
 # The reader drains; a new command's reply comes through.
 touch "$go"
 echo multicast >"$cmd"
-n=0
-until grep -q '239\.1\.2\.3' "$SF_TMP/bridge.out" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "no reply to multicast after the reader drained" "$SF_TMP/bridge.err"
-	sleep 0.1
-done
+t_wait_until 10 grep -sq '239\.1\.2\.3' "$SF_TMP/bridge.out" ||
+	sf_fail "no reply to multicast after the reader drained" "$SF_TMP/bridge.err"
 helps=$(grep -c '^help' "$SF_TMP/bridge.out" || true)
 sf_log "console_tty_dropped $drops; replies seen: $helps help lines"
 
 kill -INT "$(sf_child "$tpid")"
 sf_wait_exit "$tpid"
 [ "$SF_RC" = 0 ] || sf_fail "bridge exited with status $SF_RC" "$SF_TMP/bridge.err"
-n=0
-until grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out"; do
-	n=$((n + 1))
-	[ "$n" -le 50 ] || sf_fail "no final counters on stdout" "$SF_TMP/bridge.out"
-	sleep 0.1
-done
+t_wait_until 5 grep -q '^ib2roce: final counters$' "$SF_TMP/bridge.out" ||
+	sf_fail "no final counters on stdout" "$SF_TMP/bridge.out"
 sf_log "PASS"

@@ -9,8 +9,8 @@
 # one-line message and changes nothing. A reload that changes C's weight keeps C where it
 # is, with the new weight counted for the next placement.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init console-weights
 ga=239.7.0.1
@@ -32,17 +32,17 @@ C
 br_bridge bridge 4 -e oversubscribe -c "$conf"
 
 worker_of() { # the worker of group $1 (pair k is worker k % 2)
-	echo $(($(json bridge ".groups[] | select(.addr == \"$1\") | .pair") % 2))
+	echo $(($(con_json bridge ".groups[] | select(.addr == \"$1\") | .pair") % 2))
 }
 [ "$(worker_of "$ga")" != "$(worker_of "$gb")" ] ||
 	br_fail "the two heavy groups share worker $(worker_of "$ga")" bridge
-[ "$(json bridge '[.workers[].weight] | map(tostring) | join(",")')" = "11,11" ] ||
-	br_fail "worker weights $(json bridge '[.workers[].weight]')" bridge
-[ "$(json bridge ".groups[] | select(.addr == \"$gb\") | .weight")" = 10 ] ||
+[ "$(con_json bridge '[.workers[].weight] | map(tostring) | join(",")')" = "11,11" ] ||
+	br_fail "worker weights $(con_json bridge '[.workers[].weight]')" bridge
+[ "$(con_json bridge ".groups[] | select(.addr == \"$gb\") | .weight")" = 10 ] ||
 	br_fail "B's weight" bridge
-out=$(bc_ok bridge workers)
-expect_in "$out" "^ *worker +cpu +core +node +isolated +channels +groups +weight " "workers table: weight column"
-expect_in "$out" "^ *[01] +.* 2 +11 +2 " "workers table: 2 groups of weight 11 per worker"
+out=$(con_ok bridge workers)
+con_expect_in "$out" "^ *worker +cpu +core +node +isolated +channels +groups +weight " "workers table: weight column"
+con_expect_in "$out" "^ *[01] +.* 2 +11 +2 " "workers table: 2 groups of weight 11 per worker"
 
 # The heavy group B forwards (IB -> RoCE), on its worker.
 br_listen b_roce "$ROCE_NET.3" -g "$gb" -n "$n" --verify --timeout 30
@@ -50,25 +50,25 @@ br_send b_tx "$IB_NET.4" -g "$gb" -n "$n" --rate 5000
 br_expect_listener b_roce "$n" 1
 
 # Joins at run time: the least weighted worker.
-bc_ok bridge join 239.7.0.5#w=30 both >/dev/null
+con_ok bridge join 239.7.0.5#w=30 both >/dev/null
 [ "$(worker_of 239.7.0.5)" = 0 ] || br_fail "E (w=30) not on worker 0 (tie 11/11)" bridge
-bc_ok bridge join 239.7.0.6 both >/dev/null
-bc_ok bridge join 239.7.0.7 both >/dev/null
+con_ok bridge join 239.7.0.6 both >/dev/null
+con_ok bridge join 239.7.0.7 both >/dev/null
 [ "$(worker_of 239.7.0.6)" = 1 ] || br_fail "F not on worker 1 (weights 41/11)" bridge
 [ "$(worker_of 239.7.0.7)" = 1 ] || br_fail "G not on worker 1 (weights 41/12)" bridge
-[ "$(json bridge '[.workers[].weight] | map(tostring) | join(",")')" = "41,13" ] ||
-	br_fail "worker weights after the joins $(json bridge '[.workers[].weight]')" bridge
+[ "$(con_json bridge '[.workers[].weight] | map(tostring) | join(",")')" = "41,13" ] ||
+	br_fail "worker weights after the joins $(con_json bridge '[.workers[].weight]')" bridge
 
 # Bad weights: one line naming the group, nothing joined.
 for bad in "239.7.0.8#w=0" "239.7.0.8#w=x" "239.7.0.8#w=3,w=4" "239.7.0.8#5,7"; do
-	out=$(bc_fail bridge 1 join "$bad" both)
-	expect_in "$out" "group '$bad': (weight|TOS)" "join $bad"
+	out=$(con_must_exit bridge 1 join "$bad" both)
+	con_expect_in "$out" "group '$bad': (weight|TOS)" "join $bad"
 done
-[ "$(json bridge '.groups | length')" = 7 ] || br_fail "a bad join changed the groups" bridge
+[ "$(con_json bridge '.groups | length')" = 7 ] || br_fail "a bad join changed the groups" bridge
 
 # Reload: C weighs 40 now (it stays on its pair: worker 0 weighs 80), H is new and
 # goes to worker 1 (13).
-pc=$(json bridge ".groups[] | select(.addr == \"$gc\") | .pair")
+pc=$(con_json bridge ".groups[] | select(.addr == \"$gc\") | .pair")
 {
 	cat "$conf"
 	echo "multicast 239.7.0.5#w=30"
@@ -77,14 +77,14 @@ pc=$(json bridge ".groups[] | select(.addr == \"$gc\") | .pair")
 	echo "multicast 239.7.0.8"
 } | sed "s/^multicast $gc\$/multicast $gc#w=40/" >"$conf.new"
 mv "$conf.new" "$conf"
-out=$(bc_ok bridge reload)
-expect_in "$out" "1 group added, 0 removed" "reload: H added"
-[ "$(json bridge ".groups[] | select(.addr == \"$gc\") | .weight")" = 40 ] ||
+out=$(con_ok bridge reload)
+con_expect_in "$out" "1 group added, 0 removed" "reload: H added"
+[ "$(con_json bridge ".groups[] | select(.addr == \"$gc\") | .weight")" = 40 ] ||
 	br_fail "C's weight after the reload" bridge
-[ "$(json bridge ".groups[] | select(.addr == \"$gc\") | .pair")" = "$pc" ] ||
+[ "$(con_json bridge ".groups[] | select(.addr == \"$gc\") | .pair")" = "$pc" ] ||
 	br_fail "the reload moved C" bridge
 [ "$(worker_of 239.7.0.8)" = 1 ] || br_fail "H not on worker 1 (weights 80/13)" bridge
-[ "$(json bridge ".groups[] | select(.addr == \"$gc\") | .group")" = "$gc#w=40" ] ||
+[ "$(con_json bridge ".groups[] | select(.addr == \"$gc\") | .group")" = "$gc#w=40" ] ||
 	br_fail "C's spec after the reload" bridge
 
 br_stop bridge

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * test_config.c - config files: everything good.conf accepts, and every broken file
- * conf/bad-*.conf, whose first line says what must happen:
+ * fixtures/bad-*.conf, whose first line says what must happen:
  *     # expect ERRNO: MESSAGE        (%D in MESSAGE stands for the conf directory)
  * plus nesting through -c and config lines, unreadable files, files that are not
  * regular or too large, the line length limit, errors that never quote the file, and a
@@ -82,7 +82,7 @@ static void test_good(void)
 	CHECK_HAS(fx.log, " outbound=239.1.2.6 port=3 group=239.9.9.9");
 }
 
-/* Every conf/bad-*.conf fails with the message and errno of its "# expect" line. */
+/* Every fixtures/bad-*.conf fails with the message and errno of its "# expect" line. */
 static void test_bad_files(void)
 {
 	static const struct {
@@ -136,7 +136,7 @@ static void test_bad_files(void)
 		/* opt_parse_file directly ... */
 		fixture_setup();
 		ret = parse(name);
-		if (!tap_result(ret == code && !strcmp(err, want), __FILE__, __LINE__, name))
+		if (!OK(ret == code && !strcmp(err, want), "%s", name))
 			printf("#   got  %d \"%s\"\n#   want %d \"%s\"\n", ret, err, code, want);
 		memcpy(before, fx.log, sizeof(before));
 		/* ... and through -c on the command line: the same message, the same lines
@@ -147,8 +147,8 @@ static void test_bad_files(void)
 
 			ret = opt_parse_argv(4, argv, err, sizeof(err));
 		}
-		if (!tap_result(ret == code && !strcmp(err, want) && !strcmp(fx.log, before),
-				__FILE__, __LINE__, name))
+		if (!OK(ret == code && !strcmp(err, want) && !strcmp(fx.log, before), "%s -c",
+			name))
 			printf("#   -c: got %d \"%s\" log \"%s\"\n", ret, err, fx.log);
 next_path:
 		free(path);

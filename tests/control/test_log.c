@@ -159,10 +159,8 @@ static void test_journal_fallback(void)
 	log_open(LOG_TO_JOURNAL);
 	if (journal) {
 		/* A journal answers: messages go there, nothing to check on stderr. */
-		tap_count++;
-		printf("ok %u # SKIP a journal is running here, no fallback to test\n", tap_count);
-		tap_count++;
-		printf("ok %u # SKIP a journal is running here, no fallback to test\n", tap_count);
+		tap_skip("a journal is running here, no fallback to test");
+		tap_skip("a journal is running here, no fallback to test");
 	} else {
 		capture_reset();
 		log_ctx(LOG_WARNING, "mlx5_0", "239.1.2.3", "port %d down", 1);

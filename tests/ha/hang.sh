@@ -17,8 +17,8 @@
 # in connect() (the old code) fails the test by hitting them. 6 and 7 count on the
 # handover's own 2 s: a ping every 0.5 s, a `status` answered within them.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
+. "$(dirname "$0")/../lib/ha.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 : "${NOTIFYLISTEN:?NOTIFYLISTEN must name the notifylisten tool}"
 
@@ -48,14 +48,14 @@ peak_reset() {
 # handover_fails NAME WHY: `handover` on bridge NAME exits 1 and says the default
 # partition was not handed over for WHY (an extended regular expression).
 handover_fails() {
-	bc "$1" handover
-	[ "$BC_RC" = 1 ] || br_fail "bcom $1 handover: exit $BC_RC, expected 1: $(cat "$SF_TMP/bcom.out" "$SF_TMP/bcom.err")" "$1"
+	con_bc "$1" handover
+	[ "$CON_RC" = 1 ] || br_fail "bcom $1 handover: exit $CON_RC, expected 1: $(cat "$SF_TMP/bcom.out" "$SF_TMP/bcom.err")" "$1"
 	grep -Eq "^partition default: not handed over: the peer: $2: staying active$" "$SF_TMP/bcom.out" ||
 		br_fail "bcom $1 handover does not say why ($2): $(cat "$SF_TMP/bcom.out")" "$1"
 	grep -q '^handover: 0 of 1 partition handed over$' "$SF_TMP/bcom.out" ||
 		br_fail "bcom $1 handover: no summary: $(cat "$SF_TMP/bcom.out")" "$1"
-	role_is "$1" default active
-	bc_must "$1" status
+	ha_role_is "$1" default active
+	con_must "$1" status
 }
 
 fake_start full backlog
@@ -79,7 +79,7 @@ br_bridge b 1 -d sim_ib0 -r sim_roce0 --workers 1 --ha-peer-control "$SF_TMP/mut
 handover_fails b 'no answer within the handover.s time'
 
 # 4. shutdown with it: each partition's outcome, then the bridge stops.
-bc_must b shutdown
+con_must b shutdown
 grep -q '^partition default: not handed over: the peer: no answer' "$SF_TMP/bcom.out" ||
 	br_fail "bcom b shutdown: no outcome for partition default: $(cat "$SF_TMP/bcom.out")" b
 grep -q '^stopping the bridge$' "$SF_TMP/bcom.out" || br_fail "bcom b shutdown: $(cat "$SF_TMP/bcom.out")" b
@@ -90,10 +90,10 @@ grep -q 'console shutdown: partition default goes dark when this bridge stops' "
 
 # 3. A flooding peer: the reply is bounded as it is read.
 br_bridge c 1 -d sim_ib0 -r sim_roce0 --workers 0 --ha-peer-control "$SF_TMP/flood.sock" -m "$g1"
-bc_must c status
+con_must c status
 peak_reset c
 before=$(vm c VmRSS)
-bc c handover
+con_bc c handover
 after=$(vm c VmHWM)
 sf_log "flooding peer: the bridge's VmRSS $before kB before the handover, peak $after kB during it"
 [ $((after - before)) -lt 16384 ] ||
@@ -107,12 +107,7 @@ br_stop c
 # leak check was seen to outlive the test.
 br_start n 90 env ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
 	"$NOTIFYLISTEN" "$SF_TMP/n.nsock" 80
-k=0
-until [ -S "$SF_TMP/n.nsock" ]; do
-	k=$((k + 1))
-	[ "$k" -le 50 ] || sf_fail "notifylisten did not bind" "$SF_TMP/n.err"
-	sleep 0.1
-done
+t_wait_until 5 test -S "$SF_TMP/n.nsock" || sf_fail "notifylisten did not bind" "$SF_TMP/n.err"
 br_start d 120 env NOTIFY_SOCKET="$SF_TMP/n.nsock" WATCHDOG_USEC=1000000 "$IB2ROCE" --debug \
 	--control "$SF_TMP/d.sock" --idle backoff -e statint=0 -d sim_ib0 -r sim_roce0 --workers 1 \
 	--ha-peer-control "$SF_TMP/mute.sock" -m "$g1"
@@ -120,15 +115,15 @@ BR_BRIDGES="$BR_BRIDGES d"
 SF_PIDS="$SF_PIDS $(sf_child "$BR_PID")"
 sf_wait_line "$SF_TMP/n.out" ' READY=1$' "$BR_PID" 30
 w0=$(grep -c ' WATCHDOG=1$' "$SF_TMP/n.out" || true)
-bc d handover
+con_bc d handover
 w1=$(grep -c ' WATCHDOG=1$' "$SF_TMP/n.out" || true)
 sf_log "watchdog pings: $w0 before the handover, $w1 after it"
 [ $((w1 - w0)) -ge 3 ] ||
 	br_fail "bridge d: $((w1 - w0)) watchdog pings during a 2 s handover (expected 3 or more)" d n
-if [ "$BC_RC" != 1 ] || ! grep -q '^partition default: not handed over: the peer: no answer' "$SF_TMP/bcom.out"; then
-	br_fail "bcom d handover: exit $BC_RC: $(cat "$SF_TMP/bcom.out")" d
+if [ "$CON_RC" != 1 ] || ! grep -q '^partition default: not handed over: the peer: no answer' "$SF_TMP/bcom.out"; then
+	br_fail "bcom d handover: exit $CON_RC: $(cat "$SF_TMP/bcom.out")" d
 fi
-role_is d default active
+ha_role_is d default active
 # 7. The console answers while a handover waits: `status` from a second client returns
 #    while the handover (2 s against the silent peer) is still waiting, and `ha` shows
 #    the handover in progress. The control loop never stalled for it.
@@ -136,16 +131,15 @@ got=$(grep -c '^got ' "$SF_TMP/mute.fake" || true)
 timeout -k 2 30 "$BCOM" --control "$SF_TMP/d.sock" handover >"$SF_TMP/ho-d.out" 2>&1 &
 ho=$!
 # The peer has the request: the handover waits for its answer now.
-k=0
-until [ "$(grep -c '^got ' "$SF_TMP/mute.fake" || true)" -gt "$got" ]; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "the silent peer got no request within 10 s" d
-	sleep 0.05
-done
-bc_must d status
+# mute_got_more N: the silent peer logged more than N requests.
+mute_got_more() {
+	[ "$(grep -c '^got ' "$SF_TMP/mute.fake" || true)" -gt "$1" ]
+}
+t_wait_until 10 mute_got_more "$got" || br_fail "the silent peer got no request within 10 s" d
+con_must d status
 kill -0 "$ho" 2>/dev/null ||
 	br_fail "bridge d: status was answered only after the handover ended (the console waited)" d
-bc_must d ha
+con_must d ha
 grep -Eq '^handover in progress \(console handover\): partition default, 1 of 1, (prepare sent|connecting|asking), [0-9]+ ms left$' \
 	"$SF_TMP/bcom.out" || br_fail "bridge d: ha does not show the handover in progress: $(cat "$SF_TMP/bcom.out")" d
 sf_wait_exit "$ho"

@@ -12,8 +12,8 @@
 # 4. SIGTERM of a with b still unable for p1: a logs that p1 goes dark and why; p2 (given
 #    back to a first) is handed over before a exits.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
+. "$(dirname "$0")/../lib/ha.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 sf_init ha-health
@@ -29,12 +29,8 @@ br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--role standby -m "$g1" -m "$g2"
 
 # 1. No role for the partition without groups.
-n=0
-until grep -q '^ib2roce_role{partition="p2"}' "$prom" 2>/dev/null; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "no ib2roce_role in $prom within 10 s" a
-	sleep 0.1
-done
+t_wait_until 10 grep -sq '^ib2roce_role{partition="p2"}' "$prom" ||
+	br_fail "no ib2roce_role in $prom within 10 s" a
 grep -q '^ib2roce_role{partition="p1"} 1$' "$prom" || br_fail "metrics: p1 not active: $(grep role "$prom")" a
 grep -q '^ib2roce_role{partition="default"}' "$prom" &&
 	br_fail "metrics: the empty partition default has a role: $(grep role "$prom")" a
@@ -48,49 +44,49 @@ fi
 
 # 2. b cannot forward anything: its RoCE port is down.
 "$SIMFAB" port sim_roce3 down >/dev/null
-n=0
-until bc b health && grep -q 'sim_roce3 port 1 down' "$SF_TMP/bcom.out"; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || br_fail "bridge b does not see its RoCE port down" b
-	sleep 0.1
-done
-bc a handover
-[ "$BC_RC" = 1 ] || br_fail "handover to a peer with its port down: exit $BC_RC: $(cat "$SF_TMP/bcom.out")" a
+# b_health_has TEXT: `bcom health` of bridge b answers (any status) with TEXT.
+b_health_has() {
+	con_bc b health && grep -q "$1" "$SF_TMP/bcom.out"
+}
+t_wait_until 10 b_health_has 'sim_roce3 port 1 down' ||
+	br_fail "bridge b does not see its RoCE port down" b
+con_bc a handover
+[ "$CON_RC" = 1 ] || br_fail "handover to a peer with its port down: exit $CON_RC: $(cat "$SF_TMP/bcom.out")" a
 cp "$SF_TMP/bcom.out" "$SF_TMP/ho.out"
 for p in p1 p2; do
 	grep -q "^partition $p: not handed over: takeover: partition $p: refused: cannot forward it here: RoCE sim_roce3 port 1 down: staying active$" \
 		"$SF_TMP/ho.out" || br_fail "handover: no refusal with the reason for $p: $(cat "$SF_TMP/ho.out")" a
-	role_is a "$p" active
-	role_is b "$p" standby
+	ha_role_is a "$p" active
+	ha_role_is b "$p" standby
 done
 grep -q '^handover: 0 of 2 partitions handed over$' "$SF_TMP/ho.out" ||
 	br_fail "handover: no summary: $(cat "$SF_TMP/ho.out")" a
 
 # 3. Port up; b stops bridging g1, so it can forward p2 only.
 "$SIMFAB" port sim_roce3 up >/dev/null
-n=0
-until bc b health && [ "$BC_RC" = 0 ]; do
-	n=$((n + 1))
-	[ "$n" -le 300 ] || br_fail "bridge b not healthy again within 30 s: $(cat "$SF_TMP/bcom.out")" b
-	sleep 0.1
-done
-bc_must b leave "$g1"
-bc a handover
-[ "$BC_RC" = 1 ] || br_fail "handover with p1 refused: exit $BC_RC: $(cat "$SF_TMP/bcom.out")" a
+# b_healthy: `bcom health` of bridge b exits 0.
+b_healthy() {
+	con_bc b health && [ "$CON_RC" = 0 ]
+}
+t_wait_until 30 b_healthy ||
+	br_fail "bridge b not healthy again within 30 s: $(cat "$SF_TMP/bcom.out")" b
+con_must b leave "$g1"
+con_bc a handover
+[ "$CON_RC" = 1 ] || br_fail "handover with p1 refused: exit $CON_RC: $(cat "$SF_TMP/bcom.out")" a
 grep -q '^partition p1: not handed over: takeover: partition p1: refused: cannot forward it here: no group of partition p1 here: staying active$' \
 	"$SF_TMP/bcom.out" || br_fail "handover: p1's refusal not reported: $(cat "$SF_TMP/bcom.out")" a
 grep -q '^partition p2: active -> standby$' "$SF_TMP/bcom.out" ||
 	br_fail "handover: p2 not handed over after p1 was refused: $(cat "$SF_TMP/bcom.out")" a
 grep -q '^handover: 1 of 2 partitions handed over$' "$SF_TMP/bcom.out" ||
 	br_fail "handover: no summary: $(cat "$SF_TMP/bcom.out")" a
-role_is a p1 active
-role_is a p2 standby
-role_is b p2 active
-role_is b p1 standby
+ha_role_is a p1 active
+ha_role_is a p2 standby
+ha_role_is b p2 active
+ha_role_is b p1 standby
 
 # 4. SIGTERM: p2 back on a first, then a stops; b takes p2, p1 goes dark (logged).
-bc_must a role p2 active
-bc_must b role p2 standby
+con_must a role p2 active
+con_must b role p2 standby
 kill -TERM "$(sf_child "$(br_pid a)")"
 sf_wait_exit "$(br_pid a)"
 [ "$SF_RC" = 0 ] || br_fail "bridge a: exit $SF_RC after SIGTERM" a
@@ -98,6 +94,6 @@ grep -q 'ib2roce error: SIGTERM: partition p1 goes dark when this bridge stops: 
 	"$SF_TMP/a.err" || br_fail "bridge a: SIGTERM did not log p1 going dark and why" a
 grep -q 'partition p2: active -> standby (SIGTERM: peer active)' "$SF_TMP/a.err" ||
 	br_fail "bridge a: SIGTERM did not hand p2 over after p1 was refused" a
-role_is b p2 active
+ha_role_is b p2 active
 br_stop b
 sf_log "PASS"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A port of the active bridge goes down under keepalived (tests/ha/ka-lib.sh, the
+# A port of the active bridge goes down under keepalived (tests/lib/ka.sh, the
 # settings of ha/keepalived.conf.example): bridges a (priority 150) and b (100), one
 # partition (default), a active. For the IB port of a, then its RoCE port, each during
 # a stream (IB -> RoCE, counted once across both bridges with --any-source):
@@ -17,10 +17,8 @@
 # fabric in port_down, not as sent: br_conservation's comparison with the port does not
 # hold for a).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
-# shellcheck source-path=SCRIPTDIR source=ka-lib.sh
-. "$(dirname "$0")/ka-lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ka.sh
+. "$(dirname "$0")/../lib/ka.sh"
 
 ka_init ha-keepalived-port
 g1=239.1.2.3
@@ -31,8 +29,8 @@ br_bridge a 1 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role st
 br_bridge b 1 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" --role standby -m "$g1"
 ka_start 1 a default:61:150
 ka_start 2 b default:61:100
-wait_role a default active
-wait_role b default standby
+ka_wait_role a default active
+ka_wait_role b default standby
 ka_check_conf 1
 ka_check_conf 2
 
@@ -43,8 +41,8 @@ port_event() {
 	sleep 1
 	"$SIMFAB" port "$2" "$3" >"$SF_TMP/simfab.out" 2>&1 ||
 		sf_fail "simfab port $2 $3 failed" "$SF_TMP/simfab.out"
-	wait_role "$5" default active
-	wait_role "$6" default standby
+	ka_wait_role "$5" default active
+	ka_wait_role "$6" default standby
 	ka_stream_end "p$1" "$m" "$4"
 	[ "$KA_LOST" -lt "$KA_PORT_MAX_LOST" ] ||
 		br_fail "$4: lost $KA_LOST packets (bound $KA_PORT_MAX_LOST)" "p$1" ka1 ka2
@@ -52,14 +50,14 @@ port_event() {
 
 port_event 1 sim_ib0 down "IB port of the active bridge down, keepalived failover" b a
 [ "$KA_DUP" = 0 ] || br_fail "IB port down: $KA_DUP duplicates" p1
-bc a health
-[ "$BC_RC" = 1 ] || br_fail "bridge a is healthy with its IB port down (health exit $BC_RC)" a
+con_bc a health
+[ "$CON_RC" = 1 ] || br_fail "bridge a is healthy with its IB port down (health exit $CON_RC)" a
 port_event 2 sim_ib0 up "IB port up again, failback to the preferred bridge" a b
-wait_healthy a
+ka_wait_healthy a
 port_event 3 sim_roce0 down "RoCE port of the active bridge down, keepalived failover" b a
 [ "$KA_DUP" = 0 ] || br_fail "RoCE port down: $KA_DUP duplicates" p3
 port_event 4 sim_roce0 up "RoCE port up again, failback to the preferred bridge" a b
-wait_healthy a
+ka_wait_healthy a
 ka_stop
 br_stop a
 br_stop b

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Two partitions split over the two bridges by keepalived (tests/ha/ka-lib.sh, the
+# Two partitions split over the two bridges by keepalived (tests/lib/ka.sh, the
 # settings of ha/keepalived.conf.example): partition md (g1) prefers bridge a
 # (priorities 150 / 100), partition orders (g2) prefers bridge b (100 / 150), so each
 # keepalived is master of one partition. Each partition carries a stream (IB -> RoCE,
@@ -9,10 +9,8 @@
 #   no duplicates; orders, on b throughout, loses nothing;
 # no loop (b forwarded nothing RoCE -> IB), b's counters add up.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
-# shellcheck source-path=SCRIPTDIR source=ka-lib.sh
-. "$(dirname "$0")/ka-lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ka.sh
+. "$(dirname "$0")/../lib/ka.sh"
 
 ka_init ha-keepalived-split
 g1=239.1.2.3
@@ -31,10 +29,10 @@ for n in a b; do
 done
 ka_start 1 a md:61:150 orders:62:100
 ka_start 2 b md:61:100 orders:62:150
-wait_role a md active
-wait_role a orders standby
-wait_role b md standby
-wait_role b orders active
+ka_wait_role a md active
+ka_wait_role a orders standby
+ka_wait_role b md standby
+ka_wait_role b orders active
 ka_check_conf 1
 ka_check_conf 2
 
@@ -44,8 +42,8 @@ br_send_start q1_send "$IB_NET.2" -g "$g1" -n "$m" --imm --rate "$KA_RATE"
 br_send_start q2_send "$IB_NET.3" -g "$g2" -n "$m" --imm --rate "$KA_RATE"
 sleep 1
 kill -KILL "$(sf_child "$(br_pid a)")"
-wait_role b md active
-wait_role b orders active
+ka_wait_role b md active
+ka_wait_role b orders active
 ka_stream_end q1 "$m" "kill -9 of bridge a (active for md), md to bridge b"
 [ "$KA_DUP" = 0 ] || br_fail "md: $KA_DUP duplicates" q1
 [ "$KA_LOST" -lt "$KA_KILL_MAX_LOST" ] ||

@@ -1,5 +1,5 @@
 #!/bin/bash
-# An HA pair elected by real keepalived (tests/ha/ka-lib.sh: two keepalived processes in
+# An HA pair elected by real keepalived (tests/lib/ka.sh: two keepalived processes in
 # two network namespaces, the settings of ha/keepalived.conf.example): bridges a and b
 # start standby, one partition (default), a's priority higher.
 # - ha/keepalived.conf.example passes `keepalived -t` without a complaint;
@@ -13,10 +13,8 @@
 #   duplicates, no loop (b's RoCE -> IB direction forwards nothing: hop-limit marker
 #   and --peer), b's counters add up.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
-# shellcheck source-path=SCRIPTDIR source=ka-lib.sh
-. "$(dirname "$0")/ka-lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ka.sh
+. "$(dirname "$0")/../lib/ka.sh"
 
 ka_init ha-keepalived
 g1=239.1.2.3
@@ -37,8 +35,8 @@ br_bridge a 1 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role st
 br_bridge b 1 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" --role standby -m "$g1"
 ka_start 1 a default:61:150
 ka_start 2 b default:61:100
-wait_role a default active
-wait_role b default standby
+ka_wait_role a default active
+ka_wait_role b default standby
 ka_check_conf 1
 ka_check_conf 2
 
@@ -52,8 +50,8 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 done
 t1=$(date +%s%N)
 for _ in 1 2 3 4 5 6 7 8 9 10; do
-	bc b role default standby
-	[ "$BC_RC" = 0 ] || br_fail "bcom role on b failed" b
+	con_bc b role default standby
+	[ "$CON_RC" = 0 ] || br_fail "bcom role on b failed" b
 done
 t2=$(date +%s%N)
 sf_log "a role change: notify script $(((t1 - t0) / 10000)) us, bcom alone $(((t2 - t1) / 10000)) us"
@@ -64,17 +62,17 @@ sf_log "a role change: notify script $(((t1 - t0) / 10000)) us, bcom alone $(((t
 ka_stream p0 "$g1" "$m"
 sleep 1
 ka_stop_one 1
-wait_role b default active
-wait_role a default standby
+ka_wait_role b default active
+ka_wait_role a default standby
 ka_start 1 a default:61:150
-wait_role a default active
-wait_role b default standby
+ka_wait_role a default active
+ka_wait_role b default standby
 ka_stream_end p0 "$m" "keepalived of the active bridge stopped, then started again"
 
 ka_stream p1 "$g1" "$m"
 sleep 1
 kill -KILL "$(sf_child "$(br_pid a)")"
-wait_role b default active
+ka_wait_role b default active
 ka_stream_end p1 "$m" "kill -9 of the active bridge, keepalived failover"
 [ "$KA_DUP" = 0 ] || br_fail "keepalived failover: $KA_DUP duplicates" p1
 [ "$KA_LOST" -lt "$KA_KILL_MAX_LOST" ] ||

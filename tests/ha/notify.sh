@@ -10,6 +10,8 @@
 #   poll ends with the reader, even when the reader is killed with SIGKILL.
 set -eu
 : "${HA_NOTIFY:?HA_NOTIFY must name ha/ib2roce-notify.sh}"
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/ha-notify.XXXXXX")
 READER=""
@@ -45,11 +47,7 @@ wait_for() {
 	local what=$1
 
 	shift
-	for _ in $(seq 100); do
-		! "$@" 2>/dev/null || return 0
-		sleep 0.1
-	done
-	fail "$what"
+	t_wait_until 10 "$@" 2>/dev/null || fail "$what"
 }
 
 # Per state.

@@ -21,8 +21,8 @@
 # with slack (dup_bound): never one burst in general (docs/operations.md).
 # Bad console commands and options change nothing (exit 1 / exit 2).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
+. "$(dirname "$0")/../lib/ha.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 sf_init ha-pair
@@ -32,7 +32,7 @@ n=200
 
 # standby_pkts NAME SIDE: the standby counter of a running bridge.
 standby_pkts() {
-	bc_must "$1" ha
+	con_must "$1" ha
 	sed -n "s/^$2 standby_pkts=\([0-9]*\)$/\1/p" "$SF_TMP/bcom.out"
 }
 
@@ -86,9 +86,9 @@ br_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" \
 	--ha-peer-control "$SF_TMP/b.sock" --partition p2:"$g2" -m "$g1" -m "$g2"
 br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role standby -m "$g1" -m "$g2"
-role_is a default active
-role_is b default standby
-role_is b p2 standby
+ha_role_is a default active
+ha_role_is b default standby
+ha_role_is b p2 standby
 
 # 1. One bridge forwards, the standby counts.
 br_listen p1 "$ROCE_NET.2" -g "$g1" -n "$n" --verify --imm --any-source --timeout 30
@@ -98,18 +98,18 @@ v=$(standby_pkts b IB)
 [ "$v" = "$n" ] || br_fail "bridge b: IB standby_pkts=$v, expected $n" b
 
 # 2. Two partitions split over the bridges: b takes p2.
-bc_must b role p2 active
-bc_must a role p2 standby
-role_is b p2 active
-role_is a p2 standby
+con_must b role p2 active
+con_must a role p2 standby
+ha_role_is b p2 active
+ha_role_is a p2 standby
 # A reload keeps the roles (--role is the role at start) and the partitions.
-bc_must b reload
-role_is b p2 active
-role_is b default standby
+con_must b reload
+ha_role_is b p2 active
+ha_role_is b default standby
 br_listen p2 "$ROCE_NET.2" -g "$g1" --groups 2 -n $((2 * n)) --verify --imm --any-source --timeout 30
 br_send p2_send "$IB_NET.2" -g "$g1" --groups 2 -n "$n" --imm --rate 10000
 br_expect_listener p2 $((2 * n)) 1 2
-bc_must a stats --json
+con_must a stats --json
 grep -q '"partitions":\[{"name":"default","role":"active"' "$SF_TMP/bcom.out" ||
 	br_fail "bridge a: stats --json has no active default partition: $(head -c 600 "$SF_TMP/bcom.out")" a
 
@@ -117,9 +117,9 @@ grep -q '"partitions":\[{"name":"default","role":"active"' "$SF_TMP/bcom.out" ||
 m=4000
 stream p3 "$m"
 sleep 1
-timed bc_must a handover default
-role_is a default standby
-role_is b default active
+timed con_must a handover default
+ha_role_is a default standby
+ha_role_is b default active
 stream_end p3 "$m"
 dup_bound p3 "handover a -> b"
 sf_log "handover a -> b: sent $m, lost $LOST, duplicates $DUP"
@@ -128,12 +128,12 @@ sf_log "handover a -> b: sent $m, lost $LOST, duplicates $DUP"
 # 4. Role switch by hand, make before break (a active first, then b standby).
 stream p4 "$m"
 sleep 1
-timed eval 'bc_must a role default active; bc_must b role default standby'
+timed eval 'con_must a role default active; con_must b role default standby'
 stream_end p4 "$m"
 dup_bound p4 "role switch b -> a"
 sf_log "role switch b -> a: sent $m, lost $LOST, duplicates $DUP"
 [ "$LOST" = 0 ] || br_fail "role switch lost $LOST packets (duplicates $DUP)" p4
-bc_must a ha
+con_must a ha
 grep -q '^default  *active .* 2  *console role command$' "$SF_TMP/bcom.out" ||
 	br_fail "bridge a: ha does not show 2 transitions, the last by the console: $(cat "$SF_TMP/bcom.out")" a
 
@@ -143,13 +143,13 @@ grep -q '^default  *active .* 2  *console role command$' "$SF_TMP/bcom.out" ||
 br_listen p5 "$IB_NET.3" -g "$g1" --verify --imm --any-source --rq 16384 --timeout 60
 br_send_start p5_send "$ROCE_NET.2" -g "$g1" -n "$m" --imm --rate 2000
 sleep 1
-timed bc_must a handover
+timed con_must a handover
 stream_end p5 "$m"
 dup_bound p5 "handover a -> b (RoCE -> IB)"
 sf_log "handover a -> b (RoCE -> IB): sent $m, lost $LOST, duplicates $DUP"
 [ "$LOST" = 0 ] || br_fail "handover RoCE -> IB lost $LOST packets (duplicates $DUP)" p5
-role_is a default standby
-role_is a p2 standby
+ha_role_is a default standby
+ha_role_is a p2 standby
 
 # 6. SIGTERM of the active bridge (b) hands over first: zero loss.
 stream p6 "$m"
@@ -165,17 +165,17 @@ grep -q 'partition default: active -> standby (SIGTERM: peer active)' "$SF_TMP/b
 	br_fail "bridge b did not hand over on SIGTERM" b
 v=$(br_field b IB standby)
 [ "$v" -gt 0 ] || br_fail "bridge b: no IB standby packets in its final counters" b
-role_is a default active
+ha_role_is a default active
 
 # 7. The console's shutdown on the active bridge hands over first too, as SIGTERM.
 br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role standby -m "$g1" -m "$g2"
-bc_must a handover default
-role_is b default active
-role_is a p2 active
+con_must a handover default
+ha_role_is b default active
+ha_role_is a p2 active
 stream p7s "$m"
 sleep 1
-timed bc_must b shutdown
+timed con_must b shutdown
 grep -q '^partition default: active -> standby$' "$SF_TMP/bcom.out" ||
 	br_fail "bcom b shutdown did not hand over: $(cat "$SF_TMP/bcom.out")" b
 sf_wait_exit "$(br_pid b)"
@@ -186,19 +186,19 @@ sf_log "console shutdown of the active bridge (handover): sent $m, lost $LOST, d
 [ "$LOST" = 0 ] || br_fail "console shutdown handover lost $LOST packets (duplicates $DUP)" p7s
 grep -q 'partition default: active -> standby (console shutdown: peer active)' "$SF_TMP/b.err" ||
 	br_fail "bridge b did not log the handover of its shutdown" b
-role_is a default active
+ha_role_is a default active
 
 # 8. Manual failover: b restarts standby, takes over, is killed (-9); a is made active.
 br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role standby -m "$g1" -m "$g2"
-role_is b default standby
-bc_must b role default active
-bc_must a role default standby
+ha_role_is b default standby
+con_must b role default active
+con_must a role default standby
 stream p8 "$m"
 sleep 1
 kill -KILL "$(sf_child "$(br_pid b)")"
 sleep 0.5
-bc_must a role default active
+con_must a role default active
 stream_end p8 "$m"
 sf_log "kill -9 of the active bridge, manual failover: sent $m, lost $LOST (the gap), duplicates $DUP"
 [ "$LOST" -lt "$m" ] || br_fail "nothing arrived after the failover" p8
@@ -212,8 +212,8 @@ for cmd in "role bogus" "role nosuch active" "role default active extra" "handov
 	fi
 done
 grep -q "no partition 'nosuch'" "$SF_TMP/bcom.out" || br_fail "handover nosuch: $(cat "$SF_TMP/bcom.out")" a
-role_is a default active
-bc_must a ha
+ha_role_is a default active
+con_must a ha
 grep -q '^default  *active .*  console role command$' "$SF_TMP/bcom.out" ||
 	br_fail "bridge a: bad commands changed the roles: $(cat "$SF_TMP/bcom.out")" a
 br_stop a

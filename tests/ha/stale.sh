@@ -13,8 +13,8 @@
 #    before, so that the two commands overlap): whatever the outcome of each, every
 #    partition is active on exactly one bridge.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
+. "$(dirname "$0")/../lib/ha.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 sf_init ha-stale
@@ -24,7 +24,7 @@ fake="$(dirname "$0")/fakepeer.py"
 
 # roles NAME: "PARTITION=ROLE ..." of bridge NAME (its `ha`).
 roles() {
-	bc_must "$1" ha
+	con_must "$1" ha
 	awk '$2 == "active" || $2 == "standby" { printf "%s=%s ", $1, $2 }' "$SF_TMP/bcom.out"
 }
 
@@ -47,22 +47,22 @@ br_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" \
 	--ha-peer-control "$SF_TMP/b.sock" --partition p2:"$g2" --role p2=standby -m "$g1" -m "$g2"
 br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" \
 	--ha-peer-control "$SF_TMP/a.sock" --partition p2:"$g2" --role default=standby -m "$g1" -m "$g2"
-role_is a default active
-role_is b default standby
-role_is b p2 active
+ha_role_is a default active
+ha_role_is b default standby
+ha_role_is b p2 active
 
 # 1. The peer stalls through the handover.
-bc_must b enable ctlstall=4000
-bc a handover default
-[ "$BC_RC" = 1 ] || br_fail "handover to a stalled peer: exit $BC_RC: $(cat "$SF_TMP/bcom.out")" a
+con_must b enable ctlstall=4000
+con_bc a handover default
+[ "$CON_RC" = 1 ] || br_fail "handover to a stalled peer: exit $CON_RC: $(cat "$SF_TMP/bcom.out")" a
 cp "$SF_TMP/bcom.out" "$SF_TMP/ho1.out"
 # b runs again: what a sent is read by now (its connection came before this one); a
 # second command makes sure the batch that held it is over.
-bc_must b ha
-bc_must b ha
+con_must b ha
+con_must b ha
 one_active default
-role_is a default active
-role_is b default standby
+ha_role_is a default active
+ha_role_is b default standby
 grep -q '^partition default: not handed over: the peer: no answer within the handover.s time: staying active$' \
 	"$SF_TMP/ho1.out" || br_fail "handover to a stalled peer: $(cat "$SF_TMP/ho1.out")" a
 
@@ -79,24 +79,24 @@ fi
 ask "send:takeover prepare default 1.2.5" "sleep:3" "send:takeover commit default 1.2.5"
 grep -q '^fail .*exchange 1.2.5 is not prepared here (stale, expired or replaced)' "$SF_TMP/ask.out" ||
 	br_fail "an expired prepare was committed: $(cat "$SF_TMP/ask.out")" b
-role_is b default standby
+ha_role_is b default standby
 # The asker gives up: it sends the commit while b is stalled, shuts its socket down and
 # leaves before b reads the commit.
 timeout -k 2 30 python3 "$fake" ask "$SF_TMP/b.sock" "send:takeover prepare default 1.2.6" \
 	"send:enable ctlstall=1500" "sendgone:takeover commit default 1.2.6" >"$SF_TMP/ask.out" 2>&1 ||
 	br_fail "fakepeer ask (gone): $(cat "$SF_TMP/ask.out")" b
-bc_must b ha
-role_is b default standby
+con_must b ha
+ha_role_is b default standby
 grep -Eq 'takeover commit of partition default \(1.2.6\) refused: the handing-over bridge gave up|partition default: the handing-over bridge gave up before our answer came: taking over undone' \
 	"$SF_TMP/b.err" || br_fail "bridge b: no refusal of the abandoned commit in its log" b
-role_is a default active
+ha_role_is a default active
 one_active default
 one_active p2
 
 # 3. Both hand over to each other at once: both control threads stall first, so that
 #    both commands wait in their sockets and run when the two wake up together.
-bc_must a enable ctlstall=1500
-bc_must b enable ctlstall=1500
+con_must a enable ctlstall=1500
+con_must b enable ctlstall=1500
 timeout -k 2 30 "$BCOM" --control "$SF_TMP/a.sock" handover >"$SF_TMP/ho-a.out" 2>&1 &
 ha_pid=$!
 timeout -k 2 30 "$BCOM" --control "$SF_TMP/b.sock" handover >"$SF_TMP/ho-b.out" 2>&1 &
@@ -111,8 +111,8 @@ fi
 sf_log "handovers at once: a exit $ra: $(tr '\n' ' ' <"$SF_TMP/ho-a.out")"
 sf_log "handovers at once: b exit $rb: $(tr '\n' ' ' <"$SF_TMP/ho-b.out")"
 # Let a late request be read by each before looking.
-bc_must a ha
-bc_must b ha
+con_must a ha
+con_must b ha
 sleep 1
 one_active default
 one_active p2

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Two "hosts" on one machine for the HA tests (tests/ha/twohost.sh, twohost-upgrade.sh);
-# sourced after ../console/lib.sh and ka-lib.sh.
+# sourced after ../lib/con.sh and ka-lib.sh.
 #
 # Host A and host B are network namespaces, each with one interface (th-a-PID, th-b-PID,
 # addresses of TEST-NET-2, 198.51.100.1 and .2/24) cabled to a switch: a Linux bridge

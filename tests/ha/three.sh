@@ -25,8 +25,8 @@
 #   RoCE copies by --peer (peer_bridge);
 # - each bridge's counters add up (br_conservation).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
+. "$(dirname "$0")/../lib/ha.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 sf_init ha-three
@@ -88,18 +88,18 @@ active=a
 for next in ab b bc abc c ac a abc b ab c bc ac abc a; do
 	for x in a b c; do # make: the new ones active first
 		[[ $next == *$x* && $active != *$x* ]] || continue
-		bc_must "$x" role active
+		con_must "$x" role active
 	done
 	for x in a b c; do # break: then the leaving ones standby
 		[[ $active == *$x* && $next != *$x* ]] || continue
-		bc_must "$x" role standby
+		con_must "$x" role standby
 	done
 	active=$next
 	sleep 0.3
 done
 for x in a b c; do
-	if [[ $active == *$x* ]]; then role_is "$x" default active; else role_is "$x" default standby; fi
-	bc_must "$x" ha
+	if [[ $active == *$x* ]]; then ha_role_is "$x" default active; else ha_role_is "$x" default standby; fi
+	con_must "$x" ha
 	t=$(awk '$1 == "default" { print $5 }' "$SF_TMP/bcom.out")
 	[ "$t" -ge 4 ] || br_fail "bridge $x: $t role changes, the schedule makes at least 4" "$x"
 done

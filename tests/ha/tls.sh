@@ -14,8 +14,8 @@
 #    restart).
 # Asserts counts and roles, never times.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
+. "$(dirname "$0")/../lib/ha.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 sf_init ha-tls
@@ -36,7 +36,7 @@ chmod 600 "$SF_TMP/keys/a.psk" "$SF_TMP/keys/b.psk"
 
 # refused_is NAME REASON N: `ha` of bridge NAME counts N refusals for REASON.
 refused_is() {
-	bc_must "$1" ha
+	con_must "$1" ha
 	grep -Eq "^ha_peer_refused( .*)? $2=$3( |$)" "$SF_TMP/bcom.out" ||
 		br_fail "bridge $1: expected $2=$3: $(grep ha_peer_refused "$SF_TMP/bcom.out")" "$1"
 }
@@ -72,9 +72,9 @@ br_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" -m "$g1" 
 	--ha-listen "127.0.0.1:$pb" --ha-peer "127.0.0.1:$pa" \
 	--ha-psk "$SF_TMP/keys/b.psk" --ha-psk-identity b --partition p2:"$g2" --role standby \
 	--metrics-file "$SF_TMP/b.prom" -e statint=1
-role_is a default active
-role_is b default standby
-bc_must b ha
+ha_role_is a default active
+ha_role_is b default standby
+con_must b ha
 grep -q "^ha_listen 127.0.0.1:$pb sessions=0 keys=2$" "$SF_TMP/bcom.out" ||
 	br_fail "bridge b: ha does not show its listener: $(cat "$SF_TMP/bcom.out")" b
 
@@ -84,12 +84,12 @@ br_listen s2 "$ROCE_NET.2" -g "$g1" --verify --imm --any-source --rq 16384 --tim
 br_send_start s2_send "$IB_NET.2" -g "$g1" -n "$m" --imm --rate 2000
 sleep 1
 t0=$(date +%s%N)
-bc_must a handover
+con_must a handover
 window=$((($(date +%s%N) - t0) / 1000000))
 grep -q '^partition default: active -> standby$' "$SF_TMP/bcom.out" ||
 	br_fail "handover over TLS: $(cat "$SF_TMP/bcom.out")" a
-role_is a default standby
-role_is b default active
+ha_role_is a default standby
+ha_role_is b default active
 br_send_end s2_send
 sleep 1
 kill -TERM "$(sf_child "$(br_pid s2)")" 2>/dev/null || true
@@ -110,8 +110,8 @@ for r in auth unknown_peer replay garbage stall protocol busy; do
 	refused_is b "$r" 0
 done
 # b hands back; a's handover recorded on the way (through tlsprobe's relay) for 3.
-bc_must b handover
-role_is a default active
+con_must b handover
+ha_role_is a default active
 python3 "$probe" relay "$pr" 127.0.0.1 "$pb" "$SF_TMP/rec.bin" >"$SF_TMP/relay.out" 2>&1 &
 relay=$!
 SF_PIDS="$SF_PIDS $relay"
@@ -120,16 +120,16 @@ for _ in $(seq 50); do grep -q listening "$SF_TMP/relay.out" && break; sleep 0.1
 # has a's key and --ha-peer the relay (c is "a" to b: the same identity and key).
 br_bridge c 2 -d sim_ib1 -r sim_roce1 --workers 0 --peer "$ROCE_NET.1" --peer "$ROCE_NET.4" \
 	-m "$g1" -m "$g2" --partition p2:"$g2" --role p2=standby --ha-peer "127.0.0.1:$pr" --ha-psk "$SF_TMP/keys/a.psk" --ha-psk-identity a
-bc_must a role default standby
-role_is b default standby
-bc_must c handover
-role_is b default active
+con_must a role default standby
+ha_role_is b default standby
+con_must c handover
+ha_role_is b default active
 wait "$relay" || sf_fail "relay failed: $(cat "$SF_TMP/relay.out")"
 sf_log "relay: $(tail -1 "$SF_TMP/relay.out")"
-bc_must c role default standby
-bc_must a role default active
-bc_must b role default standby
-role_is b default standby
+con_must c role default standby
+con_must a role default active
+con_must b role default standby
+ha_role_is b default standby
 br_stop c
 
 # 3. Not peers: each refused, counted, logged once; the roles stay.
@@ -145,8 +145,8 @@ refused_is b stall 1
 printf 'a:%s\nb:%s\n' "$(hexkey)" "$kb" >"$SF_TMP/keys/a.new"
 chmod 600 "$SF_TMP/keys/a.new"
 mv "$SF_TMP/keys/a.new" "$SF_TMP/keys/a.psk"
-bc_must a reload
-bc_fail a 1 handover >/dev/null
+con_must a reload
+con_must_exit a 1 handover >/dev/null
 grep -q "partition default: not handed over: the peer: the TLS handshake failed" "$SF_TMP/bcom.out" ||
 	br_fail "handover with a wrong key: $(cat "$SF_TMP/bcom.out")" a
 refused_is b auth 1
@@ -154,11 +154,11 @@ refused_is b auth 1
 printf 'c:%s\n' "$(hexkey)" >"$SF_TMP/keys/a.new"
 chmod 600 "$SF_TMP/keys/a.new"
 mv "$SF_TMP/keys/a.new" "$SF_TMP/keys/a.psk"
-bc_must a reload
-bc_fail a 1 handover >/dev/null
+con_must a reload
+con_must_exit a 1 handover >/dev/null
 refused_is b unknown_peer 1
-role_is a default active
-role_is b default standby
+ha_role_is a default active
+ha_role_is b default standby
 n=$(grep -c "ha-listen: peer 127.0.0.1.* refused (garbage)" "$SF_TMP/b.err") || n=0
 [ "$n" = 1 ] || br_fail "bridge b logged $n garbage refusals of 127.0.0.1, not 1" b
 for r in auth unknown_peer replay stall; do
@@ -188,17 +188,17 @@ grep -aq 'partition default: inactive -> active\|takeover: partition default: pr
 	true
 grep -q 'partition default: the handing-over bridge 127.0.0.1 (9.9.1) did not confirm in time: taking over undone' "$SF_TMP/b.err" ||
 	br_fail "bridge b did not undo an unconfirmed commit: $(cat "$SF_TMP/cli.out")" b
-role_is b default standby
-role_is a default active
+ha_role_is b default standby
+ha_role_is a default active
 # A commit for a partition active already changes nothing, so nothing is undone either.
-bc_must b role default active
+con_must b role default active
 (printf 'takeover prepare default 9.9.3\ntakeover commit default 9.9.3\n'; sleep 3) | tlscli
 grep -aq 'takeover: partition default: active already' "$SF_TMP/cli.out" ||
 	br_fail "commit of an active partition: $(cat "$SF_TMP/cli.out")" b
 ! grep -q '(9.9.3).*taking over undone' "$SF_TMP/b.err" ||
 	br_fail "bridge b undid a commit that changed nothing" b
-role_is b default active
-bc_must b role default standby
+ha_role_is b default active
+con_must b role default standby
 # The same, the asker gone before confirming: undone at once.
 (printf 'takeover prepare default 9.9.2\ntakeover commit default 9.9.2\n'; sleep 0.5) | tlscli
 for _ in $(seq 50); do
@@ -207,15 +207,15 @@ for _ in $(seq 50); do
 done
 grep -q '(9.9.2) closed the connection: taking over undone' "$SF_TMP/b.err" ||
 	br_fail "bridge b did not undo a commit whose asker left: $(cat "$SF_TMP/cli.out")" b
-role_is b default standby
+ha_role_is b default standby
 
 # 4. A reload with a key file that fails its checks changes nothing; the right one back.
 printf 'a:%s\nb:%s\n' "$ka" "$kb" >"$SF_TMP/keys/a.psk"
 chmod 644 "$SF_TMP/keys/a.psk"
-bc_fail a 1 reload >/dev/null
+con_must_exit a 1 reload >/dev/null
 grep -q "mode 0644 gives group or others access" "$SF_TMP/bcom.out" ||
 	br_fail "reload with an open key file: $(cat "$SF_TMP/bcom.out")" a
-bc_fail a 1 handover >/dev/null
+con_must_exit a 1 handover >/dev/null
 refused_is b unknown_peer 2
 chmod 600 "$SF_TMP/keys/a.psk"
 # This time by SIGHUP: the same reload.
@@ -227,9 +227,9 @@ for _ in $(seq 100); do
 done
 [ "$(grep -c 'ha-psk .*a.psk: 2 keys read again' "$SF_TMP/a.err")" -gt "$n" ] ||
 	br_fail "SIGHUP did not read the keys again" a
-bc_must a handover
-role_is a default standby
-role_is b default active
+con_must a handover
+ha_role_is a default standby
+ha_role_is b default active
 refused_is b auth 1
 refused_is b busy 0
 # The metric says the same (the metrics file, written every second).
@@ -245,7 +245,7 @@ done
 python3 "$probe" flood 127.0.0.1 "$pb" 8 >"$SF_TMP/p.out" || br_fail "flood: $(cat "$SF_TMP/p.out")" b
 refused_is b busy 1
 for _ in $(seq 100); do
-	bc_must b ha
+	con_must b ha
 	grep -q '^ha_listen .* sessions=0 ' "$SF_TMP/bcom.out" && break
 	sleep 0.1
 done
@@ -256,45 +256,45 @@ grep -q '^ha_listen .* sessions=0 ' "$SF_TMP/bcom.out" ||
 g=$(sed -n 's/^ha_peer_refused .* garbage=\([0-9]*\) stall=\([0-9]*\) .*/\1 \2/p' "$SF_TMP/bcom.out")
 [ $((${g% *} + ${g#* })) = $((2 + 1 + 8)) ] ||
 	br_fail "the silent connections: garbage and stall $g, not 11 in all" b
-role_is b default active
-role_is a default standby
+ha_role_is b default active
+ha_role_is a default standby
 
 # 5. The handover's rules over TLS. A peer that cannot forward (its RoCE port down)
 #    refuses each partition, every partition is tried, nothing changes; a stopped peer
 #    (SIGSTOP: TCP accepted by its kernel, no handshake) ends the handover at its
 #    deadline with nothing changed on either side, also after it runs again.
-bc_must b handover
-role_is a default active
-bc_must a role p2 active
-bc_must b role p2 standby
+con_must b handover
+ha_role_is a default active
+con_must a role p2 active
+con_must b role p2 standby
 "$SIMFAB" port sim_roce3 down >/dev/null
-bc_fail a 1 handover >/dev/null
+con_must_exit a 1 handover >/dev/null
 [ "$(grep -c 'refused: cannot forward it here: RoCE sim_roce3 port 1 down' "$SF_TMP/bcom.out")" = 2 ] ||
 	br_fail "handover to a peer with its port down: $(cat "$SF_TMP/bcom.out")" a
 grep -q '^handover: 0 of 2 partitions handed over$' "$SF_TMP/bcom.out" ||
 	br_fail "handover to a peer with its port down: $(cat "$SF_TMP/bcom.out")" a
 "$SIMFAB" port sim_roce3 up >/dev/null
-role_is a default active
-role_is a p2 active
-role_is b default standby
-role_is b p2 standby
-for _ in $(seq 100); do bc b health >/dev/null; [ "$BC_RC" = 0 ] && break; sleep 0.1; done
+ha_role_is a default active
+ha_role_is a p2 active
+ha_role_is b default standby
+ha_role_is b p2 standby
+for _ in $(seq 100); do con_bc b health >/dev/null; [ "$CON_RC" = 0 ] && break; sleep 0.1; done
 kill -STOP "$(sf_child "$(br_pid b)")"
-bc_fail a 1 handover >/dev/null
+con_must_exit a 1 handover >/dev/null
 kill -CONT "$(sf_child "$(br_pid b)")"
 [ "$(grep -c 'not handed over: the peer: no answer within the handover.s time' "$SF_TMP/bcom.out")" = 2 ] ||
 	br_fail "handover to a stopped peer: $(cat "$SF_TMP/bcom.out")" a
 sleep 1
-role_is a default active
-role_is a p2 active
-role_is b default standby
-role_is b p2 standby
+ha_role_is a default active
+ha_role_is a p2 active
+ha_role_is b default standby
+ha_role_is b p2 standby
 # And after all that, a handover of both partitions goes through.
-bc_must a handover
+con_must a handover
 grep -q '^handover: 2 of 2 partitions handed over$' "$SF_TMP/bcom.out" ||
 	br_fail "handover of both partitions: $(cat "$SF_TMP/bcom.out")" a
-role_is b default active
-role_is b p2 active
+ha_role_is b default active
+ha_role_is b p2 active
 br_stop a
 br_stop b
 allow=$(br_nic a IB)

@@ -17,10 +17,10 @@
 #    times at 10 and 100 kpps for docs/operations.md.
 # Counts and roles asserted, never times.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
-# shellcheck source-path=SCRIPTDIR source=ka-lib.sh
-. "$(dirname "$0")/ka-lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
+. "$(dirname "$0")/../lib/ha.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ka.sh
+. "$(dirname "$0")/../lib/ka.sh"
 # shellcheck source-path=SCRIPTDIR source=th-lib.sh
 . "$(dirname "$0")/th-lib.sh"
 
@@ -45,43 +45,43 @@ start_b() {
 }
 # nic_ib NAME: the IB side's nic_rx_dropped of running bridge NAME.
 nic_ib() {
-	bc_must "$1" stats --json
+	con_must "$1" stats --json
 	jq '.sides[0].nic_rx_dropped // 0' "$SF_TMP/bcom.out"
 }
 # one_active PARTITION: exactly one bridge active for it (both answer).
 one_active() {
 	local ra rb
 
-	ra=$(role_of a "$1")
-	rb=$(role_of b "$1")
+	ra=$(ka_role_of a "$1")
+	rb=$(ka_role_of b "$1")
 	[ "$ra" != "$rb" ] && [ -n "$ra" ] && [ -n "$rb" ]
 }
 
 start_a
 start_b
-wait_role b default active
-wait_role a p2 active
-wait_role a default standby
-wait_role b p2 standby
+ka_wait_role b default active
+ka_wait_role a p2 active
+ka_wait_role a default standby
+ka_wait_role b p2 standby
 
 # 1. A handover across the hosts, in TLS through the switch.
-bc_must b handover default
-role_is a default active
-role_is b default standby
+con_must b handover default
+ha_role_is a default active
+ha_role_is b default standby
 grep -q "the handing-over bridge $TH_B confirmed" "$SF_TMP/a.err" ||
 	br_fail "bridge a: no confirmation from $TH_B in its log" a
-bc_must a handover default
-role_is b default active
+con_must a handover default
+ha_role_is b default active
 
 # 2. Partition between the hosts while both live.
 m=$((KA_RATE * 8))
 ka_stream s2 "$g1" "$m"
 sleep 2
 th_partition on
-wait_role a default active
-wait_role b default active
-wait_role a p2 active
-wait_role b p2 active
+ka_wait_role a default active
+ka_wait_role b default active
+ka_wait_role a p2 active
+ka_wait_role b p2 active
 sf_log "partition: both bridges active for both partitions (split brain)"
 sleep 2
 t0=$(date +%s%N)
@@ -94,25 +94,25 @@ if ! one_active default || ! one_active p2; then
 	br_fail "after the link came back: not one active per partition" a b ka1 ka2
 fi
 sf_log "heal: one active per partition $((($(date +%s%N) - t0) / 1000000)) ms after the link came back"
-wait_role b default active
-wait_role a p2 active
+ka_wait_role b default active
+ka_wait_role a p2 active
 ka_stream_end s2 "$m" "partition between the hosts (4 s) and heal"
 [ "$KA_LOST" -le "$KA_KILL_MAX_LOST" ] ||
 	br_fail "partition: $KA_LOST lost, more than $KA_KILL_MAX_LOST" a b ka1 ka2
 
 # 3. Whole-host death of host B, TH_DEATH_RUNS times.
 for run in $(seq "$TH_DEATH_RUNS"); do
-	wait_role b default active
-	wait_role a default standby
-	wait_healthy a
+	ka_wait_role b default active
+	ka_wait_role a default standby
+	ka_wait_healthy a
 	m=$((KA_RATE * 6))
 	nic0=$(nic_ib a)
 	ka_stream s3 "$g1" "$m"
 	sleep 2
 	th_kill_host b
 	rm -f "$SF_TMP/ka2.pid"
-	wait_role a default active
-	wait_role a p2 active
+	ka_wait_role a default active
+	ka_wait_role a p2 active
 	ka_stream_end s3 "$m" "whole-host death $run of $TH_DEATH_RUNS"
 	[ "$KA_DUP" = 0 ] || sf_log "whole-host death: $KA_DUP duplicates"
 	[ "$KA_LOST" -le "$KA_KILL_MAX_LOST" ] ||
@@ -124,6 +124,6 @@ for run in $(seq "$TH_DEATH_RUNS"); do
 	ip -n "$TH_NSB" link set "th-b-$$" up
 	start_b
 done
-wait_role b default active
+ka_wait_role b default active
 br_stop a
 sf_log "PASS"

@@ -21,8 +21,8 @@
 # (tests/ha/th-lib.sh: network namespaces cabled to a switch) and hand over in TLS
 # (--ha-listen, --ha-peer, --ha-psk) instead of through each other's console socket.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
+. "$(dirname "$0")/../lib/ha.sh"
 : "${BCOM:?BCOM must name the bcom program}"
 
 if [ -n "${HA_TWOHOST:-}" ]; then
@@ -46,7 +46,7 @@ handover() {
 
 	t0=$(date +%s%N)
 	# shellcheck disable=SC2086 # the partition, when given
-	bc_must "$1" handover ${2:-}
+	con_must "$1" handover ${2:-}
 	t1=$(date +%s%N)
 	grep -q 'active -> standby$' "$SF_TMP/bcom.out" ||
 		br_fail "bcom $1 handover moved nothing: $(cat "$SF_TMP/bcom.out")" "$1"
@@ -109,9 +109,9 @@ cp "$IB2ROCE" "$new"
 
 bridge a "$IB2ROCE" "${a_args[@]}" --role p2=standby
 bridge b "$IB2ROCE" "${b_args[@]}" --role default=standby
-role_is a default active
-role_is a p2 standby
-role_is b p2 active
+ha_role_is a default active
+ha_role_is a p2 standby
+ha_role_is b p2 active
 
 # The streams: a listener per direction (each packet once across both bridges), and per
 # direction a sender loop, runs of 2000 packets one after the other until $SF_TMP/stop
@@ -137,37 +137,37 @@ done
 sleep 1
 
 # 1. b is healthy, its partitions joined.
-bc_must b health
-bc_must b ha
-bc_must b multicast
+con_must b health
+con_must b ha
+con_must b multicast
 # 2. a hands everything over to b; 3. a is standby for every partition.
 handover a
-role_is a default standby
-role_is a p2 standby
-role_is b default active
-role_is b p2 active
+ha_role_is a default standby
+ha_role_is a p2 standby
+ha_role_is b default active
+ha_role_is b p2 active
 # 4. Stop a (SIGTERM: nothing to hand over), start the new a standby, wait for READY.
 stop a
 ! grep -q '(SIGTERM: peer active)' "$SF_TMP/a-old.err" ||
 	br_fail "bridge a handed over on SIGTERM: it had nothing active" a
 bridge a "$new" "${a_args[@]}" --role standby
-bc_must a health
-role_is a default standby
+con_must a health
+ha_role_is a default standby
 # 5. b hands everything over to the new a, then is upgraded the same way.
 handover b
-role_is a default active
-role_is a p2 active
-role_is b default standby
-role_is b p2 standby
+ha_role_is a default active
+ha_role_is a p2 active
+ha_role_is b default standby
+ha_role_is b p2 standby
 stop b
 bridge b "$new" "${b_args[@]}" --role standby
-bc_must b health
+con_must b health
 # 6. Each bridge gets its partition back: b takes p2 from a.
 handover a p2
-role_is a default active
-role_is a p2 standby
-role_is b p2 active
-role_is b default standby
+ha_role_is a default active
+ha_role_is a p2 standby
+ha_role_is b p2 active
+ha_role_is b default standby
 sleep 1
 
 # The end: the sender loops finish their runs, the last packets go through, the

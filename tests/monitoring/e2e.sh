@@ -19,8 +19,8 @@
 # Alerts are read through Prometheus' HTTP API (/api/v1/alerts). Skipped without the
 # prometheus binary or curl.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 command -v prometheus >/dev/null || { echo "SKIP: no prometheus"; exit 77; }
 command -v curl >/dev/null || { echo "SKIP: no curl"; exit 77; }
@@ -35,7 +35,7 @@ pport=$(free_port)
 
 br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -e rqdepth=64 --metrics-port "$mport" \
 	-m "$g"
-wait_json bridge '.healthy | tostring' true
+con_wait_json bridge '.healthy | tostring' true
 
 mkdir -p "$SF_TMP/prom"
 cat >"$SF_TMP/prom/prometheus.yml" <<P
@@ -66,33 +66,30 @@ alerts() {
 }
 # wait_alert SECS JQ_FILTER WHAT: an alert that the filter selects is there within SECS.
 wait_alert() {
-	local k=0 lim=$(($1 * 10))
+	t_wait_until "$1" alerting "$2" || prom_fail "$3 not within $1 s"
+}
 
-	until [ -n "$(alerts "$2" 2>/dev/null)" ]; do
-		k=$((k + 1))
-		[ "$k" -le "$lim" ] || prom_fail "$3 not within $1 s"
-		sleep 0.1
-	done
+# alerting SELECTOR: an alert matching SELECTOR fires.
+alerting() {
+	[ -n "$(alerts "$1" 2>/dev/null)" ]
 }
 
 # Prometheus up, scraping the bridge, the rules loaded.
-k=0
-until [ "$(curl -sf "$api/query?query=up%7Bjob%3D%22ib2roce%22%7D" | jq -r '.data.result[0].value[1]' 2>/dev/null)" = 1 ]; do
-	k=$((k + 1))
-	[ "$k" -le 300 ] || br_fail "prometheus does not scrape the bridge: $(cat "$SF_TMP/prom/out")" bridge
-	sleep 0.1
-done
+# scraping: prometheus scrapes the bridge (its "up" is 1).
+scraping() {
+	[ "$(curl -sf "$api/query?query=up%7Bjob%3D%22ib2roce%22%7D" | jq -r '.data.result[0].value[1]' 2>/dev/null)" = 1 ]
+}
+t_wait_until 30 scraping || br_fail "prometheus does not scrape the bridge: $(cat "$SF_TMP/prom/out")" bridge
 [ "$(curl -sf "$api/rules" | jq '[.data.groups[].rules[]] | length')" -ge 17 ] ||
 	br_fail "prometheus did not load the rules: $(cat "$SF_TMP/prom/out")" bridge
 
 # 1. Healthy: nothing, for 20 s. Prometheus may evaluate the rules once before its first
 # scrape is stored (IB2RoCEAbsent then goes pending): start once that is over.
-k=0
-while [ -n "$(alerts true)" ]; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || prom_fail "alerts at start do not clear"
-	sleep 0.1
-done
+# quiet SELECTOR: no alert matching SELECTOR fires.
+quiet() {
+	[ -z "$(alerts "$1")" ]
+}
+t_wait_until 10 quiet true || prom_fail "alerts at start do not clear"
 for _ in $(seq 20); do
 	a=$(alerts true) || br_fail "GET /api/v1/alerts failed" bridge
 	[ -z "$a" ] || prom_fail "a healthy bridge raised: $a"
@@ -101,9 +98,9 @@ done
 sf_log "healthy: no alert in 20 s"
 
 # 2. A NIC-drop burst: pause the worker, send more than its receive queue holds.
-stall_worker bridge
+con_stall_worker bridge
 br_send burst "$IB_NET.2" -g "$g" -n 500
-bc_ok bridge disable stall >/dev/null
+con_ok bridge disable stall >/dev/null
 [ "$(sf_counter sim_ib0 out_of_buffer)" -gt 0 ] || br_fail "the burst did not overflow the receive queue" bridge
 wait_alert 15 '.labels.alertname == "IB2RoCENICDrops" and .state == "firing" and .labels.side == "IB"' \
 	"IB2RoCENICDrops firing"
@@ -114,26 +111,21 @@ br_start pgmsend 60 "$MCSENDER" -d sim_ib1 --pgm -n 200 --rate 2000 --skip-every
 	--stream-id 4343 "$g"
 sf_wait_exit "$BR_PID"
 [ "$SF_RC" = 0 ] || br_fail "mcsender exited with status $SF_RC" pgmsend
-wait_json bridge '.pgm_gaps_total' 3
+con_wait_json bridge '.pgm_gaps_total' 3
 wait_alert 15 '.labels.alertname == "IB2RoCEPGMGaps" and .state == "firing"' \
 	"IB2RoCEPGMGaps firing"
 sf_log "PGM gaps: $(alerts '.labels.alertname == "IB2RoCEPGMGaps"')"
 
 # 3. A port down: IB2RoCEFailed (sides) fires; it resolves once the port is back.
-wait_json bridge '.healthy | tostring' true
+con_wait_json bridge '.healthy | tostring' true
 "$SIMFAB" port sim_roce0 down >/dev/null
-wait_json bridge '.sides[1].state' down
+con_wait_json bridge '.sides[1].state' down
 sel_failed='.labels.alertname == "IB2RoCEFailed" and .labels.condition == "sides"'
 wait_alert 30 "$sel_failed and .state == \"firing\"" "IB2RoCEFailed (sides) firing"
 sf_log "port down: $(alerts "$sel_failed")"
 "$SIMFAB" port sim_roce0 up >/dev/null
-wait_json bridge '.healthy | tostring' true 15
-k=0
-while [ -n "$(alerts "$sel_failed")" ]; do
-	k=$((k + 1))
-	[ "$k" -le 300 ] || prom_fail "IB2RoCEFailed (sides) did not resolve"
-	sleep 0.1
-done
+con_wait_json bridge '.healthy | tostring' true 15
+t_wait_until 30 quiet "$sel_failed" || prom_fail "IB2RoCEFailed (sides) did not resolve"
 sf_log "port up: IB2RoCEFailed resolved"
 
 # 4. kill -9: the scrape fails, IB2RoCEScrapeDown fires.

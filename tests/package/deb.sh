@@ -19,10 +19,10 @@
 #   - an upgrade (the same package again) keeps a locally changed conffile and the
 #     enablement; removal keeps the conffile; purge removes it and the wants link.
 # Skipped (77) without dpkg-buildpackage or debhelper, and in a sanitizer build. Environment: SRCDIR (the source
-# tree), SIMLIB, SIMFAB (tests/simfabric/lib.sh).
+# tree), SIMLIB, SIMFAB (tests/lib/sf.sh).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../simfabric/lib.sh
-. "$(dirname "$0")/../simfabric/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 : "${SRCDIR:?SRCDIR must name the source tree}"
 
 SF_TEST=package-deb

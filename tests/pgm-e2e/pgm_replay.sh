@@ -19,12 +19,12 @@
 #                    never loops and cross to RoCE (pgm/stream.c pgm_stream_update(),
 #                    docs/pgm.md "Loop avoidance").
 #
-# Environment (set by meson.build): SIMLIB, SIMFAB (see ../simfabric/lib.sh), IB2ROCE the
+# Environment (set by meson.build): SIMLIB, SIMFAB (see ../lib/sf.sh), IB2ROCE the
 # bridge, PGMREPLAY, PGMTOOL (tests/pgm/pgmtool), PGM_FIXTURES (tests/pgm/fixtures).
 set -eu
 shopt -s inherit_errexit
-# shellcheck source-path=SCRIPTDIR source=../simfabric/lib.sh
-. "$(dirname "$0")/../simfabric/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 : "${IB2ROCE:?IB2ROCE must name the ib2roce program}"
 : "${BCOM:?BCOM must name the bcom program}"
@@ -95,34 +95,33 @@ pid_of() {
 # bridge_start: the bridge under test, bridging GROUP between sim_ib0 and sim_roce0;
 # returns once both sides joined.
 bridge_start() {
-	local n=0 pid
+	local pid
 
 	start bridge 50 "$IB2ROCE" --debug --control "$T/bridge.sock" -d sim_ib0 -r sim_roce0 \
 		--workers 1 --idle backoff \
 		-e statint=0 -m "$GROUP"
 	pid=$(pid_of bridge)
-	until grep -q "IB joined $GROUP" "$T/bridge.err" &&
-		grep -q "RoCE joined $GROUP" "$T/bridge.err"; do
-		kill -0 "$pid" 2>/dev/null || fail "the bridge exited before joining" bridge
-		n=$((n + 1))
-		[ "$n" -le 200 ] || fail "the bridge did not join both sides within 20 s" bridge
-		sleep 0.1
-	done
+	t_wait_until 20 bridge_joined "$pid" || fail "the bridge did not join both sides within 20 s" bridge
+}
+
+# bridge_joined PID: the bridge joined GROUP on both sides; fails the test when it did
+# not and PID exited.
+bridge_joined() {
+	grep -q "IB joined $GROUP" "$T/bridge.err" && grep -q "RoCE joined $GROUP" "$T/bridge.err" &&
+		return 0
+	kill -0 "$1" 2>/dev/null || fail "the bridge exited before joining" bridge
+	return 1
 }
 
 # bridge_stop: the console's `tsi` first, then SIGINT; the bridge must exit 0 within 10 s
 # with its final counters, whose stream lines are what `tsi` showed (nothing moved).
 bridge_stop() {
-	local tpid n=0
+	local tpid
 
 	"$BCOM" --control "$T/bridge.sock" tsi >"$T/tsi.out" 2>&1 || fail "bcom tsi failed" bridge
 	tpid=$(pid_of bridge)
 	kill -INT "$(sf_child "$tpid")" 2>/dev/null || fail "the bridge is not running" bridge
-	while kill -0 "$tpid" 2>/dev/null; do
-		n=$((n + 1))
-		[ "$n" -le 100 ] || fail "the bridge did not exit within 10 s of SIGINT" bridge
-		sleep 0.1
-	done
+	t_wait_until 10 t_pid_gone "$tpid" || fail "the bridge did not exit within 10 s of SIGINT" bridge
 	sf_wait_exit "$tpid"
 	[ "$SF_RC" = 0 ] || fail "the bridge exited with status $SF_RC" bridge
 	grep -q '^ib2roce: final counters$' "$T/bridge.out" ||

@@ -21,6 +21,8 @@
 # FIXTURES_DIR (see its README.md). Needs root (namespaces): exits 77 otherwise, or when
 # OpenPGM, ip, nft, dumpcap or tshark is missing. Run time about 10 s.
 set -u
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
 
 tool=$1
 compare=$2
@@ -107,12 +109,7 @@ EOF
 ip netns exec "$ns_r" dumpcap -q -P -i "r$tag" -f udp -w "$tmp/cap.pcap" \
 	>"$tmp/dumpcap.log" 2>&1 &
 dump_pid=$!
-i=0
-while [ ! -s "$tmp/cap.pcap" ] && [ $i -lt 50 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-[ -s "$tmp/cap.pcap" ] || fail "dumpcap did not start: $(cat "$tmp/dumpcap.log")"
+t_wait_until 5 test -s "$tmp/cap.pcap" || fail "dumpcap did not start: $(cat "$tmp/dumpcap.log")"
 
 ip netns exec "$ns_r" timeout 30 "$recv" "$DST;$GROUP" $((MESSAGES + 1)) 15000 \
 	>"$tmp/recv.log" 2>&1 &

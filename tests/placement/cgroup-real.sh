@@ -7,8 +7,8 @@
 #     control thread on CPU 0, the file named in the plan.
 # The cgroup is removed at the end. Environment: IB2ROCE, SIMLIB, SIMFAB.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../simfabric/lib.sh
-. "$(dirname "$0")/../simfabric/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 : "${IB2ROCE:?IB2ROCE must name the ib2roce program}"
 
 SF_TEST=placement-cgroup-real

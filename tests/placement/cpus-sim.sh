@@ -6,8 +6,8 @@
 # (the documented recipe) a worker given --cpus 1 runs on CPU 1, the control thread on 0.
 set -eu
 
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 sf_init "place-cpus"
 group=239.1.2.3
@@ -45,15 +45,15 @@ grep -q 'ib2roce info: control thread: CPU 0, ' "$SF_TMP/bridge.err" ||
 grep -qF 'placement: workers 0 and 1 share CPU 1 (oversubscribe)' "$SF_TMP/bridge.err" ||
 	br_fail "no warning about the shared CPU" bridge
 
-out=$(bc_ok bridge workers)
-expect_in "$out" "^ *worker +cpu +core +node +isolated " "workers table: placement columns"
-expect_in "$out" "--cpus \(oversubscribed\)" "workers table: why worker 1 is on CPU 1"
-expect_in "$out" "^control thread: CPU 0, " "workers table: the control thread's CPU"
-[ "$(json bridge '.placement.workers | map(.cpu) | join(",")')" = "1,1" ] ||
+out=$(con_ok bridge workers)
+con_expect_in "$out" "^ *worker +cpu +core +node +isolated " "workers table: placement columns"
+con_expect_in "$out" "--cpus \(oversubscribed\)" "workers table: why worker 1 is on CPU 1"
+con_expect_in "$out" "^control thread: CPU 0, " "workers table: the control thread's CPU"
+[ "$(con_json bridge '.placement.workers | map(.cpu) | join(",")')" = "1,1" ] ||
 	br_fail "stats --json: placement.workers CPUs" bridge
-[ "$(json bridge '.placement.control.cpu')" = 0 ] ||
+[ "$(con_json bridge '.placement.control.cpu')" = 0 ] ||
 	br_fail "stats --json: placement.control.cpu" bridge
-[ "$(json bridge '.placement.warnings | length')" -ge 1 ] ||
+[ "$(con_json bridge '.placement.warnings | length')" -ge 1 ] ||
 	br_fail "stats --json: placement.warnings" bridge
 br_stop bridge
 
@@ -72,8 +72,8 @@ if taskset -c 1 true 2>/dev/null && taskset -c 0 true 2>/dev/null; then
 		br_fail "taskset -c 0 --cpus 1: the control thread not on CPU 0" recipe
 	grep -q 'housekeeping CPUs 0 (process affinity)' "$SF_TMP/recipe.err" ||
 		br_fail "taskset -c 0: the housekeeping CPUs not logged" recipe
-	out=$(bc_ok recipe workers)
-	expect_in "$out" "^ *0 +1 " "workers table: worker 0 pinned to CPU 1 (outside the affinity)"
+	out=$(con_ok recipe workers)
+	con_expect_in "$out" "^ *0 +1 " "workers table: worker 0 pinned to CPU 1 (outside the affinity)"
 	br_stop recipe
 else
 	sf_log "recipe part skipped: CPUs 0 and 1 are not both usable here"
@@ -91,20 +91,20 @@ warn='worker 0 on CPU 0: not isolated while CPUs 1 are (--cpus)'
 warn_re='worker 0 on CPU 0: not isolated while CPUs 1 are \(--cpus\)'
 grep -qF "ib2roce warning: placement: $warn" "$SF_TMP/warned.err" ||
 	br_fail "no placement warning in the log" warned
-out=$(bc_ok warned workers)
-expect_in "$out" "^warning: $warn_re" "workers: the placement warning" warned
-out=$(bc_ok warned health)
-expect_in "$out" "^health DEGRADED placement: 1 worker warning: $warn_re" "health: the warning" warned
-[ "$(json warned '.health.placement')" = "placement: 1 worker warning: $warn" ] ||
+out=$(con_ok warned workers)
+con_expect_in "$out" "^warning: $warn_re" "workers: the placement warning" warned
+out=$(con_ok warned health)
+con_expect_in "$out" "^health DEGRADED placement: 1 worker warning: $warn_re" "health: the warning" warned
+[ "$(con_json warned '.health.placement')" = "placement: 1 worker warning: $warn" ] ||
 	br_fail "stats --json: health.placement" warned
-[ "$(json warned '.healthy')" = true ] || br_fail "stats --json: not healthy" warned
-[ "$(json warned '.degraded')" = true ] || br_fail "stats --json: not degraded" warned
-k=0
-until grep -qx 'ib2roce_health_condition{condition="placement",level="degraded"} 1' "$SF_TMP/warned.prom" 2>/dev/null &&
-	grep -qx 'ib2roce_degraded 1' "$SF_TMP/warned.prom"; do
-	k=$((k + 1))
-	[ "$k" -le 100 ] || br_fail "metrics: no ib2roce_health_condition{condition=\"placement\"} 1 or ib2roce_degraded 1" warned
-	sleep 0.1
-done
+[ "$(con_json warned '.healthy')" = true ] || br_fail "stats --json: not healthy" warned
+[ "$(con_json warned '.degraded')" = true ] || br_fail "stats --json: not degraded" warned
+# warned_degraded: the metrics file shows the placement condition degraded.
+warned_degraded() {
+	grep -sqx 'ib2roce_health_condition{condition="placement",level="degraded"} 1' "$SF_TMP/warned.prom" &&
+		grep -qx 'ib2roce_degraded 1' "$SF_TMP/warned.prom"
+}
+t_wait_until 10 warned_degraded ||
+	br_fail "metrics: no ib2roce_health_condition{condition=\"placement\"} 1 or ib2roce_degraded 1" warned
 br_stop warned
 sf_log "ok"

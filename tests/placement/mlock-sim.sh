@@ -4,8 +4,8 @@
 # limit and how to raise it; with the capability (root) it starts and runs.
 set -eu
 
-# shellcheck source-path=SCRIPTDIR source=../bridge/lib.sh
-. "$(dirname "$0")/../bridge/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
+. "$(dirname "$0")/../lib/br.sh"
 
 sf_init "place-mlock"
 sf_need setpriv

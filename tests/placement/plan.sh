@@ -4,12 +4,12 @@
 # (RoCE) given as OpenFabrics OS devices in the XML (not opened: no RDMA device needed),
 # isolated CPUs and RT throttling read under IB2ROCE_SYSFS_ROOT, the allowed CPUs given
 # with --allowed-cpus (the machines have more CPUs than the one running the test).
-# The printed plan is compared line by line with expected/CASE-N.plan (the N-th full
+# The printed plan is compared line by line with fixtures/CASE-N.plan (the N-th full
 # plan of the case; the other checks look for single lines).
 #
 # Usage: plan.sh CASE (see the case statement). Environment: IB2ROCE, the bridge.
 #
-# The XML files were made from hwloc synthetic topologies (hwloc_topology_export_xml of
+# The XML files (fixtures/) were made from hwloc synthetic topologies (hwloc_topology_export_xml of
 # "pack:2 numa:1 core:4 pu:2" and the like) with a PCIDev + OSDev (osdev_type 3,
 # OpenFabrics) per NIC added under the package the NIC is attached to:
 #   one-socket.xml      1 package, 4 cores, no SMT; both NICs on it
@@ -43,17 +43,17 @@ plan() {
 	local xml=$1 rc=$2 got=0
 
 	shift 2
-	HWLOC_XMLFILE=$here/$xml "$IB2ROCE" --check --show-placement -d mlx5_0 -r mlx5_1 "$@" \
+	HWLOC_XMLFILE=$here/fixtures/$xml "$IB2ROCE" --check --show-placement -d mlx5_0 -r mlx5_1 "$@" \
 		>"$tmp/out" 2>"$tmp/err" || got=$?
 	[ "$got" = "$rc" ] || fail "$xml $*: exit status $got, expected $rc"
 }
 
-# expect NAME: stdout is exactly the plan in expected/NAME.plan (the fake root's path
+# expect NAME: stdout is exactly the plan in fixtures/NAME.plan (the fake root's path
 # written ROOT there).
 expect() {
 	sed "s|$root|ROOT|g" "$tmp/out" >"$tmp/out.plan"
-	[ -z "${REGEN:-}" ] || cp "$tmp/out.plan" "$here/expected/$1.plan"
-	diff -u "$here/expected/$1.plan" "$tmp/out.plan" >"$tmp/diff" || {
+	[ -z "${REGEN:-}" ] || cp "$tmp/out.plan" "$here/fixtures/$1.plan"
+	diff -u "$here/fixtures/$1.plan" "$tmp/out.plan" >"$tmp/diff" || {
 		cat "$tmp/diff" >&2
 		fail "the plan differs (diff above: - expected, + printed)"
 	}

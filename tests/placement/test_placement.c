@@ -7,7 +7,7 @@
  * (HWLOC_XMLFILE; its OS devices are named mlx5_*, the NICs here are not); a worker on a
  * CPU that takes the NICs' IRQs (device/msi_irqs, /proc/irq/N/smp_affinity_list).
  *
- * Usage: test_placement DIR (the directory of the XML files).
+ * Usage: test_placement DIR (the directory of the XML files: tests/placement/fixtures).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -287,5 +287,5 @@ int main(void)
 	test_cross_worker();
 	test_large_bursts();
 	test_tiny_cache();
-	return tap_end();
+	return tap_done();
 }

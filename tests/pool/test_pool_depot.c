@@ -319,5 +319,5 @@ int main(void)
 	test_stalled_producer();
 	test_stalled_consumer();
 	test_mt();
-	return tap_end();
+	return tap_done();
 }

@@ -312,5 +312,5 @@ int main(void)
 	test_numa();
 	test_huge();
 	test_many();
-	return tap_end();
+	return tap_done();
 }

@@ -361,5 +361,5 @@ out:
 	side_close(&ib);
 	side_close(&roce);
 	fabric_remove();
-	return tap_end();
+	return tap_done();
 }

@@ -189,5 +189,5 @@ int main(void)
 {
 	test_transitions();
 	test_detection();
-	return tap_end();
+	return tap_done();
 }

@@ -231,7 +231,7 @@ int main(void)
 	p.cache_size = CACHE_SIZE;
 	g_pool = pool_new(&p);
 	if (!OK(g_pool, "pool_new %d buffers, %d workers, cache %d", NBUFS, NWORKERS, CACHE_SIZE))
-		return tap_end();
+		return tap_done();
 	pthread_barrier_init(&g_barrier, NULL, NWORKERS);
 	pthread_create(&ct, NULL, census_main, &scans);
 	for (uint32_t i = 0; i < NWORKERS; i++) {
@@ -274,5 +274,5 @@ int main(void)
 	EQ(counts[POOL_FREE], pool_depot_free(g_pool), "FREE = depot");
 	pool_free(g_pool);
 	pthread_barrier_destroy(&g_barrier);
-	return tap_end();
+	return tap_done();
 }

@@ -38,8 +38,8 @@ static struct rdma_cm_id *resolved_id(const char *src, const char *dst)
 		printf("Bail out! rdma_create_id: %s\n", strerror(errno));
 		exit(100);
 	}
-	check(rdma_resolve_addr(id, (struct sockaddr *)&s, (struct sockaddr *)&d, 1000) == 0,
-	      "rdma_resolve_addr %s -> %s", src, dst);
+	OK(rdma_resolve_addr(id, (struct sockaddr *)&s, (struct sockaddr *)&d, 1000) == 0,
+	   "rdma_resolve_addr %s -> %s", src, dst);
 	return id;
 }
 
@@ -50,31 +50,31 @@ static void route(const char *name, const char *src, const char *dst, int ib)
 	struct ibv_sa_path_rec *p;
 	union ibv_gid sgid;
 
-	check(rdma_resolve_route(id, 1000) == 0, "%s: rdma_resolve_route succeeds", name);
-	check(id->event && id->event->event == RDMA_CM_EVENT_ROUTE_RESOLVED,
-	      "%s: the event is ROUTE_RESOLVED", name);
-	check(id->route.num_paths == 1 && id->route.path_rec, "%s: one path record", name);
+	OK(rdma_resolve_route(id, 1000) == 0, "%s: rdma_resolve_route succeeds", name);
+	OK(id->event && id->event->event == RDMA_CM_EVENT_ROUTE_RESOLVED,
+	   "%s: the event is ROUTE_RESOLVED", name);
+	OK(id->route.num_paths == 1 && id->route.path_rec, "%s: one path record", name);
 	p = id->route.path_rec;
 	ibv_query_port(id->verbs, id->port_num, &pa);
 	ibv_query_gid(id->verbs, id->port_num, 0, &sgid);
 	if (ib) {
-		check(be16toh(p->slid) == pa.lid, "%s: path SLID %u is the port's LID %u", name,
-		      be16toh(p->slid), pa.lid);
-		check(p->dlid != 0, "%s: path DLID set", name);
-		check(!memcmp(&p->sgid, &sgid, sizeof(sgid)), "%s: path SGID is GID 0", name);
+		OK(be16toh(p->slid) == pa.lid, "%s: path SLID %u is the port's LID %u", name,
+		   be16toh(p->slid), pa.lid);
+		OK(p->dlid != 0, "%s: path DLID set", name);
+		OK(!memcmp(&p->sgid, &sgid, sizeof(sgid)), "%s: path SGID is GID 0", name);
 	} else {
-		check(p->slid == 0 && p->dlid == 0, "%s: no LIDs on Ethernet", name);
+		OK(p->slid == 0 && p->dlid == 0, "%s: no LIDs on Ethernet", name);
 	}
-	check(p->mtu == pa.active_mtu, "%s: path MTU %u is the port's %u", name, p->mtu,
-	      pa.active_mtu);
-	check(p->numb_path == 1 && p->reversible == 1, "%s: one reversible path", name);
+	OK(p->mtu == pa.active_mtu, "%s: path MTU %u is the port's %u", name, p->mtu,
+	   pa.active_mtu);
+	OK(p->numb_path == 1 && p->reversible == 1, "%s: one reversible path", name);
 	/* A synchronous UD id: SIDR to a port nobody listens on answers IB_SIDR_UNSUPPORTED,
 	 * which ucma_complete turns into errno 1 (sidr.c checks SIDR in full). */
-	check(rdma_connect(id, NULL) == -1 && errno == 1 && id->event &&
-		      id->event->event == RDMA_CM_EVENT_UNREACHABLE && id->event->status == 1,
-	      "%s: rdma_connect (SIDR) to no listener: UNREACHABLE status 1", name);
+	OK(rdma_connect(id, NULL) == -1 && errno == 1 && id->event &&
+		   id->event->event == RDMA_CM_EVENT_UNREACHABLE && id->event->status == 1,
+	   "%s: rdma_connect (SIDR) to no listener: UNREACHABLE status 1", name);
 	rdma_destroy_ep(id);
-	check(1, "%s: rdma_destroy_ep frees an id from rdma_create_id", name);
+	OK(1, "%s: rdma_destroy_ep frees an id from rdma_create_id", name);
 }
 
 int main(void)
@@ -98,37 +98,35 @@ int main(void)
 
 	/* Not resolved yet: EINVAL, as upstream. */
 	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP) == 0) {
-		check(rdma_resolve_route(id, 1000) == -1 && errno == EINVAL,
-		      "rdma_resolve_route before rdma_resolve_addr: EINVAL");
-		check(rdma_accept(id, NULL) == -1 && errno == EINVAL,
-		      "rdma_accept on a UD id without a request: EINVAL");
-		check(rdma_reject(id, NULL, 0) == -1 && errno == EINVAL,
-		      "rdma_reject on a UD id without a request: EINVAL");
+		OK(rdma_resolve_route(id, 1000) == -1 && errno == EINVAL,
+		   "rdma_resolve_route before rdma_resolve_addr: EINVAL");
+		OK(rdma_accept(id, NULL) == -1 && errno == EINVAL,
+		   "rdma_accept on a UD id without a request: EINVAL");
+		OK(rdma_reject(id, NULL, 0) == -1 && errno == EINVAL,
+		   "rdma_reject on a UD id without a request: EINVAL");
 		rdma_destroy_id(id);
 	}
 	/* Connected QPs are not simulated: RC ids refuse connection management. */
 	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0) {
-		check(rdma_listen(id, 4) == -1 && errno == EOPNOTSUPP,
-		      "rdma_listen on an RC id: EOPNOTSUPP");
-		check(rdma_connect(id, NULL) == -1 && errno == EOPNOTSUPP,
-		      "rdma_connect on an RC id: EOPNOTSUPP");
-		check(rdma_get_request(id, &req) == -1 && errno == EOPNOTSUPP && req == NULL,
-		      "rdma_get_request: EOPNOTSUPP, *id cleared");
-		check(rdma_accept(id, NULL) == -1 && errno == EOPNOTSUPP,
-		      "rdma_accept on an RC id: EOPNOTSUPP");
-		check(rdma_reject(id, NULL, 0) == -1 && errno == EOPNOTSUPP,
-		      "rdma_reject on an RC id: EOPNOTSUPP");
-		check(rdma_disconnect(id) == -1 && errno == EOPNOTSUPP,
-		      "rdma_disconnect: EOPNOTSUPP");
-		check(rdma_establish(id) == -1 && errno == EOPNOTSUPP,
-		      "rdma_establish: EOPNOTSUPP");
-		check(rdma_set_local_ece(id, NULL) == -1 && errno == EOPNOTSUPP,
-		      "rdma_set_local_ece: EOPNOTSUPP");
+		OK(rdma_listen(id, 4) == -1 && errno == EOPNOTSUPP,
+		   "rdma_listen on an RC id: EOPNOTSUPP");
+		OK(rdma_connect(id, NULL) == -1 && errno == EOPNOTSUPP,
+		   "rdma_connect on an RC id: EOPNOTSUPP");
+		OK(rdma_get_request(id, &req) == -1 && errno == EOPNOTSUPP && req == NULL,
+		   "rdma_get_request: EOPNOTSUPP, *id cleared");
+		OK(rdma_accept(id, NULL) == -1 && errno == EOPNOTSUPP,
+		   "rdma_accept on an RC id: EOPNOTSUPP");
+		OK(rdma_reject(id, NULL, 0) == -1 && errno == EOPNOTSUPP,
+		   "rdma_reject on an RC id: EOPNOTSUPP");
+		OK(rdma_disconnect(id) == -1 && errno == EOPNOTSUPP, "rdma_disconnect: EOPNOTSUPP");
+		OK(rdma_establish(id) == -1 && errno == EOPNOTSUPP, "rdma_establish: EOPNOTSUPP");
+		OK(rdma_set_local_ece(id, NULL) == -1 && errno == EOPNOTSUPP,
+		   "rdma_set_local_ece: EOPNOTSUPP");
 		rdma_destroy_id(id);
 	}
-	check(rsocket(AF_INET, SOCK_STREAM, 0) == -1 && errno == EOPNOTSUPP, "rsocket: EOPNOTSUPP");
-	check(rsend(3, "x", 1, 0) == -1 && errno == EBADF, "rsend on a non-rsocket: EBADF");
-	check(rclose(3) == -1 && errno == EBADF, "rclose on a non-rsocket: EBADF");
+	OK(rsocket(AF_INET, SOCK_STREAM, 0) == -1 && errno == EOPNOTSUPP, "rsocket: EOPNOTSUPP");
+	OK(rsend(3, "x", 1, 0) == -1 && errno == EBADF, "rsend on a non-rsocket: EBADF");
+	OK(rclose(3) == -1 && errno == EBADF, "rclose on a non-rsocket: EBADF");
 
 	/* rselect over a pipe: writable at once, readable after a write. */
 	if (pipe(pfd) == 0) {
@@ -137,13 +135,13 @@ int main(void)
 		FD_SET(pfd[0], &rd);
 		FD_SET(pfd[1], &wr);
 		n = rselect(pfd[1] + 1, &rd, &wr, NULL, &tv);
-		check(n == 1 && FD_ISSET(pfd[1], &wr) && !FD_ISSET(pfd[0], &rd),
-		      "rselect: the empty pipe is writable, not readable (%d)", n);
-		check(write(pfd[1], "x", 1) == 1, "write to the pipe");
+		OK(n == 1 && FD_ISSET(pfd[1], &wr) && !FD_ISSET(pfd[0], &rd),
+		   "rselect: the empty pipe is writable, not readable (%d)", n);
+		OK(write(pfd[1], "x", 1) == 1, "write to the pipe");
 		FD_ZERO(&rd);
 		FD_SET(pfd[0], &rd);
 		n = rselect(pfd[0] + 1, &rd, NULL, NULL, NULL);
-		check(n == 1 && FD_ISSET(pfd[0], &rd), "rselect: readable after a write (%d)", n);
+		OK(n == 1 && FD_ISSET(pfd[0], &rd), "rselect: readable after a write (%d)", n);
 		close(pfd[0]);
 		close(pfd[1]);
 	}
@@ -157,10 +155,10 @@ int main(void)
 	}
 	pd = ibv_alloc_pd(ctx);
 	errno = 0;
-	check(ibv_import_device(-1) == NULL && errno == EOPNOTSUPP,
-	      "ibv_import_device: NULL, EOPNOTSUPP");
-	check(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, 0) == NULL && errno == EOPNOTSUPP,
-	      "ibv_reg_dmabuf_mr: NULL, EOPNOTSUPP");
+	OK(ibv_import_device(-1) == NULL && errno == EOPNOTSUPP,
+	   "ibv_import_device: NULL, EOPNOTSUPP");
+	OK(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, -1, 0) == NULL && errno == EOPNOTSUPP,
+	   "ibv_reg_dmabuf_mr: NULL, EOPNOTSUPP");
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);

@@ -52,13 +52,13 @@ static void port_open(struct port *p, const char *name)
 			p->ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	if (!p->ctx)
-		die(name);
+		tap_bail(name);
 	p->pd = ibv_alloc_pd(p->ctx);
 	p->cq = ibv_create_cq(p->ctx, 8, NULL, NULL, 0);
 	qa.send_cq = qa.recv_cq = p->cq;
 	p->qp = p->pd && p->cq ? ibv_create_qp(p->pd, &qa) : NULL;
 	if (!p->qp || ibv_query_port(p->ctx, 1, &pa))
-		die("QP");
+		tap_bail("QP");
 	p->ib = pa.link_layer == IBV_LINK_LAYER_INFINIBAND;
 }
 
@@ -94,18 +94,18 @@ static void fill(struct port *p, const char *name, uint32_t max)
 			break;
 		ok++;
 	}
-	check(ok == max, "%s: %u of %u groups attached (first error %s)", name, ok, max,
-	      r ? strerror(r) : "none");
+	OK(ok == max, "%s: %u of %u groups attached (first error %s)", name, ok, max,
+	   r ? strerror(r) : "none");
 	g = group_gid(p, max);
 	r = ibv_attach_mcast(p->qp, &g, 0);
-	check(r == ENOMEM, "%s: group %u refused with ENOMEM (%s)", name, max + 1,
-	      r ? strerror(r) : "accepted");
+	OK(r == ENOMEM, "%s: group %u refused with ENOMEM (%s)", name, max + 1,
+	   r ? strerror(r) : "accepted");
 	g = group_gid(p, 7);
-	check(ibv_detach_mcast(p->qp, &g, 0) == 0, "%s: detach a group", name);
+	OK(ibv_detach_mcast(p->qp, &g, 0) == 0, "%s: detach a group", name);
 	g = group_gid(p, max);
-	check(ibv_attach_mcast(p->qp, &g, 0) == 0, "%s: its place is taken by a new group", name);
+	OK(ibv_attach_mcast(p->qp, &g, 0) == 0, "%s: its place is taken by a new group", name);
 	g = group_gid(p, 7);
-	check(ibv_attach_mcast(p->qp, &g, 0) == ENOMEM, "%s: and the table is full again", name);
+	OK(ibv_attach_mcast(p->qp, &g, 0) == ENOMEM, "%s: and the table is full again", name);
 }
 
 /* rdma_cm joins on the IB segment: distinct MLIDs in 0xc000..0xfffe. */
@@ -118,7 +118,7 @@ static void joins(void)
 
 	inet_pton(AF_INET, "198.18.0.2", &a.sin_addr);
 	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP) || rdma_bind_addr(id, (struct sockaddr *)&a))
-		die("rdma_cm id");
+		tap_bail("rdma_cm id");
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_in m = {.sin_family = AF_INET};
 
@@ -133,8 +133,8 @@ static void joins(void)
 			distinct &= seen[j] != seen[n];
 		n++;
 	}
-	check(n == 64, "64 rdma_cm joins on IB (%d)", n);
-	check(distinct && range, "their MLIDs are distinct and in 0xc000..0xfffe");
+	OK(n == 64, "64 rdma_cm joins on IB (%d)", n);
+	OK(distinct && range, "their MLIDs are distinct and in 0xc000..0xfffe");
 	rdma_destroy_id(id);
 }
 
@@ -157,17 +157,17 @@ static void qps(struct port *p, int max_qp, int held)
 	int n = 0, first_err = 0;
 
 	if (!q)
-		die("calloc");
+		tap_bail("calloc");
 	while (n < max_qp && (q[n] = ibv_create_qp(p->pd, &qa)))
 		n++;
 	first_err = errno;
-	check(n == max_qp - held, "%d QPs beside the ports' %d: max_qp %d in all", n, held, max_qp);
-	check(n < max_qp && !q[n] && first_err == ENOMEM, "the next QP is refused: ENOMEM");
-	check(n > 0 && ibv_post_recv(q[0], &wr, &bad) == ENOMEM,
-	      "a QP without receive queue refuses a receive: ENOMEM");
-	check(n > 0 && ibv_destroy_qp(q[n / 2]) == 0, "destroy one");
+	OK(n == max_qp - held, "%d QPs beside the ports' %d: max_qp %d in all", n, held, max_qp);
+	OK(n < max_qp && !q[n] && first_err == ENOMEM, "the next QP is refused: ENOMEM");
+	OK(n > 0 && ibv_post_recv(q[0], &wr, &bad) == ENOMEM,
+	   "a QP without receive queue refuses a receive: ENOMEM");
+	OK(n > 0 && ibv_destroy_qp(q[n / 2]) == 0, "destroy one");
 	extra = ibv_create_qp(p->pd, &qa);
-	check(extra != NULL, "its place is used again");
+	OK(extra != NULL, "its place is used again");
 	if (extra)
 		ibv_destroy_qp(extra);
 	for (int i = 0; i < n; i++)
@@ -189,17 +189,17 @@ int main(void)
 	port_open(&ib, "sim_ib1");
 	port_open(&roce, "sim_roce1");
 	if (ibv_query_device(ib.ctx, &da))
-		die("ibv_query_device");
-	check(da.max_mcast_grp == 16383, "max_mcast_grp %d: the groups a subnet holds",
-	      da.max_mcast_grp);
-	check(da.max_qp == 131072, "max_qp %d", da.max_qp);
+		tap_bail("ibv_query_device");
+	OK(da.max_mcast_grp == 16383, "max_mcast_grp %d: the groups a subnet holds",
+	   da.max_mcast_grp);
+	OK(da.max_qp == 131072, "max_qp %d", da.max_qp);
 	qps(&ib, da.max_qp, 2);
 	joins();
 	/* The joins above hold 64 IB groups until their id is destroyed: gone now. */
 	fill(&ib, "IB", 16383);
 	fill(&roce, "RoCE", 16383);
 	/* Destroying a QP detaches it from every group, freeing them: the table refills. */
-	check(ibv_destroy_qp(ib.qp) == 0, "IB: destroy the QP of 16383 groups");
+	OK(ibv_destroy_qp(ib.qp) == 0, "IB: destroy the QP of 16383 groups");
 	ib.qp = NULL;
 	{
 		struct port again = {0};

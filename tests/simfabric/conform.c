@@ -120,7 +120,7 @@ static void post_recvs(struct ep *e, int n)
 		struct ibv_recv_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1}, *bad;
 
 		if (ibv_post_recv(e->id->qp, &wr, &bad))
-			die("ibv_post_recv");
+			tap_bail("ibv_post_recv");
 	}
 }
 
@@ -138,15 +138,15 @@ static void ep_open(struct ep *e, const char *ip, enum rdma_port_space ps, bool 
 	inet_pton(AF_INET, ip, &a.sin_addr);
 	e->ch = rdma_create_event_channel();
 	if (!e->ch || rdma_create_id(e->ch, &e->id, e, ps))
-		die("rdma_create_id");
+		tap_bail("rdma_create_id");
 	if (rdma_bind_addr(e->id, (struct sockaddr *)&a))
-		die("rdma_bind_addr");
+		tap_bail("rdma_bind_addr");
 	e->pd = ibv_alloc_pd(e->id->verbs);
 	if (with_channel)
 		e->cc = ibv_create_comp_channel(e->id->verbs);
 	e->cq = ibv_create_cq(e->id->verbs, cqe, e, e->cc, 0);
 	if (!e->pd || !e->cq)
-		die("pd/cq");
+		tap_bail("pd/cq");
 	memset(&qa, 0, sizeof(qa));
 	qa.qp_type = IBV_QPT_UD;
 	qa.send_cq = e->cq;
@@ -162,12 +162,12 @@ static void ep_open(struct ep *e, const char *ip, enum rdma_port_space ps, bool 
 		qa.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
 	}
 	if (rdma_create_qp_ex(e->id, &qa))
-		die("rdma_create_qp_ex");
+		tap_bail("rdma_create_qp_ex");
 	e->buf = aligned_alloc(4096, ((size_t)(NBUF + 1) * BUF_LEN + 4095) & ~(size_t)4095);
 	memset(e->buf, 0xee, (size_t)(NBUF + 1) * BUF_LEN);
 	e->mr = ibv_reg_mr(e->pd, e->buf, (size_t)(NBUF + 1) * BUF_LEN, IBV_ACCESS_LOCAL_WRITE);
 	if (!e->mr)
-		die("ibv_reg_mr");
+		tap_bail("ibv_reg_mr");
 }
 
 /* Join and wait for the event; returns the event type. Fills e->ud and the AH. */
@@ -183,7 +183,7 @@ static int ep_join(struct ep *e, struct sockaddr *group, bool send_only)
 	int type;
 
 	if (rdma_join_multicast_ex(e->id, &ja, e))
-		die("rdma_join_multicast_ex");
+		tap_bail("rdma_join_multicast_ex");
 	ev = get_event(e->ch, WAIT_MS);
 	if (!ev)
 		return -1;
@@ -300,32 +300,32 @@ static void test_mgids(void)
 	struct ep e;
 
 	ep_open(&e, "198.18.0.2", RDMA_PS_UDP, false, false, 256);
-	check(ep_join(&e, in4(&g, GROUP), false) == RDMA_CM_EVENT_MULTICAST_JOIN,
-	      "IB PS_UDP join gives MULTICAST_JOIN");
-	check(gid_eq(e.mgid, "ff12:4001:ffff::f01:203"), "IB PS_UDP MGID ff12:4001:ffff::f01:203");
-	check(e.ud.qp_num == 0xffffff, "join event qp_num 0xffffff (%#x)", e.ud.qp_num);
-	check(e.ud.qkey == 0x01234567, "join event qkey 0x01234567 (%#x)", e.ud.qkey);
-	check(e.ud.private_data == &e, "join event private_data is the join context");
-	check(e.ud.ah_attr.is_global == 1 && e.ud.ah_attr.port_num == 1, "ah_attr global, port 1");
-	check(e.ud.ah_attr.dlid >= 0xc000 && e.ud.ah_attr.dlid < 0xffff, "IB dlid is an MLID (%#x)",
-	      e.ud.ah_attr.dlid);
-	check(e.ud.ah_attr.grh.hop_limit == 0 && e.ud.ah_attr.grh.sgid_index == 0,
-	      "IB join hop_limit 0, sgid_index 0");
+	OK(ep_join(&e, in4(&g, GROUP), false) == RDMA_CM_EVENT_MULTICAST_JOIN,
+	   "IB PS_UDP join gives MULTICAST_JOIN");
+	OK(gid_eq(e.mgid, "ff12:4001:ffff::f01:203"), "IB PS_UDP MGID ff12:4001:ffff::f01:203");
+	OK(e.ud.qp_num == 0xffffff, "join event qp_num 0xffffff (%#x)", e.ud.qp_num);
+	OK(e.ud.qkey == 0x01234567, "join event qkey 0x01234567 (%#x)", e.ud.qkey);
+	OK(e.ud.private_data == &e, "join event private_data is the join context");
+	OK(e.ud.ah_attr.is_global == 1 && e.ud.ah_attr.port_num == 1, "ah_attr global, port 1");
+	OK(e.ud.ah_attr.dlid >= 0xc000 && e.ud.ah_attr.dlid < 0xffff, "IB dlid is an MLID (%#x)",
+	   e.ud.ah_attr.dlid);
+	OK(e.ud.ah_attr.grh.hop_limit == 0 && e.ud.ah_attr.grh.sgid_index == 0,
+	   "IB join hop_limit 0, sgid_index 0");
 	ep_close(&e, (struct sockaddr *)&g);
 
 	ep_open(&e, "198.18.0.2", RDMA_PS_IPOIB, false, false, 256);
-	check(ep_join(&e, in4(&g, GROUP), false) == RDMA_CM_EVENT_MULTICAST_JOIN &&
-		      gid_eq(e.mgid, "ff12:401b:ffff::f01:203"),
-	      "IB PS_IPOIB MGID ff12:401b:ffff::f01:203");
+	OK(ep_join(&e, in4(&g, GROUP), false) == RDMA_CM_EVENT_MULTICAST_JOIN &&
+		   gid_eq(e.mgid, "ff12:401b:ffff::f01:203"),
+	   "IB PS_IPOIB MGID ff12:401b:ffff::f01:203");
 	ep_close(&e, (struct sockaddr *)&g);
 
 	ep_open(&e, "198.19.0.2", RDMA_PS_UDP, false, false, 256);
-	check(ep_join(&e, in4(&g, GROUP), false) == RDMA_CM_EVENT_MULTICAST_JOIN &&
-		      gid_eq(e.mgid, "::ffff:239.1.2.3"),
-	      "RoCE MGID ::ffff:239.1.2.3");
-	check(e.ud.ah_attr.dlid == 0 && e.ud.ah_attr.grh.hop_limit == 64 &&
-		      e.ud.ah_attr.grh.sgid_index == 3 && e.ud.ah_attr.sl == 0,
-	      "RoCE join: dlid 0, hop_limit 64, sgid_index 3 (RoCE v2 IPv4 GID)");
+	OK(ep_join(&e, in4(&g, GROUP), false) == RDMA_CM_EVENT_MULTICAST_JOIN &&
+		   gid_eq(e.mgid, "::ffff:239.1.2.3"),
+	   "RoCE MGID ::ffff:239.1.2.3");
+	OK(e.ud.ah_attr.dlid == 0 && e.ud.ah_attr.grh.hop_limit == 64 &&
+		   e.ud.ah_attr.grh.sgid_index == 3 && e.ud.ah_attr.sl == 0,
+	   "RoCE join: dlid 0, hop_limit 64, sgid_index 3 (RoCE v2 IPv4 GID)");
 	ep_close(&e, (struct sockaddr *)&g);
 
 	/* AF_IB addresses on a UD id (PS_UDP, as mckey -M): PS_IB ids are connected. */
@@ -333,9 +333,9 @@ static void test_mgids(void)
 	memset(&sib, 0, sizeof(sib));
 	sib.sib_family = AF_IB;
 	inet_pton(AF_INET6, "ff15:a01b:ffff::1234:ef01:0203", &sib.sib_addr);
-	check(ep_join(&e, (struct sockaddr *)&sib, false) == RDMA_CM_EVENT_MULTICAST_JOIN &&
-		      gid_eq(e.mgid, "ff15:a01b:ffff::1234:ef01:0203"),
-	      "AF_IB MGID used verbatim");
+	OK(ep_join(&e, (struct sockaddr *)&sib, false) == RDMA_CM_EVENT_MULTICAST_JOIN &&
+		   gid_eq(e.mgid, "ff15:a01b:ffff::1234:ef01:0203"),
+	   "AF_IB MGID used verbatim");
 	ep_close(&e, (struct sockaddr *)&sib);
 }
 
@@ -357,8 +357,8 @@ static void test_data(bool roce)
 	ep_open(&tx, tx_ip, RDMA_PS_UDP, false, false, 256);
 	post_recvs(&rx, 4);
 	ep_join(&rx, in4(&g, GROUP), false);
-	check(ep_join(&tx, in4(&g, GROUP), true) == RDMA_CM_EVENT_MULTICAST_JOIN,
-	      "%s send-only join", name);
+	OK(ep_join(&tx, in4(&g, GROUP), true) == RDMA_CM_EVENT_MULTICAST_JOIN, "%s send-only join",
+	   name);
 	/* An AH with our own traffic class / hop limit to see them echoed. */
 	aa = tx.ud.ah_attr;
 	aa.grh.traffic_class = 0x28;
@@ -366,58 +366,57 @@ static void test_data(bool roce)
 	aa.grh.flow_label = roce ? 0 : 0x12345;
 	ibv_destroy_ah(tx.ah);
 	tx.ah = ibv_create_ah(tx.pd, &aa);
-	check(ep_send(&tx, MSG_LEN, true, 0x11223344, IBV_SEND_SIGNALED, 77, tx.remote_qkey) == 0,
-	      "%s post_send", name);
+	OK(ep_send(&tx, MSG_LEN, true, 0x11223344, IBV_SEND_SIGNALED, 77, tx.remote_qkey) == 0,
+	   "%s post_send", name);
 	n = poll_n(tx.cq, wc, 1, WAIT_MS);
-	check(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_SEND &&
-		      wc[0].wr_id == 77 && wc[0].qp_num == tx.id->qp->qp_num,
-	      "%s signaled send completes: status, opcode SEND, wr_id, qp_num", name);
+	OK(n == 1 && wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_SEND &&
+		   wc[0].wr_id == 77 && wc[0].qp_num == tx.id->qp->qp_num,
+	   "%s signaled send completes: status, opcode SEND, wr_id, qp_num", name);
 	n = poll_n(rx.cq, wc, 1, WAIT_MS);
-	check(n == 1, "%s receiver gets one completion", name);
+	OK(n == 1, "%s receiver gets one completion", name);
 	if (n != 1)
 		goto out;
-	check(wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_RECV && wc[0].wr_id == 0,
-	      "%s recv wc: success, IBV_WC_RECV, wr_id of the first posted receive", name);
-	check(wc[0].byte_len == 40 + MSG_LEN, "%s byte_len includes the 40-byte header (%u)", name,
-	      wc[0].byte_len);
-	check(wc[0].wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM) &&
-		      ntohl(wc[0].imm_data) == 0x11223344,
-	      "%s wc_flags GRH|WITH_IMM, imm_data in network order", name);
-	check(wc[0].src_qp == tx.id->qp->qp_num && wc[0].qp_num == rx.id->qp->qp_num,
-	      "%s src_qp is the sender QPN, qp_num the receiver's", name);
+	OK(wc[0].status == IBV_WC_SUCCESS && wc[0].opcode == IBV_WC_RECV && wc[0].wr_id == 0,
+	   "%s recv wc: success, IBV_WC_RECV, wr_id of the first posted receive", name);
+	OK(wc[0].byte_len == 40 + MSG_LEN, "%s byte_len includes the 40-byte header (%u)", name,
+	   wc[0].byte_len);
+	OK(wc[0].wc_flags == (IBV_WC_GRH | IBV_WC_WITH_IMM) && ntohl(wc[0].imm_data) == 0x11223344,
+	   "%s wc_flags GRH|WITH_IMM, imm_data in network order", name);
+	OK(wc[0].src_qp == tx.id->qp->qp_num && wc[0].qp_num == rx.id->qp->qp_num,
+	   "%s src_qp is the sender QPN, qp_num the receiver's", name);
 	/* mlx5 reports a RoCE packet's network header type in sl: RoCEv2/IPv4 0xA. */
-	check(wc[0].slid == (roce ? 0 : 4) && wc[0].pkey_index == 0 && wc[0].sl == (roce ? 0xa : 0),
-	      "%s slid %u, pkey_index 0, sl %u (IB: the SL; RoCE: the packet type)", name,
-	      wc[0].slid, wc[0].sl);
+	OK(wc[0].slid == (roce ? 0 : 4) && wc[0].pkey_index == 0 && wc[0].sl == (roce ? 0xa : 0),
+	   "%s slid %u, pkey_index 0, sl %u (IB: the SL; RoCE: the packet type)", name, wc[0].slid,
+	   wc[0].sl);
 	h = rbuf(&rx, 0);
-	check(payload_ok(h + 40, MSG_LEN), "%s payload bytes exact at offset 40", name);
+	OK(payload_ok(h + 40, MSG_LEN), "%s payload bytes exact at offset 40", name);
 	ibv_query_gid(tx.id->verbs, 1, roce ? 3 : 0, &sgid);
 	if (roce) {
 		const uint8_t *ip = h + 20;
 		uint8_t zero[20] = {0};
 		uint32_t tot = 20 + 8 + 12 + 8 + 4 + MSG_LEN + 4;
 
-		check(!memcmp(h, zero, 20), "RoCE bytes 0-19 zero");
-		check(ip[0] == 0x45 && ip[1] == 0x28,
-		      "RoCE IPv4 version/IHL 0x45, TOS = traffic_class");
-		check((ip[2] << 8 | ip[3]) == (int)tot, "RoCE IPv4 tot_len %u", tot);
-		check((ip[6] << 8 | ip[7]) == 0x4000 && ip[8] == 33 && ip[9] == 17,
-		      "RoCE IPv4 DF, TTL = hop_limit, protocol UDP");
-		check(csum(ip, 20) == 0xffff, "RoCE IPv4 header checksum valid");
-		check(!memcmp(ip + 12, &sgid.raw[12], 4) && ip[16] == 239 && ip[17] == 1 &&
-			      ip[18] == 2 && ip[19] == 3,
-		      "RoCE IPv4 saddr = sender 198.19.0.4, daddr = 239.1.2.3");
+		OK(!memcmp(h, zero, 20), "RoCE bytes 0-19 zero");
+		OK(ip[0] == 0x45 && ip[1] == 0x28,
+		   "RoCE IPv4 version/IHL 0x45, TOS = traffic_class");
+		OK((ip[2] << 8 | ip[3]) == (int)tot, "RoCE IPv4 tot_len %u", tot);
+		OK((ip[6] << 8 | ip[7]) == 0x4000 && ip[8] == 33 && ip[9] == 17,
+		   "RoCE IPv4 DF, TTL = hop_limit, protocol UDP");
+		OK(csum(ip, 20) == 0xffff, "RoCE IPv4 header checksum valid");
+		OK(!memcmp(ip + 12, &sgid.raw[12], 4) && ip[16] == 239 && ip[17] == 1 &&
+			   ip[18] == 2 && ip[19] == 3,
+		   "RoCE IPv4 saddr = sender 198.19.0.4, daddr = 239.1.2.3");
 	} else {
 		uint32_t vtf = (uint32_t)h[0] << 24 | h[1] << 16 | h[2] << 8 | h[3];
 		uint32_t pad = (4 - (MSG_LEN & 3)) & 3;
 
-		check(vtf >> 28 == 6 && ((vtf >> 20) & 0xff) == 0x28 && (vtf & 0xfffff) == 0x12345,
-		      "IB GRH IPVer 6, TClass, FlowLabel");
-		check((h[4] << 8 | h[5]) == (int)(12 + 8 + 4 + MSG_LEN + pad + 4),
-		      "IB GRH PayLen = BTH..ICRC");
-		check(h[6] == 0x1b && h[7] == 1, "IB GRH NxtHdr 0x1B, HopLmt as sent");
-		check(!memcmp(h + 8, sgid.raw, 16), "IB GRH SGID = sender port GID");
-		check(gid_eq(h + 24, "ff12:4001:ffff::f01:203"), "IB GRH DGID = MGID");
+		OK(vtf >> 28 == 6 && ((vtf >> 20) & 0xff) == 0x28 && (vtf & 0xfffff) == 0x12345,
+		   "IB GRH IPVer 6, TClass, FlowLabel");
+		OK((h[4] << 8 | h[5]) == (int)(12 + 8 + 4 + MSG_LEN + pad + 4),
+		   "IB GRH PayLen = BTH..ICRC");
+		OK(h[6] == 0x1b && h[7] == 1, "IB GRH NxtHdr 0x1B, HopLmt as sent");
+		OK(!memcmp(h + 8, sgid.raw, 16), "IB GRH SGID = sender port GID");
+		OK(gid_eq(h + 24, "ff12:4001:ffff::f01:203"), "IB GRH DGID = MGID");
 	}
 out:
 	ep_close(&tx, (struct sockaddr *)&g);
@@ -438,19 +437,19 @@ static void test_loopback(void)
 	ep_join(&a, in4(&g, "239.1.2.9"), false);
 	ep_join(&b, in4(&g, "239.1.2.9"), false);
 	ep_send(&a, 64, false, 0, 0, 1, a.remote_qkey);
-	check(poll_n(a.cq, wc, 2, 300) == 1 && wc[0].opcode == IBV_WC_RECV &&
-		      wc[0].src_qp == a.id->qp->qp_num,
-	      "multicast loopback: the sending QP receives its own packet");
-	check(poll_n(b.cq, wc, 2, 300) == 1, "loopback to another QP of the same device");
+	OK(poll_n(a.cq, wc, 2, 300) == 1 && wc[0].opcode == IBV_WC_RECV &&
+		   wc[0].src_qp == a.id->qp->qp_num,
+	   "multicast loopback: the sending QP receives its own packet");
+	OK(poll_n(b.cq, wc, 2, 300) == 1, "loopback to another QP of the same device");
 	ep_close(&a, (struct sockaddr *)&g);
 
 	ep_open(&a, "198.19.0.1", RDMA_PS_UDP, true, false, 256);
 	post_recvs(&a, 4);
 	ep_join(&a, in4(&g, "239.1.2.9"), false);
 	ep_send(&a, 64, false, 0, 0, 1, a.remote_qkey);
-	check(poll_n(a.cq, wc, 2, 300) == 0,
-	      "IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: no copy to the sending QP");
-	check(poll_n(b.cq, wc, 2, 300) == 1, "blocked self loopback still reaches other QPs");
+	OK(poll_n(a.cq, wc, 2, 300) == 0,
+	   "IBV_QP_CREATE_BLOCK_SELF_MCAST_LB: no copy to the sending QP");
+	OK(poll_n(b.cq, wc, 2, 300) == 1, "blocked self loopback still reaches other QPs");
 	ep_close(&a, (struct sockaddr *)&g);
 	ep_close(&b, (struct sockaddr *)&g);
 }
@@ -470,9 +469,8 @@ static void test_drops(void)
 	ep_join(&tx, in4(&g, "239.1.2.10"), true);
 	oob = atomic_load(&ctr("sim_ib0")->out_of_buffer);
 	ep_send(&tx, 64, false, 0, 0, 1, tx.remote_qkey);
-	check(poll_n(rx.cq, wc, 1, 200) == 0 &&
-		      atomic_load(&ctr("sim_ib0")->out_of_buffer) == oob + 1,
-	      "no posted receive: dropped and counted in out_of_buffer");
+	OK(poll_n(rx.cq, wc, 1, 200) == 0 && atomic_load(&ctr("sim_ib0")->out_of_buffer) == oob + 1,
+	   "no posted receive: dropped and counted in out_of_buffer");
 
 	post_recvs(&rx, 2);
 	ibv_query_port(rx.id->verbs, 1, &pa);
@@ -480,15 +478,14 @@ static void test_drops(void)
 	qv = atomic_load(&ctr("sim_ib0")->qkey_viol);
 	ep_send(&tx, 64, false, 0, 0, 1, 0x0badc0de);
 	ibv_query_port(rx.id->verbs, 1, &pa);
-	check(poll_n(rx.cq, wc, 1, 200) == 0 && atomic_load(&ctr("sim_ib0")->qkey_viol) == qv + 1 &&
-		      pa.qkey_viol_cntr == qv_port + 1,
-	      "Q_Key mismatch: dropped, qkey_viol_cntr counts it");
+	OK(poll_n(rx.cq, wc, 1, 200) == 0 && atomic_load(&ctr("sim_ib0")->qkey_viol) == qv + 1 &&
+		   pa.qkey_viol_cntr == qv_port + 1,
+	   "Q_Key mismatch: dropped, qkey_viol_cntr counts it");
 	ep_send(&tx, 64, false, 0, 0, 1, 0x80000000);
-	check(poll_n(rx.cq, wc, 1, 500) == 1,
-	      "remote_qkey with the high bit uses the QP's own Q_Key");
+	OK(poll_n(rx.cq, wc, 1, 500) == 1, "remote_qkey with the high bit uses the QP's own Q_Key");
 
-	check(ep_send(&tx, 4097, false, 0, 0, 1, tx.remote_qkey) == EINVAL,
-	      "a send larger than the 4096 MTU is rejected (EINVAL)");
+	OK(ep_send(&tx, 4097, false, 0, 0, 1, tx.remote_qkey) == EINVAL,
+	   "a send larger than the 4096 MTU is rejected (EINVAL)");
 
 	/* A member QP in the error state receives nothing: the copy is counted. */
 	{
@@ -496,12 +493,12 @@ static void test_drops(void)
 		uint64_t nr = atomic_load(&ctr("sim_ib0")->qp_not_ready);
 		uint64_t rcv = atomic_load(&ctr("sim_ib0")->rcv_pkts);
 
-		check(!ibv_modify_qp(rx.id->qp, &qa, IBV_QP_STATE), "QP to the error state");
+		OK(!ibv_modify_qp(rx.id->qp, &qa, IBV_QP_STATE), "QP to the error state");
 		poll_n(rx.cq, wc, 4, 100); /* the flushed receives */
 		ep_send(&tx, 64, false, 0, 0, 1, tx.remote_qkey);
-		check(atomic_load(&ctr("sim_ib0")->qp_not_ready) == nr + 1 &&
-			      atomic_load(&ctr("sim_ib0")->rcv_pkts) == rcv,
-		      "a member QP not in RTR/RTS: the copy is dropped and counted in qp_not_ready");
+		OK(atomic_load(&ctr("sim_ib0")->qp_not_ready) == nr + 1 &&
+			   atomic_load(&ctr("sim_ib0")->rcv_pkts) == rcv,
+		   "a member QP not in RTR/RTS: the copy is dropped and counted in qp_not_ready");
 	}
 	ep_close(&tx, (struct sockaddr *)&g);
 	ep_close(&rx, (struct sockaddr *)&g);
@@ -520,15 +517,15 @@ static void test_send_queue(void)
 	for (int i = 0; i < 15 && !r; i++)
 		r = ep_send(&tx, 32, false, 0, 0, (uint64_t)i, tx.remote_qkey);
 	r |= ep_send(&tx, 32, false, 0, IBV_SEND_SIGNALED, 15, tx.remote_qkey);
-	check(r == 0, "16 sends fit a send queue of 16");
-	check(ep_send(&tx, 32, false, 0, IBV_SEND_SIGNALED, 16, tx.remote_qkey) == ENOMEM,
-	      "send queue full until a completion is polled: ENOMEM");
+	OK(r == 0, "16 sends fit a send queue of 16");
+	OK(ep_send(&tx, 32, false, 0, IBV_SEND_SIGNALED, 16, tx.remote_qkey) == ENOMEM,
+	   "send queue full until a completion is polled: ENOMEM");
 	n = poll_n(tx.cq, wc, 32, 300);
-	check(n == 1 && wc[0].wr_id == 15, "only the signaled send completes (%d completions)", n);
-	check(ep_send(&tx, 32, false, 0, IBV_SEND_SIGNALED, 16, tx.remote_qkey) == 0,
-	      "polling the signaled completion retires the 16 earlier sends");
+	OK(n == 1 && wc[0].wr_id == 15, "only the signaled send completes (%d completions)", n);
+	OK(ep_send(&tx, 32, false, 0, IBV_SEND_SIGNALED, 16, tx.remote_qkey) == 0,
+	   "polling the signaled completion retires the 16 earlier sends");
 	n = poll_n(tx.cq, wc, 32, 300);
-	check(n == 1 && wc[0].wr_id == 16, "completions in order");
+	OK(n == 1 && wc[0].wr_id == 16, "completions in order");
 	ep_close(&tx, (struct sockaddr *)&g);
 }
 
@@ -554,8 +551,8 @@ static void test_cq_overflow(void)
 		got = ae.event_type == IBV_EVENT_CQ_ERR && ae.element.cq == rx.cq;
 		ibv_ack_async_event(&ae);
 	}
-	check(got, "CQ overrun raises IBV_EVENT_CQ_ERR for that CQ");
-	check(atomic_load(&ctr("sim_roce0")->cq_overrun) >= 1, "CQ overrun counted on the port");
+	OK(got, "CQ overrun raises IBV_EVENT_CQ_ERR for that CQ");
+	OK(atomic_load(&ctr("sim_roce0")->cq_overrun) >= 1, "CQ overrun counted on the port");
 	ep_close(&tx, (struct sockaddr *)&g);
 	ep_close(&rx, (struct sockaddr *)&g);
 }
@@ -595,28 +592,27 @@ static void test_port_events(void)
 
 	dev = p_sf_dev_by_name(fab(), "sim_ib1");
 	p_sf_port_set(fab(), (uint32_t)dev, false);
-	check(wait_async(ib.id->verbs, IBV_EVENT_PORT_ERR), "IB port down: IBV_EVENT_PORT_ERR");
+	OK(wait_async(ib.id->verbs, IBV_EVENT_PORT_ERR), "IB port down: IBV_EVENT_PORT_ERR");
 	ev = get_event(ib.ch, WAIT_MS);
-	check(ev && ev->event == RDMA_CM_EVENT_MULTICAST_ERROR && ev->status == -ENETRESET &&
-		      ev->param.ud.private_data == &ib,
-	      "IB port down: MULTICAST_ERROR -ENETRESET on the joined id");
+	OK(ev && ev->event == RDMA_CM_EVENT_MULTICAST_ERROR && ev->status == -ENETRESET &&
+		   ev->param.ud.private_data == &ib,
+	   "IB port down: MULTICAST_ERROR -ENETRESET on the joined id");
 	if (ev)
 		rdma_ack_cm_event(ev);
 	p_sf_port_set(fab(), (uint32_t)dev, true);
-	check(wait_async(ib.id->verbs, IBV_EVENT_PORT_ACTIVE), "IB port up: IBV_EVENT_PORT_ACTIVE");
+	OK(wait_async(ib.id->verbs, IBV_EVENT_PORT_ACTIVE), "IB port up: IBV_EVENT_PORT_ACTIVE");
 
 	dev = p_sf_dev_by_name(fab(), "sim_roce1");
 	p_sf_port_set(fab(), (uint32_t)dev, false);
-	check(wait_async(ro.id->verbs, IBV_EVENT_PORT_ERR), "RoCE port down: IBV_EVENT_PORT_ERR");
-	check(get_event(ro.ch, 300) == NULL, "RoCE port down: no multicast error");
+	OK(wait_async(ro.id->verbs, IBV_EVENT_PORT_ERR), "RoCE port down: IBV_EVENT_PORT_ERR");
+	OK(get_event(ro.ch, 300) == NULL, "RoCE port down: no multicast error");
 	p_sf_port_set(fab(), (uint32_t)dev, true);
-	check(wait_async(ro.id->verbs, IBV_EVENT_PORT_ACTIVE),
-	      "RoCE port up: IBV_EVENT_PORT_ACTIVE");
+	OK(wait_async(ro.id->verbs, IBV_EVENT_PORT_ACTIVE), "RoCE port up: IBV_EVENT_PORT_ACTIVE");
 
 	/* After the IB error the application leaves and joins again. */
 	rdma_leave_multicast(ib.id, (struct sockaddr *)&g);
-	check(ep_join(&ib, in4(&g, "239.1.2.13"), false) == RDMA_CM_EVENT_MULTICAST_JOIN,
-	      "IB re-join after the error");
+	OK(ep_join(&ib, in4(&g, "239.1.2.13"), false) == RDMA_CM_EVENT_MULTICAST_JOIN,
+	   "IB re-join after the error");
 	ep_close(&ib, (struct sockaddr *)&g);
 	ep_close(&ro, (struct sockaddr *)&g);
 }
@@ -685,11 +681,11 @@ static void test_cross_process(const char *self)
 		}
 	}
 	waitpid(pid, &status, 0);
-	check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sender process ran");
-	check(got == 32, "all 32 packets from another process received (%d)", got);
-	check(events >= 1 && ecq == rx.cq && ectx == &rx,
-	      "completion channel events across processes (%d events)", events);
-	check(bytes_ok, "payloads and immediate data in order and byte-exact");
+	OK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sender process ran");
+	OK(got == 32, "all 32 packets from another process received (%d)", got);
+	OK(events >= 1 && ecq == rx.cq && ectx == &rx,
+	   "completion channel events across processes (%d events)", events);
+	OK(bytes_ok, "payloads and immediate data in order and byte-exact");
 	ep_close(&rx, (struct sockaddr *)&g);
 }
 
@@ -724,20 +720,19 @@ static void test_arm_semantics(void)
 	ep_join(&tx, (struct sockaddr *)&g, true);
 
 	ibv_req_notify_cq(rx.cq, 0);
-	check(!cq_event_within(&rx, 100), "arm: no event while the CQ is empty");
+	OK(!cq_event_within(&rx, 100), "arm: no event while the CQ is empty");
 	ep_send(&tx, MSG_LEN, false, 0, 0, 1, tx.remote_qkey);
-	check(cq_event_within(&rx, 1000), "arm: a new completion raises the event");
+	OK(cq_event_within(&rx, 1000), "arm: a new completion raises the event");
 	ep_send(&tx, MSG_LEN, false, 0, 0, 2, tx.remote_qkey);
-	check(!cq_event_within(&rx, 100), "arm: one shot, the next completion raises none");
+	OK(!cq_event_within(&rx, 100), "arm: one shot, the next completion raises none");
 	ibv_req_notify_cq(rx.cq, 1);
-	check(!cq_event_within(&rx, 100),
-	      "solicited-only arm with unpolled completions: no event");
+	OK(!cq_event_within(&rx, 100), "solicited-only arm with unpolled completions: no event");
 	ibv_req_notify_cq(rx.cq, 0);
-	check(cq_event_within(&rx, 1000),
-	      "arm with 2 unpolled completions in the CQ: the event comes at once (mlx5)");
-	check(poll_n(rx.cq, wc, 2, 500) == 2, "both completions polled after the event");
+	OK(cq_event_within(&rx, 1000),
+	   "arm with 2 unpolled completions in the CQ: the event comes at once (mlx5)");
+	OK(poll_n(rx.cq, wc, 2, 500) == 2, "both completions polled after the event");
 	ibv_req_notify_cq(rx.cq, 0);
-	check(!cq_event_within(&rx, 100), "arm after polling everything: no event");
+	OK(!cq_event_within(&rx, 100), "arm after polling everything: no event");
 	ep_close(&tx, (struct sockaddr *)&g);
 	ep_close(&rx, (struct sockaddr *)&g);
 }
@@ -758,9 +753,9 @@ static void test_unicast(void)
 	a.ah = ibv_create_ah(a.pd, &aa);
 	a.remote_qpn = b.id->qp->qp_num;
 	ep_send(&a, 64, false, 0, 0, 1, 0x01234567);
-	check(poll_n(b.cq, wc, 1, 500) == 1 && wc[0].src_qp == a.id->qp->qp_num &&
-		      !(wc[0].wc_flags & IBV_WC_GRH) && wc[0].slid == 1,
-	      "IB unicast to LID+QPN without GRH");
+	OK(poll_n(b.cq, wc, 1, 500) == 1 && wc[0].src_qp == a.id->qp->qp_num &&
+		   !(wc[0].wc_flags & IBV_WC_GRH) && wc[0].slid == 1,
+	   "IB unicast to LID+QPN without GRH");
 	ep_close(&a, NULL);
 	ep_close(&b, NULL);
 
@@ -778,9 +773,9 @@ static void test_unicast(void)
 	a.ah = ibv_create_ah(a.pd, &aa);
 	a.remote_qpn = b.id->qp->qp_num;
 	ep_send(&a, 64, false, 0, 0, 1, 0x01234567);
-	check(poll_n(b.cq, wc, 1, 500) == 1 && (wc[0].wc_flags & IBV_WC_GRH) &&
-		      rbuf(&b, 0)[20 + 16] == 198 && rbuf(&b, 0)[20 + 19] == 2,
-	      "RoCE unicast to the IPv4 GID + QPN, IPv4 daddr is the receiver");
+	OK(poll_n(b.cq, wc, 1, 500) == 1 && (wc[0].wc_flags & IBV_WC_GRH) &&
+		   rbuf(&b, 0)[20 + 16] == 198 && rbuf(&b, 0)[20 + 19] == 2,
+	   "RoCE unicast to the IPv4 GID + QPN, IPv4 daddr is the receiver");
 	ep_close(&a, NULL);
 	ep_close(&b, NULL);
 }
@@ -797,11 +792,11 @@ static void test_ib_membership(void)
 	ep_open(&tx, "198.18.0.3", RDMA_PS_UDP, false, false, 256);
 	post_recvs(&rx, 2);
 	ep_join(&tx, in4(&g, "239.1.2.15"), true);
-	check(ibv_attach_mcast(rx.id->qp, &tx.ud.ah_attr.grh.dgid, tx.ud.ah_attr.dlid) == 0,
-	      "raw ibv_attach_mcast");
+	OK(ibv_attach_mcast(rx.id->qp, &tx.ud.ah_attr.grh.dgid, tx.ud.ah_attr.dlid) == 0,
+	   "raw ibv_attach_mcast");
 	ep_send(&tx, 64, false, 0, 0, 1, tx.remote_qkey);
-	check(poll_n(rx.cq, wc, 1, 300) == 0 && atomic_load(&ctr("sim_ib1")->no_member) >= 1,
-	      "IB: attached but not joined port receives nothing (counted no_member)");
+	OK(poll_n(rx.cq, wc, 1, 300) == 0 && atomic_load(&ctr("sim_ib1")->no_member) >= 1,
+	   "IB: attached but not joined port receives nothing (counted no_member)");
 	ibv_detach_mcast(rx.id->qp, &tx.ud.ah_attr.grh.dgid, tx.ud.ah_attr.dlid);
 	ep_close(&tx, (struct sockaddr *)&g);
 	ep_close(&rx, NULL);
@@ -831,9 +826,7 @@ int main(int argc, char **argv)
 	test_arm_semantics();
 	test_unicast();
 	test_ib_membership();
-	printf("1..%d\n", n_checks);
-	printf("# %d checks, %d failed\n", n_checks, n_failed);
 	if (reset && getenv("SIMFABRIC"))
 		reset(getenv("SIMFABRIC"));
-	return n_failed ? 1 : 0;
+	return tap_done();
 }

@@ -2,8 +2,8 @@
 # Debian's ibv_devices and ibv_devinfo, unmodified, see the eight devices of the default
 # topology (docs/simfabric.md) with their GUIDs, port attributes and GID tables.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init devices
 sf_need ibv_devices ibv_devinfo

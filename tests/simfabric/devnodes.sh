@@ -4,8 +4,8 @@
 # uverbs<N> (the kernel's major 231 and minors), in a mount namespace of its own: the
 # host's /dev is not changed. Needs root (namespaces); skipped otherwise.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init devnodes
 sf_need ip ibstat

@@ -4,8 +4,8 @@
 # host's /dev/shm (the fabric's files) and its other /dev mounts; the host's /dev is
 # unchanged afterwards and no scratch directory is left. Needs root (skipped otherwise).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init devns
 out=$SF_TMP

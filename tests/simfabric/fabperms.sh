@@ -4,8 +4,8 @@
 # unknown group is refused with a message and creates nothing. The simulated sysfs is
 # world-readable like sysfs, its lock/state file private like the fabric.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init fabperms
 sf_need mckey

@@ -5,8 +5,8 @@
 # and LID, its own (directed route) and another's (by LID); smpquery reads another
 # port's NodeInfo and NodeDescription.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init ibstat
 sf_need ibstat ibaddr smpquery ibv_devinfo ibv_devices

@@ -3,8 +3,8 @@
 # reach a receiver on fabric A (same devices, addresses and group), while a sender on
 # fabric A does.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init isolation
 sf_need mckey

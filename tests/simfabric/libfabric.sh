@@ -8,8 +8,8 @@
 #   dgram-roce  the same on sim_roce1/sim_roce2
 #   rxd-ib      verbs;ofi_rxd: libfabric's reliable datagram layer (FI_EP_RDM) over it
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 usage() {
 	echo "usage: $0 dgram-ib|dgram-roce|rxd-ib" >&2

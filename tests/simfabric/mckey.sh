@@ -11,8 +11,8 @@
 #         noloop    the sender's QP blocks its own loopback (-l,
 #                   IBV_QP_CREATE_BLOCK_SELF_MCAST_LB)
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 usage() {
 	echo "usage: $0 ib|roce plain|sendonly|noloop" >&2

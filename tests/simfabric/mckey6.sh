@@ -6,8 +6,8 @@
 # no group is made on the fabric. The same mckey with the port's IPv4 address and an
 # IPv4 group, right after, joins and exchanges its messages (IPv4 unchanged).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init mckey6
 sf_need mckey

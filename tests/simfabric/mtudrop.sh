@@ -4,8 +4,8 @@
 # RoCE port with MTU 4096 to a group with a receiver on an MTU-4096 port (it gets every
 # message) and one on an MTU-1024 port (it gets none).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init mtudrop
 sf_need mckey

@@ -10,8 +10,8 @@
 #            RoCE v2 GID of the port from the GID table in the simulated sysfs)
 #   PROGRAM  ib_send_bw or ib_send_lat
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 usage() {
 	echo "usage: $0 ib|roce ib_send_bw|ib_send_lat" >&2
@@ -33,7 +33,7 @@ ib_send_lat) size=2 ;;
 esac
 
 sf_init "perftest-$kind-${prog#ib_send_}"
-# In the sanitizer build (ASan preloaded into perftest, see lib.sh) LeakSanitizer would
+# In the sanitizer build (ASan preloaded into perftest, see tests/lib/sf.sh) LeakSanitizer would
 # report perftest's own leaks at exit (its buffers and parameter strings, the device
 # list, one of its CQs: perftest frees none of them) and fail the run; the
 # simulated libraries' own leaks are checked by the instrumented tests (wrapi, conform).

@@ -4,8 +4,8 @@
 # Delete at the end), attach with the MLID it answered and exchange 200 datagrams.
 # Default options: perftest's extended-QP send path (ibv_wr_*) as in perftest.sh.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init perftest-mcast
 sf_need ib_send_bw

@@ -12,8 +12,8 @@
 # a non-IPv4-mapped source GID (-x 1, the RoCE v2 link-local GID) with the default
 # MGID, and an IPv4-mapped MGID (-M ::ffff:239.1.2.3, perftest's byte notation).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init perftest-mcast-roce
 sf_need ib_send_bw

@@ -5,8 +5,8 @@
 # does, or the run never ends). Server on sim_ib1, client on sim_ib2, qperf's own
 # synchronization over TCP on 127.0.0.1.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init qperf
 sf_need qperf

@@ -3,8 +3,8 @@
 # reclaimed by `simfab reclaim` and by the next process that attaches, and the group
 # works again for new receivers on the same ports.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init reclaim
 sf_need mckey

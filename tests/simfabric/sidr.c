@@ -63,8 +63,8 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_
 {
 	struct rdma_cm_event *ev = get_event(ch, WAIT_MS);
 
-	check(ev && ev->event == type, "%s: %s (got %s, status %d)", what, rdma_event_str(type),
-	      ev ? rdma_event_str(ev->event) : "nothing", ev ? ev->status : 0);
+	OK(ev && ev->event == type, "%s: %s (got %s, status %d)", what, rdma_event_str(type),
+	   ev ? rdma_event_str(ev->event) : "nothing", ev ? ev->status : 0);
 	if (ev && ev->event != type) {
 		rdma_ack_cm_event(ev);
 		return NULL;
@@ -85,7 +85,7 @@ static void expect_none(struct rdma_event_channel *ch, const char *what)
 	ev = get_event(ch, 200);
 	fcntl(ch->fd, F_SETFL, fl);
 
-	check(!ev, "%s: no further event (got %s)", what, ev ? rdma_event_str(ev->event) : "none");
+	OK(!ev, "%s: no further event (got %s)", what, ev ? rdma_event_str(ev->event) : "none");
 	if (ev)
 		rdma_ack_cm_event(ev);
 }
@@ -110,16 +110,16 @@ static void side_qp(struct side *s)
 	s->pd = ibv_alloc_pd(s->id->verbs);
 	s->cq = s->pd ? ibv_create_cq(s->id->verbs, 8, NULL, NULL, 0) : NULL;
 	if (!s->cq)
-		die("pd/cq");
+		tap_bail("pd/cq");
 	qa.send_cq = qa.recv_cq = s->cq;
 	if (rdma_create_qp(s->id, s->pd, &qa))
-		die("rdma_create_qp");
+		tap_bail("rdma_create_qp");
 	s->mr = ibv_reg_mr(s->pd, s->buf, sizeof(s->buf), IBV_ACCESS_LOCAL_WRITE);
 	if (!s->mr)
-		die("ibv_reg_mr");
+		tap_bail("ibv_reg_mr");
 	sge = (struct ibv_sge){.addr = (uintptr_t)s->buf, .length = BUF_LEN, .lkey = s->mr->lkey};
 	if (ibv_post_recv(s->id->qp, &wr, &bad))
-		die("ibv_post_recv");
+		tap_bail("ibv_post_recv");
 }
 
 static void side_free(struct side *s)
@@ -148,24 +148,24 @@ static struct rdma_cm_id *client(struct rdma_event_channel *ch, const char *src,
 	sin_of(&s, src, 0);
 	sin_of(&d, dst, port);
 	if (rdma_create_id(ch, &id, NULL, RDMA_PS_UDP))
-		die("rdma_create_id");
+		tap_bail("rdma_create_id");
 	if (rdma_resolve_addr(id, (struct sockaddr *)&s, (struct sockaddr *)&d, 1000))
-		die("rdma_resolve_addr");
+		tap_bail("rdma_resolve_addr");
 	ev = get_event(ch, WAIT_MS);
 	if (!ev || ev->event != RDMA_CM_EVENT_ADDR_RESOLVED)
-		die("ADDR_RESOLVED");
+		tap_bail("ADDR_RESOLVED");
 	rdma_ack_cm_event(ev);
 	{
 		struct rdma_conn_param cp = {0};
 
-		check(rdma_connect(id, &cp) == -1 && errno == EINVAL,
-		      "%s: rdma_connect before the route is resolved: EINVAL", what);
+		OK(rdma_connect(id, &cp) == -1 && errno == EINVAL,
+		   "%s: rdma_connect before the route is resolved: EINVAL", what);
 	}
 	if (rdma_resolve_route(id, 1000))
-		die("rdma_resolve_route");
+		tap_bail("rdma_resolve_route");
 	ev = get_event(ch, WAIT_MS);
 	if (!ev || ev->event != RDMA_CM_EVENT_ROUTE_RESOLVED)
-		die("ROUTE_RESOLVED");
+		tap_bail("ROUTE_RESOLVED");
 	rdma_ack_cm_event(ev);
 	return id;
 }
@@ -212,21 +212,20 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 	int ctx_marker;
 
 	if (!sch || !cch)
-		die("rdma_create_event_channel");
+		tap_bail("rdma_create_event_channel");
 
 	/* Listen. */
 	if (rdma_create_id(sch, &lid, &ctx_marker, RDMA_PS_UDP))
-		die("rdma_create_id");
+		tap_bail("rdma_create_id");
 	sin_of(&a, sip, PORT);
-	check(rdma_bind_addr(lid, (struct sockaddr *)&a) == 0, "%s: bind %s:%d", kind, sip, PORT);
-	check(rdma_listen(lid, 1) == 0, "%s: rdma_listen on a UD id", kind);
-	check(rdma_listen(lid, 1) == -1 && errno == EINVAL, "%s: a second rdma_listen: EINVAL",
-	      kind);
-	check(rdma_accept(lid, NULL) == -1 && errno == EINVAL,
-	      "%s: rdma_accept on the listener: EINVAL", kind);
+	OK(rdma_bind_addr(lid, (struct sockaddr *)&a) == 0, "%s: bind %s:%d", kind, sip, PORT);
+	OK(rdma_listen(lid, 1) == 0, "%s: rdma_listen on a UD id", kind);
+	OK(rdma_listen(lid, 1) == -1 && errno == EINVAL, "%s: a second rdma_listen: EINVAL", kind);
+	OK(rdma_accept(lid, NULL) == -1 && errno == EINVAL,
+	   "%s: rdma_accept on the listener: EINVAL", kind);
 	if (rdma_create_id(NULL, &tcp, NULL, RDMA_PS_TCP) == 0) {
-		check(rdma_listen(tcp, 1) == -1 && errno == EOPNOTSUPP,
-		      "%s: rdma_listen on an RC (PS_TCP) id: EOPNOTSUPP", kind);
+		OK(rdma_listen(tcp, 1) == -1 && errno == EOPNOTSUPP,
+		   "%s: rdma_listen on an RC (PS_TCP) id: EOPNOTSUPP", kind);
 		rdma_destroy_id(tcp);
 	}
 
@@ -236,13 +235,13 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 	memset(big, 'x', sizeof(big));
 	cp.private_data = big;
 	cp.private_data_len = REQ_PRIV + 1;
-	check(rdma_connect(cli.id, &cp) == -1 && errno == EINVAL,
-	      "%s: rdma_connect with %d bytes of private data: EINVAL", kind, REQ_PRIV + 1);
+	OK(rdma_connect(cli.id, &cp) == -1 && errno == EINVAL,
+	   "%s: rdma_connect with %d bytes of private data: EINVAL", kind, REQ_PRIV + 1);
 	cp.private_data = "hello-sidr";
 	cp.private_data_len = 10;
-	check(rdma_connect(cli.id, &cp) == 0, "%s: rdma_connect", kind);
-	check(rdma_reject(cli.id, NULL, 0) == -1 && errno == EINVAL,
-	      "%s: rdma_reject on the connecting id: EINVAL", kind);
+	OK(rdma_connect(cli.id, &cp) == 0, "%s: rdma_connect", kind);
+	OK(rdma_reject(cli.id, NULL, 0) == -1 && errno == EINVAL,
+	   "%s: rdma_reject on the connecting id: EINVAL", kind);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, kind);
 	if (ev) {
 		struct sockaddr_in *l = (struct sockaddr_in *)rdma_get_local_addr(ev->id);
@@ -250,30 +249,29 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 		struct sockaddr_in *c = (struct sockaddr_in *)rdma_get_local_addr(cli.id);
 		char want_l[32], got[32];
 
-		check(ev->status == 0 && ev->listen_id == lid && ev->id && ev->id != lid,
-		      "%s: CONNECT_REQUEST: status 0, listen_id the listener, a new id", kind);
-		check(ev->id->context == &ctx_marker && ev->id->channel == sch &&
-			      ev->id->ps == RDMA_PS_UDP && ev->id->qp_type == IBV_QPT_UD,
-		      "%s: the new id has the listener's context, channel, port space", kind);
-		check(ev->id->verbs && ev->id->verbs == lid->verbs && ev->id->port_num == 1,
-		      "%s: the new id is on the listener's device, port 1", kind);
-		check(ev->param.ud.private_data_len == REQ_PRIV &&
-			      !memcmp(ev->param.ud.private_data, "hello-sidr", 10) &&
-			      all_zero((const char *)ev->param.ud.private_data + 10, REQ_PRIV - 10),
-		      "%s: private data: the client's 10 bytes, zeros to %d (got %u)", kind,
-		      REQ_PRIV, ev->param.ud.private_data_len);
-		check(ev->param.ud.qp_num == 0 && ev->param.ud.qkey == 0,
-		      "%s: CONNECT_REQUEST carries no QPN, no Q_Key", kind);
+		OK(ev->status == 0 && ev->listen_id == lid && ev->id && ev->id != lid,
+		   "%s: CONNECT_REQUEST: status 0, listen_id the listener, a new id", kind);
+		OK(ev->id->context == &ctx_marker && ev->id->channel == sch &&
+			   ev->id->ps == RDMA_PS_UDP && ev->id->qp_type == IBV_QPT_UD,
+		   "%s: the new id has the listener's context, channel, port space", kind);
+		OK(ev->id->verbs && ev->id->verbs == lid->verbs && ev->id->port_num == 1,
+		   "%s: the new id is on the listener's device, port 1", kind);
+		OK(ev->param.ud.private_data_len == REQ_PRIV &&
+			   !memcmp(ev->param.ud.private_data, "hello-sidr", 10) &&
+			   all_zero((const char *)ev->param.ud.private_data + 10, REQ_PRIV - 10),
+		   "%s: private data: the client's 10 bytes, zeros to %d (got %u)", kind, REQ_PRIV,
+		   ev->param.ud.private_data_len);
+		OK(ev->param.ud.qp_num == 0 && ev->param.ud.qkey == 0,
+		   "%s: CONNECT_REQUEST carries no QPN, no Q_Key", kind);
 		inet_ntop(AF_INET, &l->sin_addr, got, sizeof(got));
 		snprintf(want_l, sizeof(want_l), "%s", sip);
-		check(l->sin_family == AF_INET && !strcmp(got, want_l) &&
-			      ntohs(l->sin_port) == PORT,
-		      "%s: local address %s:%u (want %s:%d)", kind, got, ntohs(l->sin_port), sip,
-		      PORT);
-		check(p->sin_addr.s_addr == c->sin_addr.s_addr && p->sin_port == c->sin_port &&
-			      p->sin_port != 0,
-		      "%s: peer address is the client's address and port (%u)", kind,
-		      ntohs(p->sin_port));
+		OK(l->sin_family == AF_INET && !strcmp(got, want_l) && ntohs(l->sin_port) == PORT,
+		   "%s: local address %s:%u (want %s:%d)", kind, got, ntohs(l->sin_port), sip,
+		   PORT);
+		OK(p->sin_addr.s_addr == c->sin_addr.s_addr && p->sin_port == c->sin_port &&
+			   p->sin_port != 0,
+		   "%s: peer address is the client's address and port (%u)", kind,
+		   ntohs(p->sin_port));
 		srv.id = ev->id;
 		rdma_ack_cm_event(ev);
 		side_qp(&srv);
@@ -282,37 +280,36 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 		cp.private_data_len = 0;
 		cp.private_data = "ok";
 		cp.private_data_len = 2;
-		check(rdma_accept(srv.id, &cp) == 0, "%s: rdma_accept", kind);
-		check(rdma_accept(srv.id, &cp) == -1 && errno == EINVAL,
-		      "%s: a second rdma_accept: EINVAL", kind);
-		check(rdma_reject(srv.id, NULL, 0) == -1 && errno == EINVAL,
-		      "%s: rdma_reject after accepting: EINVAL", kind);
+		OK(rdma_accept(srv.id, &cp) == 0, "%s: rdma_accept", kind);
+		OK(rdma_accept(srv.id, &cp) == -1 && errno == EINVAL,
+		   "%s: a second rdma_accept: EINVAL", kind);
+		OK(rdma_reject(srv.id, NULL, 0) == -1 && errno == EINVAL,
+		   "%s: rdma_reject after accepting: EINVAL", kind);
 	}
 	ev = expect(cch, RDMA_CM_EVENT_ESTABLISHED, kind);
 	if (ev) {
 		union ibv_gid sgid;
 
-		check(ev->status == 0 && ev->id == cli.id && ev->param.ud.qp_num == srv_qpn &&
-			      ev->param.ud.qkey == UDP_QKEY,
-		      "%s: ESTABLISHED: the server's QPN 0x%x, Q_Key 0x%x (got 0x%x, 0x%x)", kind,
-		      srv_qpn, UDP_QKEY, ev->param.ud.qp_num, ev->param.ud.qkey);
-		check(ev->param.ud.private_data_len == REP_PRIV &&
-			      !memcmp(ev->param.ud.private_data, "ok", 2) &&
-			      all_zero((const char *)ev->param.ud.private_data + 2, REP_PRIV - 2),
-		      "%s: REP private data: the server's 2 bytes, zeros to %d", kind, REP_PRIV);
+		OK(ev->status == 0 && ev->id == cli.id && ev->param.ud.qp_num == srv_qpn &&
+			   ev->param.ud.qkey == UDP_QKEY,
+		   "%s: ESTABLISHED: the server's QPN 0x%x, Q_Key 0x%x (got 0x%x, 0x%x)", kind,
+		   srv_qpn, UDP_QKEY, ev->param.ud.qp_num, ev->param.ud.qkey);
+		OK(ev->param.ud.private_data_len == REP_PRIV &&
+			   !memcmp(ev->param.ud.private_data, "ok", 2) &&
+			   all_zero((const char *)ev->param.ud.private_data + 2, REP_PRIV - 2),
+		   "%s: REP private data: the server's 2 bytes, zeros to %d", kind, REP_PRIV);
 		ah = ev->param.ud.ah_attr;
 		qkey = ev->param.ud.qkey;
 		ibv_query_port(srv.id->verbs, 1, &pa);
 		if (ib) {
-			check(ah.dlid == pa.lid && !ah.is_global && ah.port_num == 1,
-			      "%s: AH attribute: DLID %u (the server's LID %u), no GRH", kind,
-			      ah.dlid, pa.lid);
+			OK(ah.dlid == pa.lid && !ah.is_global && ah.port_num == 1,
+			   "%s: AH attribute: DLID %u (the server's LID %u), no GRH", kind, ah.dlid,
+			   pa.lid);
 		} else {
 			ibv_query_gid(srv.id->verbs, 1, 3, &sgid);
-			check(ah.is_global && ah.dlid == 0 && ah.grh.sgid_index == 3 &&
-				      !memcmp(&ah.grh.dgid, &sgid, sizeof(sgid)) &&
-				      ah.port_num == 1,
-			      "%s: AH attribute: GRH to the server's GID[3], SGID index 3", kind);
+			OK(ah.is_global && ah.dlid == 0 && ah.grh.sgid_index == 3 &&
+				   !memcmp(&ah.grh.dgid, &sgid, sizeof(sgid)) && ah.port_num == 1,
+			   "%s: AH attribute: GRH to the server's GID[3], SGID index 3", kind);
 		}
 		rdma_ack_cm_event(ev);
 	}
@@ -332,24 +329,23 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 		struct ibv_wc wc;
 		int n = 0;
 
-		check(h != NULL, "%s: ibv_create_ah from the ESTABLISHED event", kind);
+		OK(h != NULL, "%s: ibv_create_ah from the ESTABLISHED event", kind);
 		if (h) {
 			memset(cli.buf, 0x5a, MSG_LEN);
 			wr.wr.ud.ah = h;
 			wr.wr.ud.remote_qpn = srv_qpn;
 			wr.wr.ud.remote_qkey = qkey;
-			check(ibv_post_send(cli.id->qp, &wr, &bad) == 0, "%s: send to the server",
-			      kind);
+			OK(ibv_post_send(cli.id->qp, &wr, &bad) == 0, "%s: send to the server",
+			   kind);
 			for (int i = 0; i < 3000 && !n; i++) {
 				n = ibv_poll_cq(srv.cq, 1, &wc);
 				if (!n)
 					poll(NULL, 0, 1);
 			}
-			check(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
-				      wc.byte_len == 40 + MSG_LEN &&
-				      wc.src_qp == cli.id->qp->qp_num && srv.buf[40] == 0x5a &&
-				      srv.buf[40 + MSG_LEN - 1] == 0x5a,
-			      "%s: the server received it from the client's QP", kind);
+			OK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
+				   wc.byte_len == 40 + MSG_LEN && wc.src_qp == cli.id->qp->qp_num &&
+				   srv.buf[40] == 0x5a && srv.buf[40 + MSG_LEN - 1] == 0x5a,
+			   "%s: the server received it from the client's QP", kind);
 			ibv_destroy_ah(h);
 		}
 	}
@@ -358,30 +354,28 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 
 	/* Reject, with private data. */
 	cli.id = client(cch, cip, sip, PORT, kind);
-	check(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect without conn_param", kind);
+	OK(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect without conn_param", kind);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, kind);
 	if (ev) {
 		struct rdma_cm_id *rid = ev->id;
 
-		check(ev->param.ud.private_data_len == REQ_PRIV &&
-			      all_zero(ev->param.ud.private_data, REQ_PRIV),
-		      "%s: no private data: %d zero bytes", kind, REQ_PRIV);
+		OK(ev->param.ud.private_data_len == REQ_PRIV &&
+			   all_zero(ev->param.ud.private_data, REQ_PRIV),
+		   "%s: no private data: %d zero bytes", kind, REQ_PRIV);
 		rdma_ack_cm_event(ev);
 		memset(big, 'r', sizeof(big));
-		check(rdma_reject(rid, big, REP_PRIV + 1) == -1 && errno == EINVAL,
-		      "%s: rdma_reject with %d bytes of private data: EINVAL", kind, REP_PRIV + 1);
-		check(rdma_reject(rid, "no", 2) == 0, "%s: rdma_reject", kind);
-		check(rdma_accept(rid, NULL) == -1 && errno == EINVAL,
-		      "%s: rdma_accept after rejecting: EINVAL", kind);
+		OK(rdma_reject(rid, big, REP_PRIV + 1) == -1 && errno == EINVAL,
+		   "%s: rdma_reject with %d bytes of private data: EINVAL", kind, REP_PRIV + 1);
+		OK(rdma_reject(rid, "no", 2) == 0, "%s: rdma_reject", kind);
+		OK(rdma_accept(rid, NULL) == -1 && errno == EINVAL,
+		   "%s: rdma_accept after rejecting: EINVAL", kind);
 		rdma_destroy_id(rid);
 	}
 	ev = expect(cch, RDMA_CM_EVENT_UNREACHABLE, kind);
 	if (ev) {
-		check(ev->status == 2 && ev->param.ud.private_data_len == REP_PRIV &&
-			      !memcmp(ev->param.ud.private_data, "no", 2) &&
-			      ev->param.ud.qp_num == 0,
-		      "%s: rejected: UNREACHABLE status 2 (IB_SIDR_REJECT), the reject's data",
-		      kind);
+		OK(ev->status == 2 && ev->param.ud.private_data_len == REP_PRIV &&
+			   !memcmp(ev->param.ud.private_data, "no", 2) && ev->param.ud.qp_num == 0,
+		   "%s: rejected: UNREACHABLE status 2 (IB_SIDR_REJECT), the reject's data", kind);
 		rdma_ack_cm_event(ev);
 	}
 	expect_none(cch, kind);
@@ -389,7 +383,7 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 
 	/* The request's id destroyed without an answer: the CM rejects it. */
 	cli.id = client(cch, cip, sip, PORT, kind);
-	check(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect", kind);
+	OK(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect", kind);
 	ev = expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, kind);
 	if (ev) {
 		struct rdma_cm_id *rid = ev->id;
@@ -399,20 +393,20 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 	}
 	ev = expect(cch, RDMA_CM_EVENT_UNREACHABLE, kind);
 	if (ev) {
-		check(ev->status == 2, "%s: unanswered request destroyed: status 2 (got %d)", kind,
-		      ev->status);
+		OK(ev->status == 2, "%s: unanswered request destroyed: status 2 (got %d)", kind,
+		   ev->status);
 		rdma_ack_cm_event(ev);
 	}
 	side_free(&cli);
 
 	/* Nothing listens on the port. */
 	cli.id = client(cch, cip, sip, PORT + 1, kind);
-	check(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect to port %d", kind, PORT + 1);
+	OK(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect to port %d", kind, PORT + 1);
 	ev = expect(cch, RDMA_CM_EVENT_UNREACHABLE, kind);
 	if (ev) {
-		check(ev->status == 1 && ev->param.ud.private_data_len == REP_PRIV,
-		      "%s: no listener: UNREACHABLE status 1 (IB_SIDR_UNSUPPORTED; got %d)", kind,
-		      ev->status);
+		OK(ev->status == 1 && ev->param.ud.private_data_len == REP_PRIV,
+		   "%s: no listener: UNREACHABLE status 1 (IB_SIDR_UNSUPPORTED; got %d)", kind,
+		   ev->status);
 		rdma_ack_cm_event(ev);
 	}
 	expect_none(sch, kind);
@@ -421,12 +415,11 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 	/* The server's port is down: the request times out. */
 	cli.id = client(cch, cip, sip, PORT, kind);
 	port_set(sdev, false);
-	check(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect with the server's port down",
-	      kind);
+	OK(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect with the server's port down", kind);
 	ev = expect(cch, RDMA_CM_EVENT_UNREACHABLE, kind);
 	if (ev) {
-		check(ev->status == -ETIMEDOUT, "%s: port down: UNREACHABLE -ETIMEDOUT (got %d)",
-		      kind, ev->status);
+		OK(ev->status == -ETIMEDOUT, "%s: port down: UNREACHABLE -ETIMEDOUT (got %d)", kind,
+		   ev->status);
 		rdma_ack_cm_event(ev);
 	}
 	port_set(sdev, true);
@@ -437,11 +430,10 @@ static void run(const char *kind, const char *sip, const char *cip, const char *
 
 	/* After rdma_destroy_id nothing listens any more. */
 	cli.id = client(cch, cip, sip, PORT, kind);
-	check(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect after the listener is gone", kind);
+	OK(rdma_connect(cli.id, NULL) == 0, "%s: rdma_connect after the listener is gone", kind);
 	ev = expect(cch, RDMA_CM_EVENT_UNREACHABLE, kind);
 	if (ev) {
-		check(ev->status == 1, "%s: listener destroyed: status 1 (got %d)", kind,
-		      ev->status);
+		OK(ev->status == 1, "%s: listener destroyed: status 1 (got %d)", kind, ev->status);
 		rdma_ack_cm_event(ev);
 	}
 	side_free(&cli);
@@ -460,30 +452,30 @@ static void sync_listener(const char *kind, const char *sip, const char *cip)
 	struct rdma_conn_param cp = {.private_data = "sync", .private_data_len = 4};
 
 	if (!cch || rdma_create_id(NULL, &lid, NULL, RDMA_PS_UDP))
-		die("rdma_create_id");
+		tap_bail("rdma_create_id");
 	sin_of(&a, sip, PORT + 2);
 	if (rdma_bind_addr(lid, (struct sockaddr *)&a) || rdma_listen(lid, 1))
-		die("sync listen");
+		tap_bail("sync listen");
 	if (rdma_create_id(cch, &async, NULL, RDMA_PS_UDP))
-		die("rdma_create_id");
-	check(rdma_get_request(async, &req) == -1 && errno == EINVAL,
-	      "%s: rdma_get_request on an id with a channel: EINVAL", kind);
+		tap_bail("rdma_create_id");
+	OK(rdma_get_request(async, &req) == -1 && errno == EINVAL,
+	   "%s: rdma_get_request on an id with a channel: EINVAL", kind);
 	rdma_destroy_id(async);
 	cli.id = client(cch, cip, sip, PORT + 2, kind);
-	check(rdma_connect(cli.id, &cp) == 0, "%s: rdma_connect to a synchronous listener", kind);
-	check(rdma_get_request(lid, &req) == 0 && req && req->event &&
-		      req->event->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
-		      req->event->listen_id == lid && req->channel != lid->channel &&
-		      !memcmp(req->event->param.ud.private_data, "sync", 4),
-	      "%s: rdma_get_request: the new id, the request as its event, a channel of its own",
-	      kind);
+	OK(rdma_connect(cli.id, &cp) == 0, "%s: rdma_connect to a synchronous listener", kind);
+	OK(rdma_get_request(lid, &req) == 0 && req && req->event &&
+		   req->event->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+		   req->event->listen_id == lid && req->channel != lid->channel &&
+		   !memcmp(req->event->param.ud.private_data, "sync", 4),
+	   "%s: rdma_get_request: the new id, the request as its event, a channel of its own",
+	   kind);
 	if (req) {
-		check(rdma_accept(req, NULL) == 0 && req->event == NULL,
-		      "%s: rdma_accept acks the request of a synchronous id", kind);
+		OK(rdma_accept(req, NULL) == 0 && req->event == NULL,
+		   "%s: rdma_accept acks the request of a synchronous id", kind);
 		ev = expect(cch, RDMA_CM_EVENT_ESTABLISHED, kind);
 		if (ev) {
-			check(ev->param.ud.qkey == UDP_QKEY,
-			      "%s: ESTABLISHED from the synchronous id", kind);
+			OK(ev->param.ud.qkey == UDP_QKEY, "%s: ESTABLISHED from the synchronous id",
+			   kind);
 			rdma_ack_cm_event(ev);
 		}
 		rdma_destroy_id(req);
@@ -509,28 +501,28 @@ static void silent_listener(const char *kind, const char *sip, const char *cip)
 	int rc, err;
 
 	if (!lch || !cch || rdma_create_id(lch, &lid, NULL, RDMA_PS_UDP))
-		die("rdma_create_id");
+		tap_bail("rdma_create_id");
 	sin_of(&a, sip, PORT + 3);
 	if (rdma_bind_addr(lid, (struct sockaddr *)&a) || rdma_listen(lid, 4))
-		die("silent listen");
+		tap_bail("silent listen");
 
 	/* The listener reads the request and keeps its id without an answer. */
 	cli.id = client(cch, cip, sip, PORT + 3, kind);
-	check(rdma_connect(cli.id, &cp) == 0, "%s: rdma_connect to a silent listener", kind);
+	OK(rdma_connect(cli.id, &cp) == 0, "%s: rdma_connect to a silent listener", kind);
 	ev = expect(lch, RDMA_CM_EVENT_CONNECT_REQUEST, kind);
 	if (ev) {
 		req = ev->id;
 		rdma_ack_cm_event(ev);
 	}
 	ev = get_event(cch, 30000);
-	check(ev && ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status == -ETIMEDOUT,
-	      "%s: no answer: UNREACHABLE -ETIMEDOUT (got %s, status %d)", kind,
-	      ev ? rdma_event_str(ev->event) : "nothing", ev ? ev->status : 0);
+	OK(ev && ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status == -ETIMEDOUT,
+	   "%s: no answer: UNREACHABLE -ETIMEDOUT (got %s, status %d)", kind,
+	   ev ? rdma_event_str(ev->event) : "nothing", ev ? ev->status : 0);
 	if (ev)
 		rdma_ack_cm_event(ev);
 	if (req) {
 		/* The server's CM sends its REP; the client's CM has given up on it. */
-		check(rdma_accept(req, NULL) == 0, "%s: a late rdma_accept succeeds", kind);
+		OK(rdma_accept(req, NULL) == 0, "%s: a late rdma_accept succeeds", kind);
 		expect_none(cch, kind);
 		rdma_destroy_id(req);
 	}
@@ -538,17 +530,17 @@ static void silent_listener(const char *kind, const char *sip, const char *cip)
 
 	/* A synchronous client; the listener does not even read its channel. */
 	if (rdma_create_id(NULL, &sid, NULL, RDMA_PS_UDP))
-		die("rdma_create_id");
+		tap_bail("rdma_create_id");
 	sin_of(&s, cip, 0);
 	if (rdma_resolve_addr(sid, (struct sockaddr *)&s, (struct sockaddr *)&a, 1000) ||
 	    rdma_resolve_route(sid, 1000))
-		die("sync resolve");
+		tap_bail("sync resolve");
 	errno = 0;
 	rc = rdma_connect(sid, &cp);
 	err = errno;
-	check(rc == -1 && err == ETIMEDOUT,
-	      "%s: synchronous rdma_connect to a silent listener: ETIMEDOUT (%d, errno %d)", kind,
-	      rc, err);
+	OK(rc == -1 && err == ETIMEDOUT,
+	   "%s: synchronous rdma_connect to a silent listener: ETIMEDOUT (%d, errno %d)", kind, rc,
+	   err);
 	rdma_destroy_id(sid);
 	rdma_destroy_id(lid);
 	rdma_destroy_event_channel(cch);

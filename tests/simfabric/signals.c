@@ -139,15 +139,15 @@ static struct ibv_qp *ud_qp(struct port *p, struct ibv_cq *cq)
 	struct ibv_qp *qp = ibv_create_qp(p->pd, &qa);
 
 	if (!qp)
-		die("ibv_create_qp");
+		tap_bail("ibv_create_qp");
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		die("INIT");
+		tap_bail("INIT");
 	a.qp_state = IBV_QPS_RTR;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		die("RTR");
+		tap_bail("RTR");
 	a.qp_state = IBV_QPS_RTS;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		die("RTS");
+		tap_bail("RTS");
 	return qp;
 }
 
@@ -162,26 +162,26 @@ static void port_open(struct port *p, const char *name)
 			p->ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	if (!p->ctx)
-		die(name);
+		tap_bail(name);
 	if (ibv_query_port(p->ctx, 1, &pa))
-		die("ibv_query_port");
+		tap_bail("ibv_query_port");
 	p->pd = ibv_alloc_pd(p->ctx);
 	p->ch = ibv_create_comp_channel(p->ctx);
 	if (!p->pd || !p->ch)
-		die("pd/channel");
+		tap_bail("pd/channel");
 	p->cq = ibv_create_cq(p->ctx, 8, NULL, p->ch, 0);
 	p->small = ibv_create_cq(p->ctx, 1, NULL, NULL, 0);
 	if (!p->cq || !p->small)
-		die("ibv_create_cq");
+		tap_bail("ibv_create_cq");
 	p->qp = ud_qp(p, p->cq);
 	p->qp2 = ud_qp(p, p->small);
 	aa.dlid = pa.lid;
 	p->ah = ibv_create_ah(p->pd, &aa);
 	if (!p->ah)
-		die("ibv_create_ah");
+		tap_bail("ibv_create_ah");
 	p->cmch = rdma_create_event_channel();
 	if (!p->cmch || rdma_create_id(p->cmch, &p->cmid, NULL, RDMA_PS_UDP))
-		die("rdma_cm id");
+		tap_bail("rdma_cm id");
 }
 
 /* A signaled empty send to our own port: its completion lands on the QP's send CQ. */
@@ -267,9 +267,9 @@ static void wait_case(struct port *p, enum which which, int restart)
 	atomic_store(&g_handled, 0);
 	atomic_store(&g_returned, 0);
 	if (which == CQ_EVENT && ibv_req_notify_cq(p->cq, 0))
-		die("ibv_req_notify_cq");
+		tap_bail("ibv_req_notify_cq");
 	if (pthread_create(&t, NULL, helper_run, &j))
-		die("pthread_create");
+		tap_bail("pthread_create");
 	errno = 0;
 	if (which == CQ_EVENT)
 		rc = ibv_get_cq_event(p->ch, &cq, &cq_ctx);
@@ -280,37 +280,34 @@ static void wait_case(struct port *p, enum which which, int restart)
 	e = errno;
 	atomic_store(&g_returned, 1);
 	pthread_join(t, NULL);
-	check(atomic_load(&g_handled) == 1, "%s %s: the handler ran once", name,
-	      restart ? "SA_RESTART" : "no SA_RESTART");
+	OK(atomic_load(&g_handled) == 1, "%s %s: the handler ran once", name,
+	   restart ? "SA_RESTART" : "no SA_RESTART");
 	if (!restart) {
-		check(rc == -1 && e == EINTR,
-		      "%s without SA_RESTART: -1/EINTR after the handler (got %d, %s)", name, rc,
-		      strerror(e));
+		OK(rc == -1 && e == EINTR,
+		   "%s without SA_RESTART: -1/EINTR after the handler (got %d, %s)", name, rc,
+		   strerror(e));
 		return;
 	}
 	if (which == CM_EVENT) {
-		check(rc == 0 && ce && ce->event == RDMA_CM_EVENT_ADDR_RESOLVED &&
-			      ce->id == p->cmid,
-		      "rdma_get_cm_event with SA_RESTART: restarted, then ADDR_RESOLVED (rc %d)",
-		      rc);
+		OK(rc == 0 && ce && ce->event == RDMA_CM_EVENT_ADDR_RESOLVED && ce->id == p->cmid,
+		   "rdma_get_cm_event with SA_RESTART: restarted, then ADDR_RESOLVED (rc %d)", rc);
 		if (!rc)
 			rdma_ack_cm_event(ce);
 	} else if (which == CQ_EVENT) {
 		struct ibv_wc wc;
 
-		check(rc == 0 && cq == p->cq,
-		      "ibv_get_cq_event with SA_RESTART: restarted, then the CQ's event (rc %d)",
-		      rc);
+		OK(rc == 0 && cq == p->cq,
+		   "ibv_get_cq_event with SA_RESTART: restarted, then the CQ's event (rc %d)", rc);
 		if (!rc)
 			ibv_ack_cq_events(cq, 1);
-		check(ibv_poll_cq(p->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
-			      wc.opcode == IBV_WC_SEND,
-		      "the completion behind the event is the send");
+		OK(ibv_poll_cq(p->cq, 1, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+			   wc.opcode == IBV_WC_SEND,
+		   "the completion behind the event is the send");
 	} else {
-		check(rc == 0 && ae.event_type == IBV_EVENT_CQ_ERR && ae.element.cq == p->small,
-		      "ibv_get_async_event with SA_RESTART: restarted, then CQ_ERR of the "
-		      "overrun CQ (rc %d, event %d)",
-		      rc, rc ? -1 : (int)ae.event_type);
+		OK(rc == 0 && ae.event_type == IBV_EVENT_CQ_ERR && ae.element.cq == p->small,
+		   "ibv_get_async_event with SA_RESTART: restarted, then CQ_ERR of the "
+		   "overrun CQ (rc %d, event %d)",
+		   rc, rc ? -1 : (int)ae.event_type);
 		if (!rc)
 			ibv_ack_async_event(&ae);
 	}
@@ -331,7 +328,7 @@ static void exit_in_handler(void)
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
-		die("fork");
+		tap_bail("fork");
 	if (!pid) {
 		struct ibv_device **list;
 
@@ -354,14 +351,14 @@ static void exit_in_handler(void)
 	if (!w) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
-		check(0, "exit() in a signal handler during ibv_open_device: the process hung "
-			 "in exit (killed after 20 s)");
+		OK(0, "exit() in a signal handler during ibv_open_device: the process hung "
+		      "in exit (killed after 20 s)");
 		return;
 	}
-	check(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_IN_HANDLER,
-	      "exit() in a signal handler during ibv_open_device: the process exits with the "
-	      "handler's status (status %#x)",
-	      status);
+	OK(WIFEXITED(status) && WEXITSTATUS(status) == EXIT_IN_HANDLER,
+	   "exit() in a signal handler during ibv_open_device: the process exits with the "
+	   "handler's status (status %#x)",
+	   status);
 }
 
 /* A fresh fabric of its own, given back at the end (sf_reset of the simulated library). */

@@ -79,9 +79,9 @@ static struct rdma_cm_id *bound_id(const char *ip, struct rdma_event_channel **c
 
 	*ch = rdma_create_event_channel();
 	if (!*ch || rdma_create_id(*ch, &id, NULL, RDMA_PS_UDP))
-		die("rdma_create_id");
+		tap_bail("rdma_create_id");
 	if (rdma_bind_addr(id, in4(&a, ip)))
-		die("rdma_bind_addr");
+		tap_bail("rdma_bind_addr");
 	return id;
 }
 
@@ -100,7 +100,7 @@ static int join(struct rdma_cm_id *id, struct rdma_event_channel *ch, const char
 	int type;
 
 	if (rdma_join_multicast_ex(id, &ja, NULL))
-		die("rdma_join_multicast_ex");
+		tap_bail("rdma_join_multicast_ex");
 	ev = get_event(ch, WAIT_MS);
 	if (!ev)
 		return -1;
@@ -172,13 +172,13 @@ static void sender_open(struct sender *s, const char *ip, const char *group)
 	s->cq = ibv_create_cq(s->id->verbs, 128, NULL, NULL, 0);
 	qa.send_cq = qa.recv_cq = s->cq;
 	if (!s->cq || rdma_create_qp(s->id, NULL, &qa))
-		die("sender qp");
+		tap_bail("sender qp");
 	s->mr = ibv_reg_mr(s->id->pd, s->buf, sizeof(s->buf), 0);
 	if (!s->mr || join(s->id, s->ch, group, true, &s->ud) != RDMA_CM_EVENT_MULTICAST_JOIN)
-		die("sender join");
+		tap_bail("sender join");
 	s->ah = ibv_create_ah(s->id->pd, &s->ud.ah_attr);
 	if (!s->ah)
-		die("ibv_create_ah");
+		tap_bail("ibv_create_ah");
 }
 
 /* Send one datagram whose payload starts with `tag`; wait for its send completion. */
@@ -193,7 +193,7 @@ static void sender_send(struct sender *s, uint32_t tag)
 	wr.wr.ud.remote_qpn = s->ud.qp_num;
 	wr.wr.ud.remote_qkey = s->ud.qkey;
 	if (ibv_post_send(s->id->qp, &wr, &bad) || poll_n(s->cq, &wc, 1, WAIT_MS) != 1)
-		die("sender_send");
+		tap_bail("sender_send");
 }
 
 static void sender_close(struct sender *s, const char *group)
@@ -216,11 +216,11 @@ static void test_device(struct ibv_context *ctx)
 	struct ibv_device_attr da = {0};
 
 	if (ibv_query_device(ctx, &da))
-		die("ibv_query_device");
-	check(da.max_srq == 8388608 && da.max_srq_wr == 32767 && da.max_srq_sge == 31,
-	      "max_srq 8388608, max_srq_wr 32767, max_srq_sge 31 as a ConnectX-6 (%d %d %d)",
-	      da.max_srq, da.max_srq_wr, da.max_srq_sge);
-	check(!(da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE), "no IBV_DEVICE_SRQ_RESIZE (mlx5)");
+		tap_bail("ibv_query_device");
+	OK(da.max_srq == 8388608 && da.max_srq_wr == 32767 && da.max_srq_sge == 31,
+	   "max_srq 8388608, max_srq_wr 32767, max_srq_sge 31 as a ConnectX-6 (%d %d %d)",
+	   da.max_srq, da.max_srq_wr, da.max_srq_sge);
+	OK(!(da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE), "no IBV_DEVICE_SRQ_RESIZE (mlx5)");
 }
 
 static void test_create(struct ibv_pd *pd)
@@ -231,37 +231,37 @@ static void test_create(struct ibv_pd *pd)
 	struct ibv_srq *srq;
 
 	srq = ibv_create_srq(pd, &a);
-	check(srq && a.attr.max_wr == 127 && a.attr.max_sge == 1,
-	      "ibv_create_srq max_wr 100: created, max_wr 127 given back (%u, %u)", a.attr.max_wr,
-	      a.attr.max_sge);
-	check(srq && srq->context == pd->context && srq->pd == pd && srq->srq_context == pd,
-	      "the SRQ's context, pd and srq_context");
-	check(srq && ibv_query_srq(srq, &q) == 0 && q.max_wr == 127 && q.max_sge == 1 &&
-		      q.srq_limit == 0,
-	      "ibv_query_srq: max_wr 127, max_sge 1, srq_limit 0 (not armed)");
+	OK(srq && a.attr.max_wr == 127 && a.attr.max_sge == 1,
+	   "ibv_create_srq max_wr 100: created, max_wr 127 given back (%u, %u)", a.attr.max_wr,
+	   a.attr.max_sge);
+	OK(srq && srq->context == pd->context && srq->pd == pd && srq->srq_context == pd,
+	   "the SRQ's context, pd and srq_context");
+	OK(srq && ibv_query_srq(srq, &q) == 0 && q.max_wr == 127 && q.max_sge == 1 &&
+		   q.srq_limit == 0,
+	   "ibv_query_srq: max_wr 127, max_sge 1, srq_limit 0 (not armed)");
 	if (srq)
-		check(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq of an unused SRQ: 0");
+		OK(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq of an unused SRQ: 0");
 
 	a.attr.max_wr = 16;
 	a.attr.max_sge = 2;
 	srq = ibv_create_srq(pd, &a);
-	check(srq && a.attr.max_sge == 3, "max_sge 2 gives back 3 (a 64-byte WQE, as mlx5: %u)",
-	      a.attr.max_sge);
+	OK(srq && a.attr.max_sge == 3, "max_sge 2 gives back 3 (a 64-byte WQE, as mlx5: %u)",
+	   a.attr.max_sge);
 	if (srq)
 		ibv_destroy_srq(srq);
 
 	a.attr.max_wr = 32768;
 	a.attr.max_sge = 1;
 	errno = 0;
-	check(!ibv_create_srq(pd, &a) && errno == EINVAL, "max_wr above max_srq_wr: EINVAL");
+	OK(!ibv_create_srq(pd, &a) && errno == EINVAL, "max_wr above max_srq_wr: EINVAL");
 	a.attr.max_wr = 16;
 	a.attr.max_sge = 32;
 	errno = 0;
-	check(!ibv_create_srq(pd, &a) && errno == EINVAL, "max_sge above max_srq_sge: EINVAL");
+	OK(!ibv_create_srq(pd, &a) && errno == EINVAL, "max_sge above max_srq_sge: EINVAL");
 	a.attr.max_wr = 0;
 	a.attr.max_sge = 1;
 	errno = 0;
-	check(!ibv_create_srq(pd, &a) && errno == EINVAL, "max_wr 0: EINVAL");
+	OK(!ibv_create_srq(pd, &a) && errno == EINVAL, "max_wr 0: EINVAL");
 
 	memset(&ax, 0, sizeof(ax));
 	ax.attr.max_wr = 8;
@@ -270,18 +270,18 @@ static void test_create(struct ibv_pd *pd)
 	ax.srq_type = IBV_SRQT_BASIC;
 	ax.pd = pd;
 	srq = ibv_create_srq_ex(pd->context, &ax);
-	check(srq && ax.attr.max_wr == 15, "ibv_create_srq_ex, basic: created, max_wr 15");
+	OK(srq && ax.attr.max_wr == 15, "ibv_create_srq_ex, basic: created, max_wr 15");
 	if (srq)
 		ibv_destroy_srq(srq);
 	ax.srq_type = IBV_SRQT_XRC;
 	errno = 0;
-	check(!ibv_create_srq_ex(pd->context, &ax) && errno == EOPNOTSUPP,
-	      "ibv_create_srq_ex, XRC: EOPNOTSUPP (no XRC domains)");
+	OK(!ibv_create_srq_ex(pd->context, &ax) && errno == EOPNOTSUPP,
+	   "ibv_create_srq_ex, XRC: EOPNOTSUPP (no XRC domains)");
 	ax.srq_type = IBV_SRQT_BASIC;
 	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_CQ;
 	errno = 0;
-	check(!ibv_create_srq_ex(pd->context, &ax) && errno == EINVAL,
-	      "ibv_create_srq_ex without a PD: EINVAL");
+	OK(!ibv_create_srq_ex(pd->context, &ax) && errno == EINVAL,
+	   "ibv_create_srq_ex without a PD: EINVAL");
 }
 
 static void test_modify_post(struct ibv_pd *pd)
@@ -293,20 +293,20 @@ static void test_modify_post(struct ibv_pd *pd)
 	struct ibv_srq *srq = ibv_create_srq(pd, &a);
 
 	if (!srq)
-		die("ibv_create_srq");
+		tap_bail("ibv_create_srq");
 	m.max_wr = 32;
-	check(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR) == EINVAL,
-	      "ibv_modify_srq IBV_SRQ_MAX_WR: EINVAL (no resize, as mlx5)");
+	OK(ibv_modify_srq(srq, &m, IBV_SRQ_MAX_WR) == EINVAL,
+	   "ibv_modify_srq IBV_SRQ_MAX_WR: EINVAL (no resize, as mlx5)");
 	m.srq_limit = 8;
-	check(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == EINVAL,
-	      "srq_limit 8 on an SRQ of 8 WQEs: EINVAL");
+	OK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == EINVAL,
+	   "srq_limit 8 on an SRQ of 8 WQEs: EINVAL");
 	m.srq_limit = 3;
-	check(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR) == EINVAL &&
-		      ibv_query_srq(srq, &q) == 0 && q.srq_limit == 0,
-	      "a refused attribute: nothing changes (srq_limit still 0)");
-	check(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == 0 && ibv_query_srq(srq, &q) == 0 &&
-		      q.srq_limit == 3,
-	      "ibv_modify_srq IBV_SRQ_LIMIT 3: armed, ibv_query_srq says 3");
+	OK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT | IBV_SRQ_MAX_WR) == EINVAL &&
+		   ibv_query_srq(srq, &q) == 0 && q.srq_limit == 0,
+	   "a refused attribute: nothing changes (srq_limit still 0)");
+	OK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == 0 && ibv_query_srq(srq, &q) == 0 &&
+		   q.srq_limit == 3,
+	   "ibv_modify_srq IBV_SRQ_LIMIT 3: armed, ibv_query_srq says 3");
 
 	memset(wr, 0, sizeof(wr));
 	for (int i = 0; i < 9; i++) {
@@ -318,15 +318,15 @@ static void test_modify_post(struct ibv_pd *pd)
 	}
 	wr[1].num_sge = 2;
 	bad = NULL;
-	check(ibv_post_srq_recv(srq, wr, &bad) == EINVAL && bad == &wr[1],
-	      "ibv_post_srq_recv: more scatter entries than max_sge: EINVAL, bad names it");
+	OK(ibv_post_srq_recv(srq, wr, &bad) == EINVAL && bad == &wr[1],
+	   "ibv_post_srq_recv: more scatter entries than max_sge: EINVAL, bad names it");
 	/* wr[0], before the refused one, was posted: 6 more fit, the 8th WQE is refused. */
 	wr[1].num_sge = 1;
 	bad = NULL;
-	check(ibv_post_srq_recv(srq, &wr[1], &bad) == ENOMEM && bad == &wr[7],
-	      "7 WQEs fit an SRQ of max_wr 7 (the WRs before a refusal stay posted); the 8th: "
-	      "ENOMEM, bad names it");
-	check(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq with WQEs posted: 0");
+	OK(ibv_post_srq_recv(srq, &wr[1], &bad) == ENOMEM && bad == &wr[7],
+	   "7 WQEs fit an SRQ of max_wr 7 (the WRs before a refusal stay posted); the 8th: "
+	   "ENOMEM, bad names it");
+	OK(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq with WQEs posted: 0");
 }
 
 /*
@@ -367,34 +367,34 @@ static void test_qps(void)
 	buf = aligned_alloc(4096, (size_t)NBUF * BUF_LEN);
 	mr = ibv_reg_mr(pd, buf, (size_t)NBUF * BUF_LEN, IBV_ACCESS_LOCAL_WRITE);
 	if (!cq || !srq || !mr)
-		die("cq/srq/mr");
+		tap_bail("cq/srq/mr");
 	qa.send_cq = qa.recv_cq = cq;
 	qa.srq = srq;
-	check(rdma_create_qp(id[0], pd, &qa) == 0 && id[0]->qp->srq == srq &&
-		      qa.cap.max_recv_wr == 0 && qa.cap.max_recv_sge == 0,
-	      "a UD QP created with init_attr.srq: max_recv_wr/max_recv_sge ignored, 0 given back");
+	OK(rdma_create_qp(id[0], pd, &qa) == 0 && id[0]->qp->srq == srq &&
+		   qa.cap.max_recv_wr == 0 && qa.cap.max_recv_sge == 0,
+	   "a UD QP created with init_attr.srq: max_recv_wr/max_recv_sge ignored, 0 given back");
 	qa.cap.max_recv_wr = 64;
-	check(rdma_create_qp(id[1], pd, &qa) == 0, "a second UD QP of the same SRQ and CQ");
-	check(ibv_query_qp(id[0]->qp, &qattr, IBV_QP_CAP, &qinit) == 0 && qinit.srq == srq &&
-		      qattr.cap.max_recv_wr == 0,
-	      "ibv_query_qp: init_attr.srq is the SRQ, cap.max_recv_wr 0");
+	OK(rdma_create_qp(id[1], pd, &qa) == 0, "a second UD QP of the same SRQ and CQ");
+	OK(ibv_query_qp(id[0]->qp, &qattr, IBV_QP_CAP, &qinit) == 0 && qinit.srq == srq &&
+		   qattr.cap.max_recv_wr == 0,
+	   "ibv_query_qp: init_attr.srq is the SRQ, cap.max_recv_wr 0");
 	sge = (struct ibv_sge){(uintptr_t)buf, BUF_LEN, mr->lkey};
 	rw = (struct ibv_recv_wr){.wr_id = 99, .sg_list = &sge, .num_sge = 1};
-	check(ibv_post_recv(id[0]->qp, &rw, &bad) == ENOMEM && bad == &rw,
-	      "ibv_post_recv on a QP of an SRQ: ENOMEM (it has no receive queue)");
-	check(ibv_destroy_srq(srq) == EBUSY, "ibv_destroy_srq while QPs use it: EBUSY");
+	OK(ibv_post_recv(id[0]->qp, &rw, &bad) == ENOMEM && bad == &rw,
+	   "ibv_post_recv on a QP of an SRQ: ENOMEM (it has no receive queue)");
+	OK(ibv_destroy_srq(srq) == EBUSY, "ibv_destroy_srq while QPs use it: EBUSY");
 
-	check(join(id[0], ch[0], grp[0], false, NULL) == RDMA_CM_EVENT_MULTICAST_JOIN &&
-		      join(id[1], ch[1], grp[1], false, NULL) == RDMA_CM_EVENT_MULTICAST_JOIN,
-	      "both QPs joined");
+	OK(join(id[0], ch[0], grp[0], false, NULL) == RDMA_CM_EVENT_MULTICAST_JOIN &&
+		   join(id[1], ch[1], grp[1], false, NULL) == RDMA_CM_EVENT_MULTICAST_JOIN,
+	   "both QPs joined");
 	sender_open(&tx[0], "198.18.0.3", grp[0]);
 	sender_open(&tx[1], "198.18.0.3", grp[1]);
 
 	/* An empty SRQ: the datagram is dropped and counted, as with no receive posted. */
 	o = oob("sim_ib0");
 	sender_send(&tx[0], 1);
-	check(poll_n(cq, wc, 1, 200) == 0 && oob("sim_ib0") == o + 1,
-	      "empty SRQ: dropped, out_of_buffer +1");
+	OK(poll_n(cq, wc, 1, 200) == 0 && oob("sim_ib0") == o + 1,
+	   "empty SRQ: dropped, out_of_buffer +1");
 
 	/* Six buffers; limit 4 armed: the third delivery leaves 3 < 4 and fires the event. */
 	for (int i = 0; i < 6; i++) {
@@ -402,11 +402,11 @@ static void test_qps(void)
 		rw = (struct ibv_recv_wr){
 			.wr_id = 100 + (uint64_t)i, .sg_list = &sge, .num_sge = 1};
 		if (ibv_post_srq_recv(srq, &rw, &bad))
-			die("ibv_post_srq_recv");
+			tap_bail("ibv_post_srq_recv");
 	}
 	m.srq_limit = 4;
 	if (ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT))
-		die("ibv_modify_srq");
+		tap_bail("ibv_modify_srq");
 	sender_send(&tx[0], 0x1000);
 	sender_send(&tx[1], 0x2000);
 	n = poll_n(cq, wc, 2, WAIT_MS);
@@ -420,38 +420,38 @@ static void test_qps(void)
 		      wc[i].byte_len == 40 + 64 && wc[i].wr_id == 100 + (uint64_t)i &&
 		      (wc[i].qp_num == id[0]->qp->qp_num || q) && tag == (q ? 0x2000u : 0x1000u);
 	}
-	check(ok, "two datagrams, one per QP, in SRQ buffers taken in order, completions on the "
-		  "shared CQ naming each QP");
-	check(!async_srq_event(ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 200),
-	      "4 WQEs left, limit 4: no event yet");
+	OK(ok, "two datagrams, one per QP, in SRQ buffers taken in order, completions on the "
+	       "shared CQ naming each QP");
+	OK(!async_srq_event(ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 200),
+	   "4 WQEs left, limit 4: no event yet");
 	sender_send(&tx[0], 0x1001);
-	check(async_srq_event(ctx, IBV_EVENT_SRQ_LIMIT_REACHED, WAIT_MS) == srq,
-	      "3 left < limit 4: IBV_EVENT_SRQ_LIMIT_REACHED, element.srq is the SRQ");
-	check(ibv_query_srq(srq, &m) == 0 && m.srq_limit == 0,
-	      "after the event the limit is disarmed: ibv_query_srq says 0");
+	OK(async_srq_event(ctx, IBV_EVENT_SRQ_LIMIT_REACHED, WAIT_MS) == srq,
+	   "3 left < limit 4: IBV_EVENT_SRQ_LIMIT_REACHED, element.srq is the SRQ");
+	OK(ibv_query_srq(srq, &m) == 0 && m.srq_limit == 0,
+	   "after the event the limit is disarmed: ibv_query_srq says 0");
 	sender_send(&tx[1], 0x2001);
-	check(!async_srq_event(ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 200),
-	      "one-shot: the next delivery raises no second event");
+	OK(!async_srq_event(ctx, IBV_EVENT_SRQ_LIMIT_REACHED, 200),
+	   "one-shot: the next delivery raises no second event");
 	m.srq_limit = 3;
-	check(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == 0, "re-armed with limit 3 (2 left)");
+	OK(ibv_modify_srq(srq, &m, IBV_SRQ_LIMIT) == 0, "re-armed with limit 3 (2 left)");
 	sender_send(&tx[0], 0x1002);
-	check(async_srq_event(ctx, IBV_EVENT_SRQ_LIMIT_REACHED, WAIT_MS) == srq,
-	      "re-armed: the next delivery fires the event again");
+	OK(async_srq_event(ctx, IBV_EVENT_SRQ_LIMIT_REACHED, WAIT_MS) == srq,
+	   "re-armed: the next delivery fires the event again");
 	n = poll_n(cq, wc, 3, WAIT_MS);
-	check(n == 3, "the three datagrams completed (%d)", n);
+	OK(n == 3, "the three datagrams completed (%d)", n);
 	o = oob("sim_ib0");
 	sender_send(&tx[1], 0x2002);
 	sender_send(&tx[1], 0x2003);
 	n = poll_n(cq, wc, 2, 300);
-	check(n == 1 && oob("sim_ib0") == o + 1,
-	      "the last buffer taken by one datagram, the next dropped (out_of_buffer +1)");
+	OK(n == 1 && oob("sim_ib0") == o + 1,
+	   "the last buffer taken by one datagram, the next dropped (out_of_buffer +1)");
 
 	sender_close(&tx[0], grp[0]);
 	sender_close(&tx[1], grp[1]);
 	rdma_destroy_qp(id[0]);
-	check(ibv_destroy_srq(srq) == EBUSY, "one QP left: still EBUSY");
+	OK(ibv_destroy_srq(srq) == EBUSY, "one QP left: still EBUSY");
 	rdma_destroy_qp(id[1]);
-	check(ibv_destroy_srq(srq) == 0, "no QP left: ibv_destroy_srq 0");
+	OK(ibv_destroy_srq(srq) == 0, "no QP left: ibv_destroy_srq 0");
 	ibv_dereg_mr(mr);
 	ibv_destroy_cq(cq);
 	for (int i = 0; i < 2; i++) {
@@ -472,20 +472,20 @@ static void test_rdma_srq(void)
 	struct rdma_cm_id *id = bound_id("198.19.0.1", &ch);
 	struct ibv_srq *srq;
 
-	check(rdma_create_srq(id, NULL, &sa) == 0 && id->srq && sa.attr.max_wr == 63,
-	      "rdma_create_srq: id->srq set on the id's PD, max_wr 63 given back");
-	check(id->srq && id->srq->pd == id->pd, "the SRQ is on the id's default PD");
+	OK(rdma_create_srq(id, NULL, &sa) == 0 && id->srq && sa.attr.max_wr == 63,
+	   "rdma_create_srq: id->srq set on the id's PD, max_wr 63 given back");
+	OK(id->srq && id->srq->pd == id->pd, "the SRQ is on the id's default PD");
 	errno = 0;
-	check(rdma_create_srq(id, NULL, &sa) == -1 && errno == EINVAL,
-	      "a second rdma_create_srq on the id: EINVAL");
-	check(rdma_create_qp(id, NULL, &qa) == 0 && id->qp->srq == id->srq,
-	      "rdma_create_qp on the id uses its SRQ");
+	OK(rdma_create_srq(id, NULL, &sa) == -1 && errno == EINVAL,
+	   "a second rdma_create_srq on the id: EINVAL");
+	OK(rdma_create_qp(id, NULL, &qa) == 0 && id->qp->srq == id->srq,
+	   "rdma_create_qp on the id uses its SRQ");
 	srq = id->srq;
 	rdma_destroy_srq(id);
-	check(id->srq == srq, "rdma_destroy_srq while the QP uses it: the SRQ stays");
+	OK(id->srq == srq, "rdma_destroy_srq while the QP uses it: the SRQ stays");
 	rdma_destroy_qp(id);
 	rdma_destroy_srq(id);
-	check(id->srq == NULL, "rdma_destroy_srq after the QP: id->srq NULL");
+	OK(id->srq == NULL, "rdma_destroy_srq after the QP: id->srq NULL");
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 }
@@ -523,8 +523,8 @@ static void test_no_srq(const char *self)
 		_exit(3);
 	}
 	waitpid(pid, &st, 0);
-	check(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	      "SIMFABRIC_NO_SRQ=1: max_srq, max_srq_wr, max_srq_sge 0, ibv_create_srq EOPNOTSUPP");
+	OK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	   "SIMFABRIC_NO_SRQ=1: max_srq, max_srq_wr, max_srq_sge 0, ibv_create_srq EOPNOTSUPP");
 }
 
 int main(int argc, char **argv)
@@ -554,7 +554,7 @@ int main(int argc, char **argv)
 	ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
 	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	if (!pd)
-		die("device");
+		tap_bail("device");
 	test_device(ctx);
 	test_create(pd);
 	test_modify_post(pd);

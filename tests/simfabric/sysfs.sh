@@ -4,8 +4,8 @@
 # 0444/0755, port state and counters kept live (they equal `simfab counters` once traffic
 # stopped, while the processes still run), removed by `simfab reset`.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 sf_init sysfs
 sf_need ibv_devinfo mckey
@@ -90,12 +90,12 @@ sf_wait_exit "$s"
 [ "$SF_RC" = 0 ] || sf_fail "sender exited with $SF_RC" "$out/send.txt"
 
 # The files follow while the receiver runs (its refresher thread publishes them).
-n=0
-until [ "$(cat "$d/ports/1/counters/port_rcv_packets")" = "$count" ]; do
-	n=$((n + 1))
-	[ "$n" -le 100 ] || sf_fail "sim_ib1 port_rcv_packets is $(cat "$d/ports/1/counters/port_rcv_packets"), expected $count" "$out/recv.txt"
-	sleep 0.1
-done
+# rcv_packets_is N: sim_ib1's port_rcv_packets file shows N.
+rcv_packets_is() {
+	[ "$(cat "$d/ports/1/counters/port_rcv_packets")" = "$1" ]
+}
+t_wait_until 10 rcv_packets_is "$count" ||
+	sf_fail "sim_ib1 port_rcv_packets is $(cat "$d/ports/1/counters/port_rcv_packets"), expected $count" "$out/recv.txt"
 kill -0 "$r" 2>/dev/null || sf_fail "the receiver exited early" "$out/recv.txt"
 expect_file "$ib/sim_ib3/ports/1/hw_counters/out_of_buffer" "$count"
 for dev in sim_ib1 sim_ib3; do

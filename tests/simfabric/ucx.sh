@@ -13,8 +13,8 @@
 #
 # Usage: ucx.sh ib|roce
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 [ $# = 1 ] || {
 	echo "usage: $0 ib|roce" >&2

@@ -14,8 +14,8 @@
 # Before the server starts, a client must get RDMA_CM_EVENT_UNREACHABLE with status 1
 # (IB_SIDR_UNSUPPORTED: nothing listens on the service) and exit with that status.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "$(dirname "$0")/../lib/sf.sh"
 
 usage() {
 	echo "usage: $0 ib|roce bound|any|many" >&2
@@ -66,13 +66,14 @@ sf_start "$out/server.txt" 60 udaddy $sargs
 srv=$SF_PID
 sf_wait_line "$out/server.txt" '^udaddy: starting server$' "$srv" 20
 # The listener is in the fabric once udaddy's rdma_listen returned.
-n=0
-until "$SIMFAB" listeners | grep -Eq "^udp +7174 "; do
-	kill -0 "$srv" 2>/dev/null || sf_fail "server exited before listening" "$out/server.txt"
-	n=$((n + 1))
-	[ "$n" -le 200 ] || sf_fail "server not listening within 20 s" "$out/server.txt"
-	sleep 0.1
-done
+# listening PID: udaddy's port 7174 is in the fabric's listeners; fails the test when
+# it is not and PID exited.
+listening() {
+	! "$SIMFAB" listeners | grep -Eq "^udp +7174 " || return 0
+	kill -0 "$1" 2>/dev/null || sf_fail "server exited before listening" "$out/server.txt"
+	return 1
+}
+t_wait_until 20 listening "$srv" || sf_fail "server not listening within 20 s" "$out/server.txt"
 "$SIMFAB" listeners >"$out/listeners.txt"
 if [ "$mode" != any ]; then
 	want="^udp +7174 +$net\\.2 +${dev}1 +[0-9]+$"

@@ -46,7 +46,7 @@ static struct ibv_context *open_dev(const char *name)
 			ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	if (!ctx)
-		die(name);
+		tap_bail(name);
 	return ctx;
 }
 
@@ -55,13 +55,13 @@ static void to_rts(struct ibv_qp *qp)
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
 
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		die("INIT");
+		tap_bail("INIT");
 	a.qp_state = IBV_QPS_RTR;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		die("RTR");
+		tap_bail("RTR");
 	a.qp_state = IBV_QPS_RTS;
 	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		die("RTS");
+		tap_bail("RTS");
 }
 
 static struct ibv_qp *make_qp(struct side *s, int ex, uint64_t ops, uint32_t max_send_wr,
@@ -94,16 +94,16 @@ static void side_open(struct side *s, const char *dev, int ex)
 	s->cqx = ibv_create_cq_ex(s->ctx, &ca);
 	s->buf = calloc(1, BUF);
 	if (!s->pd || !s->cqx || !s->buf)
-		die("pd/cq_ex");
+		tap_bail("pd/cq_ex");
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF, IBV_ACCESS_LOCAL_WRITE);
 	if (!s->mr)
-		die("ibv_reg_mr");
+		tap_bail("ibv_reg_mr");
 	s->qp = make_qp(s, ex, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM, 4, 64);
 	if (!s->qp)
-		die("ibv_create_qp_ex");
+		tap_bail("ibv_create_qp_ex");
 	to_rts(s->qp);
 	if (ibv_query_port(s->ctx, 1, &pa))
-		die("ibv_query_port");
+		tap_bail("ibv_query_port");
 	s->lid = pa.lid;
 }
 
@@ -118,7 +118,7 @@ static void post_recvs(struct side *s, int n)
 		struct ibv_recv_wr *bad;
 
 		if (ibv_post_recv(s->qp, &wr, &bad))
-			die("ibv_post_recv");
+			tap_bail("ibv_post_recv");
 	}
 }
 
@@ -143,38 +143,38 @@ static void test_create(struct side *tx)
 	struct ibv_qp_ex *x;
 
 	x = ibv_qp_to_qp_ex(tx->qp);
-	check(x && (void *)x == (void *)tx->qp && &x->qp_base == tx->qp,
-	      "ibv_qp_to_qp_ex: the QP's own ibv_qp_ex (qp_base is the QP)");
-	check(x && x->wr_send && x->wr_send_imm && x->wr_set_ud_addr && x->wr_set_sge &&
-		      x->wr_set_sge_list && x->wr_set_inline_data && x->wr_set_inline_data_list &&
-		      x->wr_start && x->wr_complete && x->wr_abort,
-	      "the UD builders and setters are set");
-	check(x && !x->wr_rdma_write && !x->wr_rdma_read && !x->wr_atomic_cmp_swp &&
-		      !x->wr_send_inv && !x->wr_send_tso && !x->wr_set_xrc_srqn,
-	      "the operations UD lacks stay NULL (as on mlx5)");
+	OK(x && (void *)x == (void *)tx->qp && &x->qp_base == tx->qp,
+	   "ibv_qp_to_qp_ex: the QP's own ibv_qp_ex (qp_base is the QP)");
+	OK(x && x->wr_send && x->wr_send_imm && x->wr_set_ud_addr && x->wr_set_sge &&
+		   x->wr_set_sge_list && x->wr_set_inline_data && x->wr_set_inline_data_list &&
+		   x->wr_start && x->wr_complete && x->wr_abort,
+	   "the UD builders and setters are set");
+	OK(x && !x->wr_rdma_write && !x->wr_rdma_read && !x->wr_atomic_cmp_swp && !x->wr_send_inv &&
+		   !x->wr_send_tso && !x->wr_set_xrc_srqn,
+	   "the operations UD lacks stay NULL (as on mlx5)");
 
 	qp = make_qp(tx, 1, IBV_QP_EX_WITH_SEND, 4, 0);
-	check(qp != NULL, "send_ops_flags SEND alone: created");
+	OK(qp != NULL, "send_ops_flags SEND alone: created");
 	if (qp) {
 		x = ibv_qp_to_qp_ex(qp);
-		check(x && x->wr_send_imm, "  and wr_send_imm is set all the same (mlx5 fills "
-					   "every UD function whatever was asked)");
+		OK(x && x->wr_send_imm, "  and wr_send_imm is set all the same (mlx5 fills "
+					"every UD function whatever was asked)");
 		ibv_destroy_qp(qp);
 	}
 	errno = 0;
 	qp = make_qp(tx, 1, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE, 4, 0);
-	check(!qp && errno == EOPNOTSUPP, "send_ops_flags with RDMA_WRITE on UD: EOPNOTSUPP (%s)",
-	      strerror(errno));
+	OK(!qp && errno == EOPNOTSUPP, "send_ops_flags with RDMA_WRITE on UD: EOPNOTSUPP (%s)",
+	   strerror(errno));
 	if (qp)
 		ibv_destroy_qp(qp);
 	errno = 0;
 	qp = make_qp(tx, 1, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO, 4, 0);
-	check(!qp && errno == EOPNOTSUPP, "send_ops_flags with TSO on UD: EOPNOTSUPP (%s)",
-	      strerror(errno));
+	OK(!qp && errno == EOPNOTSUPP, "send_ops_flags with TSO on UD: EOPNOTSUPP (%s)",
+	   strerror(errno));
 	if (qp)
 		ibv_destroy_qp(qp);
 	qp = make_qp(tx, 0, 0, 4, 0);
-	check(qp && !ibv_qp_to_qp_ex(qp), "a QP created without send_ops_flags: no ibv_qp_ex");
+	OK(qp && !ibv_qp_to_qp_ex(qp), "a QP created without send_ops_flags: no ibv_qp_ex");
 	if (qp)
 		ibv_destroy_qp(qp);
 }
@@ -194,8 +194,8 @@ static void check_sends(struct side *tx, uint64_t first, int want)
 	}
 	if (rc != ENOENT)
 		ibv_end_poll(tx->cqx);
-	check(rc == ENOENT && n == want, "%d send completions, wr_id %llu.., in order (%d)", want,
-	      (unsigned long long)first, n);
+	OK(rc == ENOENT && n == want, "%d send completions, wr_id %llu.., in order (%d)", want,
+	   (unsigned long long)first, n);
 }
 
 static void test_send(struct side *tx, struct side *rx, struct ibv_ah *ah)
@@ -236,7 +236,7 @@ static void test_send(struct side *tx, struct side *rx, struct ibv_ah *ah)
 	/* The inline payloads were copied when set: changing them now changes nothing. */
 	memset(inl, 'X', strlen(inl));
 	rc = ibv_wr_complete(x);
-	check(rc == 0, "ibv_wr_complete of sge, send_imm+inline, inline list: 0 (%d)", rc);
+	OK(rc == 0, "ibv_wr_complete of sge, send_imm+inline, inline list: 0 (%d)", rc);
 	check_sends(tx, 1, 3);
 
 	ibv_wr_start(x);
@@ -249,47 +249,42 @@ static void test_send(struct side *tx, struct side *rx, struct ibv_ah *ah)
 	ibv_wr_set_ud_addr(x, ah, rx->qp->qp_num, QKEY);
 	ibv_wr_set_sge_list(x, 2, list0);
 	rc = ibv_wr_complete(x);
-	check(rc == 0, "ibv_wr_complete of two sge lists: 0 (%d)", rc);
+	OK(rc == 0, "ibv_wr_complete of two sge lists: 0 (%d)", rc);
 	check_sends(tx, 4, 2);
 
 	/* The receiver's extended CQ, every standard field. */
 	rc = ibv_start_poll(rx->cqx, &pa);
-	check(rc == 0 && rx->cqx->status == IBV_WC_SUCCESS && rx->cqx->wr_id == 1000 &&
-		      ibv_wc_read_opcode(rx->cqx) == IBV_WC_RECV &&
-		      ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 100 &&
-		      ibv_wc_read_wc_flags(rx->cqx) == 0 &&
-		      ibv_wc_read_src_qp(rx->cqx) == tx->qp->qp_num &&
-		      ibv_wc_read_qp_num(rx->cqx) == rx->qp->qp_num &&
-		      ibv_wc_read_slid(rx->cqx) == tx->lid && ibv_wc_read_sl(rx->cqx) == 0 &&
-		      ibv_wc_read_dlid_path_bits(rx->cqx) == 0 && rx->buf[GRH_BYTES] == 'a' &&
-		      rx->buf[GRH_BYTES + 99] == 'a',
-	      "receive 1 through ibv_start_poll: status, wr_id, opcode, byte_len (40 + "
-	      "payload), flags (no GRH: an IB AH without one), src_qp, qp_num, slid, payload");
+	OK(rc == 0 && rx->cqx->status == IBV_WC_SUCCESS && rx->cqx->wr_id == 1000 &&
+		   ibv_wc_read_opcode(rx->cqx) == IBV_WC_RECV &&
+		   ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 100 &&
+		   ibv_wc_read_wc_flags(rx->cqx) == 0 &&
+		   ibv_wc_read_src_qp(rx->cqx) == tx->qp->qp_num &&
+		   ibv_wc_read_qp_num(rx->cqx) == rx->qp->qp_num &&
+		   ibv_wc_read_slid(rx->cqx) == tx->lid && ibv_wc_read_sl(rx->cqx) == 0 &&
+		   ibv_wc_read_dlid_path_bits(rx->cqx) == 0 && rx->buf[GRH_BYTES] == 'a' &&
+		   rx->buf[GRH_BYTES + 99] == 'a',
+	   "receive 1 through ibv_start_poll: status, wr_id, opcode, byte_len (40 + "
+	   "payload), flags (no GRH: an IB AH without one), src_qp, qp_num, slid, payload");
 	rc = rc ? rc : ibv_next_poll(rx->cqx);
-	check(rc == 0 && rx->cqx->wr_id == 1001 &&
-		      ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 16 &&
-		      ibv_wc_read_wc_flags(rx->cqx) == IBV_WC_WITH_IMM &&
-		      ibv_wc_read_imm_data(rx->cqx) == htonl(0xabcd1234) &&
-		      !memcmp(rx->buf + 512 + GRH_BYTES, "inline-part-one|", 16),
-	      "receive 2 (ibv_next_poll): immediate data, the inline payload as set");
+	OK(rc == 0 && rx->cqx->wr_id == 1001 && ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 16 &&
+		   ibv_wc_read_wc_flags(rx->cqx) == IBV_WC_WITH_IMM &&
+		   ibv_wc_read_imm_data(rx->cqx) == htonl(0xabcd1234) &&
+		   !memcmp(rx->buf + 512 + GRH_BYTES, "inline-part-one|", 16),
+	   "receive 2 (ibv_next_poll): immediate data, the inline payload as set");
 	rc = rc ? rc : ibv_next_poll(rx->cqx);
-	check(rc == 0 && rx->cqx->wr_id == 1002 &&
-		      ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 19 &&
-		      !memcmp(rx->buf + 1024 + GRH_BYTES, "inline-part-one|two", 19),
-	      "receive 3: the inline list, concatenated");
+	OK(rc == 0 && rx->cqx->wr_id == 1002 && ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 19 &&
+		   !memcmp(rx->buf + 1024 + GRH_BYTES, "inline-part-one|two", 19),
+	   "receive 3: the inline list, concatenated");
 	rc = rc ? rc : ibv_next_poll(rx->cqx);
-	check(rc == 0 && rx->cqx->wr_id == 1003 &&
-		      ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 120 &&
-		      rx->buf[1536 + GRH_BYTES + 99] == 'a' &&
-		      rx->buf[1536 + GRH_BYTES + 100] == 'b',
-	      "receive 4: the sge list gathered");
+	OK(rc == 0 && rx->cqx->wr_id == 1003 && ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 120 &&
+		   rx->buf[1536 + GRH_BYTES + 99] == 'a' && rx->buf[1536 + GRH_BYTES + 100] == 'b',
+	   "receive 4: the sge list gathered");
 	rc = rc ? rc : ibv_next_poll(rx->cqx);
-	check(rc == 0 && rx->cqx->wr_id == 1004 &&
-		      ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 20 &&
-		      rx->buf[2048 + GRH_BYTES] == 'b',
-	      "receive 5: a zero-length scatter entry is skipped");
+	OK(rc == 0 && rx->cqx->wr_id == 1004 && ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES + 20 &&
+		   rx->buf[2048 + GRH_BYTES] == 'b',
+	   "receive 5: a zero-length scatter entry is skipped");
 	rc = rc ? rc : ibv_next_poll(rx->cqx);
-	check(rc == ENOENT, "ibv_next_poll on an emptied CQ: ENOENT (%d)", rc);
+	OK(rc == ENOENT, "ibv_next_poll on an emptied CQ: ENOENT (%d)", rc);
 	ibv_end_poll(rx->cqx);
 }
 
@@ -319,22 +314,22 @@ static void test_errors(struct side *tx, struct side *rx, struct ibv_ah *ah)
 		ibv_wr_set_sge(x, tx->mr->lkey, (uintptr_t)tx->buf, 8);
 	}
 	rc = ibv_wr_complete(x);
-	check(rc == ENOMEM, "5 WRs on a send queue of 4: ENOMEM (%d)", rc);
-	check(drain(rx->cqx) == 0 && drain(tx->cqx) == 0, "  and none of the batch was sent");
+	OK(rc == ENOMEM, "5 WRs on a send queue of 4: ENOMEM (%d)", rc);
+	OK(drain(rx->cqx) == 0 && drain(tx->cqx) == 0, "  and none of the batch was sent");
 
 	ibv_wr_start(x);
 	ibv_wr_send(x);
 	ibv_wr_set_ud_addr(x, ah, rx->qp->qp_num, QKEY);
 	ibv_wr_set_inline_data(x, big, sizeof(big));
 	rc = ibv_wr_complete(x);
-	check(rc == ENOMEM, "inline data beyond max_inline_data (64): ENOMEM (%d)", rc);
+	OK(rc == ENOMEM, "inline data beyond max_inline_data (64): ENOMEM (%d)", rc);
 
 	ibv_wr_start(x);
 	ibv_wr_send(x);
 	ibv_wr_set_ud_addr(x, ah, rx->qp->qp_num, QKEY);
 	ibv_wr_set_sge_list(x, 3, three);
 	rc = ibv_wr_complete(x);
-	check(rc == ENOMEM, "3 scatter entries beyond max_send_sge (2): ENOMEM (%d)", rc);
+	OK(rc == ENOMEM, "3 scatter entries beyond max_send_sge (2): ENOMEM (%d)", rc);
 
 	ibv_wr_start(x);
 	x->wr_flags = IBV_SEND_SIGNALED;
@@ -342,7 +337,7 @@ static void test_errors(struct side *tx, struct side *rx, struct ibv_ah *ah)
 	ibv_wr_set_ud_addr(x, ah, rx->qp->qp_num, QKEY);
 	ibv_wr_set_sge(x, tx->mr->lkey, (uintptr_t)tx->buf, 4096 + 1);
 	rc = ibv_wr_complete(x);
-	check(rc == EINVAL, "a datagram larger than the path MTU (4096): EINVAL (%d)", rc);
+	OK(rc == EINVAL, "a datagram larger than the path MTU (4096): EINVAL (%d)", rc);
 
 	ibv_wr_start(x);
 	x->wr_flags = IBV_SEND_SIGNALED;
@@ -350,8 +345,8 @@ static void test_errors(struct side *tx, struct side *rx, struct ibv_ah *ah)
 	ibv_wr_set_ud_addr(x, ah, rx->qp->qp_num, QKEY);
 	ibv_wr_set_sge(x, tx->mr->lkey, (uintptr_t)tx->buf, 8);
 	ibv_wr_abort(x);
-	check(drain(rx->cqx) == 0 && drain(tx->cqx) == 0,
-	      "the failed batches and an aborted one sent nothing");
+	OK(drain(rx->cqx) == 0 && drain(tx->cqx) == 0,
+	   "the failed batches and an aborted one sent nothing");
 
 	ibv_wr_start(x);
 	x->wr_id = 77;
@@ -360,13 +355,13 @@ static void test_errors(struct side *tx, struct side *rx, struct ibv_ah *ah)
 	ibv_wr_set_ud_addr(x, ah, rx->qp->qp_num, QKEY);
 	ibv_wr_set_sge(x, tx->mr->lkey, (uintptr_t)tx->buf, 8);
 	rc = ibv_wr_complete(x);
-	check(rc == 0 && drain(rx->cqx) == 1 && drain(tx->cqx) == 1, "the next batch goes out (%d)",
-	      rc);
+	OK(rc == 0 && drain(rx->cqx) == 1 && drain(tx->cqx) == 1, "the next batch goes out (%d)",
+	   rc);
 
 	/* No inline space (max_inline_data 0): inline data of no bytes is a 0-byte send. */
 	qp = make_qp(tx, 1, IBV_QP_EX_WITH_SEND, 4, 0);
 	if (!qp)
-		die("ibv_create_qp_ex");
+		tap_bail("ibv_create_qp_ex");
 	to_rts(qp);
 	x = ibv_qp_to_qp_ex(qp);
 	ibv_wr_start(x);
@@ -378,8 +373,8 @@ static void test_errors(struct side *tx, struct side *rx, struct ibv_ah *ah)
 	rc = ibv_wr_complete(x);
 	pa.comp_mask = 0;
 	rrc = ibv_start_poll(rx->cqx, &pa);
-	check(rc == 0 && rrc == 0 && ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES,
-	      "empty inline data on a QP without inline space: a 0-byte datagram (%d)", rc);
+	OK(rc == 0 && rrc == 0 && ibv_wc_read_byte_len(rx->cqx) == GRH_BYTES,
+	   "empty inline data on a QP without inline space: a 0-byte datagram (%d)", rc);
 	if (!rrc)
 		ibv_end_poll(rx->cqx);
 	drain(tx->cqx);
@@ -396,44 +391,44 @@ static void test_cq_ex(struct side *s)
 	errno = 0;
 	a.wc_flags = (uint64_t)1 << 40;
 	c = ibv_create_cq_ex(s->ctx, &a);
-	check(!c && errno == ENOTSUP, "wc_flags beyond what mlx5 knows: ENOTSUP (%s)",
-	      strerror(errno));
+	OK(!c && errno == ENOTSUP, "wc_flags beyond what mlx5 knows: ENOTSUP (%s)",
+	   strerror(errno));
 	errno = 0;
 	a.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
 	c = ibv_create_cq_ex(s->ctx, &a);
-	check(!c && errno == EOPNOTSUPP,
-	      "completion timestamps (no HCA clock simulated): EOPNOTSUPP (%s)", strerror(errno));
+	OK(!c && errno == EOPNOTSUPP,
+	   "completion timestamps (no HCA clock simulated): EOPNOTSUPP (%s)", strerror(errno));
 	errno = 0;
 	a.wc_flags = 0;
 	a.cqe = 0;
 	c = ibv_create_cq_ex(s->ctx, &a);
-	check(!c && errno == EINVAL, "cqe 0: EINVAL (%s)", strerror(errno));
+	OK(!c && errno == EINVAL, "cqe 0: EINVAL (%s)", strerror(errno));
 	errno = 0;
 	a.cqe = 8;
 	a.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD;
 	a.parent_domain = s->pd;
 	c = ibv_create_cq_ex(s->ctx, &a);
-	check(!c && errno == EINVAL, "a PD that is no parent domain: EINVAL (%s)", strerror(errno));
+	OK(!c && errno == EINVAL, "a PD that is no parent domain: EINVAL (%s)", strerror(errno));
 	errno = 0;
 	a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
 	a.flags = 1u << 7;
 	c = ibv_create_cq_ex(s->ctx, &a);
-	check(!c && errno == EINVAL, "an unknown creation flag: EINVAL (%s)", strerror(errno));
+	OK(!c && errno == EINVAL, "an unknown creation flag: EINVAL (%s)", strerror(errno));
 
 	a.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
 	a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
 	c = ibv_create_cq_ex(s->ctx, &a);
-	check(c && c->read_byte_len && !c->read_imm_data && !c->read_slid && c->read_opcode &&
-		      c->read_wc_flags && c->read_vendor_err,
-	      "readers only for the wc_flags asked (opcode, vendor_err, wc_flags always)");
+	OK(c && c->read_byte_len && !c->read_imm_data && !c->read_slid && c->read_opcode &&
+		   c->read_wc_flags && c->read_vendor_err,
+	   "readers only for the wc_flags asked (opcode, vendor_err, wc_flags always)");
 	if (!c)
 		return;
 	rc = ibv_start_poll(c, &pa);
-	check(rc == EINVAL, "ibv_start_poll with attr comp_mask set: EINVAL (%d)", rc);
+	OK(rc == EINVAL, "ibv_start_poll with attr comp_mask set: EINVAL (%d)", rc);
 	pa.comp_mask = 0;
 	rc = ibv_start_poll(c, &pa);
-	check(rc == ENOENT, "ibv_start_poll on an empty CQ: ENOENT (%d)", rc);
-	check(ibv_destroy_cq(ibv_cq_ex_to_cq(c)) == 0, "ibv_destroy_cq of an extended CQ");
+	OK(rc == ENOENT, "ibv_start_poll on an empty CQ: ENOENT (%d)", rc);
+	OK(ibv_destroy_cq(ibv_cq_ex_to_cq(c)) == 0, "ibv_destroy_cq of an extended CQ");
 }
 
 /* A fresh fabric of its own, given back at the end (sf_reset of the simulated library). */
@@ -458,7 +453,7 @@ int main(void)
 	aa.dlid = rx.lid;
 	ah = ibv_create_ah(tx.pd, &aa);
 	if (!ah)
-		die("ibv_create_ah");
+		tap_bail("ibv_create_ah");
 
 	test_create(&tx);
 	test_send(&tx, &rx, ah);

@@ -39,8 +39,8 @@
 # (sanitizer builds) lowers the rates and lengthens the drains; SOAK_EPOCH (seconds of
 # faults per epoch, default 20).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../console/lib.sh
-. "$(dirname "$0")/../console/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then
 	echo "usage: $0 SECONDS SEED [REPORT]" >&2
@@ -236,16 +236,16 @@ inject() {
 		kill -HUP "$bpid"
 		;;
 	joinleave)
-		bc bridge join "$g2"
+		con_bc bridge join "$g2"
 		sleep "0.$((RANDOM % 9 + 1))"
-		bc bridge leave "$g2"
+		con_bc bridge leave "$g2"
 		;;
-	zap) bc bridge zap ;;
+	zap) con_bc bridge zap ;;
 	feature)
 		if [ $((RANDOM % 2)) = 0 ]; then side=bridging; else side=pgm; fi
-		bc bridge disable "$side"
+		con_bc bridge disable "$side"
 		sleep "0.$((RANDOM % 9 + 1))"
-		bc bridge enable "$side"
+		con_bc bridge enable "$side"
 		;;
 	console_*) console_client "${c#console_}" ;;
 	kill_sender | kill_listener)
@@ -293,16 +293,16 @@ restore() {
 	"$SIMFAB" port sim_roce0 up >/dev/null
 	"$SIMFAB" loss ib0 0 >/dev/null
 	"$SIMFAB" loss eth0 0 >/dev/null
-	bc bridge enable bridging
-	bc bridge enable pgm
-	bc bridge leave "$g2"
+	con_bc bridge enable bridging
+	con_bc bridge enable pgm
+	con_bc bridge leave "$g2"
 	if [ "$reloaded" = 1 ]; then
 		reloaded=0
 		write_conf 0
 		kill -HUP "$bpid"
 	fi
-	wait_json bridge ".groups | length" 1 30
-	wait_json bridge ".groups[] | select(.group == \"$g\") | .ib.state + .roce.state" \
+	con_wait_json bridge ".groups | length" 1 30
+	con_wait_json bridge ".groups[] | select(.group == \"$g\") | .ib.state + .roce.state" \
 		joinedjoined 30
 }
 
@@ -339,8 +339,8 @@ checkpoint() {
 		base_rcv[$n]=$v
 	done
 	# I1 on the running bridge's cumulative counters (`stats` is not reset by zap).
-	bc bridge stats
-	[ "$BC_RC" = 0 ] || br_fail "epoch $epoch: bcom stats: exit status $BC_RC" bridge
+	con_bc bridge stats
+	[ "$CON_RC" = 0 ] || br_fail "epoch $epoch: bcom stats: exit status $CON_RC" bridge
 	cp "$SF_TMP/bcom.out" "$SF_TMP/ckpt.out"
 	BR_PGM_PARTIAL=1 BR_NO_PORT_CHECK=1 br_conservation ckpt sim_ib0 sim_roce0
 	checks=$((checks + 1))

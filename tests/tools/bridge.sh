@@ -6,35 +6,35 @@
 # single packet, nothing is duplicated, and the PGM that crossed still parses (checksums);
 # the plain payloads are counted as not PGM.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/tools.sh
+. "$(dirname "$0")/../lib/tools.sh"
 
 sf_init tools-bridge
 n=500
 g1=239.1.2.5
 g2=239.1.2.6
 br_bridge bridge 2 -d sim_ib0 -r sim_roce0 --workers 1 -e drop=7 -m "$g1" -m "$g2"
-tl_listen on_roce -r sim_roce2 -m "$g1" -D 50
-tl_listen on_ib -d sim_ib2 -m "$g2" -D 50
+tools_listen on_roce -r sim_roce2 -m "$g1" -D 50
+tools_listen on_ib -d sim_ib2 -m "$g2" -D 50
 # One direction after the other, each until the bridge has handled every packet (its
 # stats): then every forwarded packet is in the listener's receive queue.
-tl_send ib_tx -d sim_ib1 -m "$g1" -n "$n" --pgm --rate 20000 --spm-interval 20
+tools_send ib_tx -d sim_ib1 -m "$g1" -n "$n" --pgm --rate 20000 --spm-interval 20
 spm_tx=$(sed -n 's/^mcsender: .* spm=\([0-9]*\) .*/\1/p' "$SF_TMP/ib_tx.out")
-wait_json bridge '.sides[0].fwd_pkts + .sides[0].drop_reasons.injected' $((n + spm_tx))
-tl_send roce_tx -r sim_roce1 -m "$g2" -n "$n" --streams 2 --stream-id 1000 --rate 20000
-wait_json bridge '.sides[1].fwd_pkts + .sides[1].drop_reasons.injected' $((2 * n))
-tl_stop on_roce
-tl_stop on_ib
+con_wait_json bridge '.sides[0].fwd_pkts + .sides[0].drop_reasons.injected' $((n + spm_tx))
+tools_send roce_tx -r sim_roce1 -m "$g2" -n "$n" --streams 2 --stream-id 1000 --rate 20000
+con_wait_json bridge '.sides[1].fwd_pkts + .sides[1].drop_reasons.injected' $((2 * n))
+tools_stop on_roce
+tools_stop on_ib
 br_stop bridge
 
 # IB -> RoCE (PGM).
 inj=$(br_field bridge IB drop_injected)
-lost=$(tl_field on_roce lost)
-spm_rx=$(tl_field on_roce spm)
+lost=$(tools_field on_roce lost)
+spm_rx=$(tools_field on_roce spm)
 [ "$inj" -gt 0 ] || br_fail "bridge: no injected drops on IB" bridge
 [ $((lost + spm_tx - spm_rx)) = "$inj" ] ||
 	br_fail "on_roce: lost=$lost + missed SPMs $((spm_tx - spm_rx)) != bridge IB drop_injected=$inj" on_roce ib_tx
-tl_expect on_roce received=$((n - lost)) gaps="$lost" dup=0 reordered=0 pgm_bad=0 streams=1
+tools_expect on_roce received=$((n - lost)) gaps="$lost" dup=0 reordered=0 pgm_bad=0 streams=1
 br_expect bridge IB rx_pkts $((n + spm_tx))
 
 # RoCE -> IB (plain, two streams). The worker counts every 7th packet of both sides
@@ -42,7 +42,7 @@ br_expect bridge IB rx_pkts $((n + spm_tx))
 inj=$(br_field bridge RoCE drop_injected)
 [ $(($(br_field bridge IB drop_injected) + inj)) = $(((n + spm_tx + 2 * n) / 7)) ] ||
 	br_fail "bridge: injected drops do not add up to 1 in 7" bridge
-tl_expect on_ib received=$((2 * n - inj)) lost="$inj" gaps="$inj" dup=0 reordered=0 streams=2
+tools_expect on_ib received=$((2 * n - inj)) lost="$inj" gaps="$inj" dup=0 reordered=0 streams=2
 # mcsender's plain header is not PGM-shaped (byte 4, PGM's type, is 0xff): the bridge's
 # PGM inspection counts every plain packet as not PGM, none as malformed PGM (with the
 # "MCT1" header, stream id 1000 put 0x00, an SPM, in that byte).

@@ -5,8 +5,8 @@
 # hold a chunk per power of two they saw (tools/lhist.h): n packets a stream, at most n
 # KiB each, whatever the latencies (all 58 KiB of buckets a stream before).
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/tools.sh
+. "$(dirname "$0")/../lib/tools.sh"
 
 sf_init tools-many
 ng=300
@@ -14,16 +14,16 @@ n=4
 for i in $(seq 0 $((ng - 1))); do
 	printf 'multicast 239.2.%d.%d\n' $((i / 200)) $((i % 200 + 1))
 done >"$SF_TMP/groups.conf"
-tl_listen listen -r sim_roce2 -c "$SF_TMP/groups.conf" -D 50 --json
-tl_send send -r sim_roce1 -c "$SF_TMP/groups.conf" -n "$n" --rate 0 --stream-id 1
-tl_stop listen
-tl_json listen '.totals | select(.received == '$((ng * n))' and .unique == '$((ng * n))' and
+tools_listen listen -r sim_roce2 -c "$SF_TMP/groups.conf" -D 50 --json
+tools_send send -r sim_roce1 -c "$SF_TMP/groups.conf" -n "$n" --rate 0 --stream-id 1
+tools_stop listen
+tools_json listen '.totals | select(.received == '$((ng * n))' and .unique == '$((ng * n))' and
 	.lost == 0 and .dup == 0 and .streams == '$ng' and .groups == '$ng' and
 	.unknown_group == 0 and .lat_unrecorded == 0)' >/dev/null
-tl_json listen '[.streams[] | select(.complete and .latency_ns.count == '$n')] |
+tools_json listen '[.streams[] | select(.complete and .latency_ns.count == '$n')] |
 	length == '$ng >/dev/null
 # A header (< 512 bytes) and at most n chunks a stream; the interval histogram at most all.
 max=$((ng * (512 + n * 1024) + 512 + 58 * 1024))
-v=$(tl_json listen '.totals.lat_hist_bytes')
+v=$(tools_json listen '.totals.lat_hist_bytes')
 [ "$v" -le "$max" ] || br_fail "listener: lat_hist_bytes=$v, at most $max expected" listen
 sf_log "PASS"

@@ -2,8 +2,8 @@
 # The options of mcsender and mclisten: help and listings exit 0, bad input exits 2 with
 # a clear message (and no fabric is touched), the reference's feature names work.
 set -eu
-# shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/tools.sh
+. "$(dirname "$0")/../lib/tools.sh"
 
 sf_init tools-options
 
@@ -42,18 +42,18 @@ expect_exit 2 "^mcsender: size 5000 exceeds the MTU 4096 of sim_ib1" "$MCSENDER"
 expect_exit 2 "^mcsender: option --clock: 'tai': expected realtime or monotonic" "$MCSENDER" \
 	--clock tai 239.1.2.3
 # The reference's spelling of the rate and length: -e sendrate=N -e sendlen=N.
-tl_listen listen -d sim_ib2 -m 239.1.2.3 -n 20 -D 30
-tl_send send -d sim_ib1 -m 239.1.2.3 -n 20 -e sendrate=2000 -e sendlen=100
-tl_end listen
-tl_expect listen received=20 lost=0
+tools_listen listen -d sim_ib2 -m 239.1.2.3 -n 20 -D 30
+tools_send send -d sim_ib1 -m 239.1.2.3 -n 20 -e sendrate=2000 -e sendlen=100
+tools_end listen
+tools_expect listen received=20 lost=0
 grep -Eq '^239\.1\.2\.3 +20 ' "$SF_TMP/listen.out" || br_fail "listener: no group line" listen
 grep -q ' bytes=2000 ' "$SF_TMP/send.out" || br_fail "sender: -e sendlen=100 not applied" send
 # The live display (ppsdisplay, as the reference's "enable ppsdisplay"): a line per
 # interval with the rate, loss, duplicates, the NIC's drops and latency.
-tl_listen live -d sim_ib2 -m 239.1.2.3 -e ppsdisplay --interval 10 -D 2
-tl_send send2 -d sim_ib1 -m 239.1.2.3 -n 50 -R 1000
-tl_end live
+tools_listen live -d sim_ib2 -m 239.1.2.3 -e ppsdisplay --interval 10 -D 2
+tools_send send2 -d sim_ib1 -m 239.1.2.3 -n 50 -R 1000
+tools_end live
 grep -Eq '^mclisten: +[0-9.]+s pps=[0-9]+ rx=[0-9]+ lost=0 dup=0 nic_rx_dropped=0 streams=[01] p50=[0-9.]+us p99=[0-9.]+us max=[0-9.]+us$' \
 	"$SF_TMP/live.out" || br_fail "listener: no live display line" live
-tl_expect live received=50 lost=0
+tools_expect live received=50 lost=0
 sf_log "PASS"

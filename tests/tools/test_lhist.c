@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../tap.h"
+#include "tap.h"
 #include "lhist.h"
 
 /* ---- calloc, failing on demand (the linker sends lhist.c's calls here) ---- */
@@ -223,8 +223,8 @@ static void test_reference(uint64_t *v)
 			v[n] = rnd_pow2(k);
 		fill(p, v, n);
 		bad = ref_diff(p, v, n);
-		if (!tap_result(!bad && lhist_bytes(p) == sizeof(*p) + CHUNK_BYTES, __FILE__,
-				__LINE__, "power of two k alone: percentiles, one chunk"))
+		if (!OK(!bad && lhist_bytes(p) == sizeof(*p) + CHUNK_BYTES,
+			"power of two k alone: percentiles, one chunk"))
 			printf("#   k=%u: %d percentiles off, %zu bytes\n", k, bad, lhist_bytes(p));
 		lhist_free(p);
 	}

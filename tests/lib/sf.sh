@@ -1,6 +1,9 @@
-# Helpers for the simfabric shell tests; sourced by each test (bash, set -eu).
+# shellcheck shell=bash
+# tests/lib/sf.sh (prefix sf_): a simulated fabric per test, its cleanup, Debian's tools
+# on it; sourced by each test (bash, set -eu) that runs on the simulated fabric, and by
+# the libraries above it (br.sh). Sources common.sh.
 #
-# Environment (set by tests/simfabric/meson.build):
+# Environment (set by tests/simfabric/meson.build and the other suites' envs):
 #   SIMLIB       directory of the simulated libibverbs.so.1 / librdmacm.so.1
 #   SIMFAB       path of the simfab tool
 #   SIM_PRELOAD  optional: the ASan runtime, preloaded into the uninstrumented Debian
@@ -9,6 +12,12 @@
 #
 # Every test runs on its own fabric (sf_init NAME), so tests can run in parallel; the
 # exit trap kills what the test started and resets the fabric.
+
+[ -z "${T_LIB_SF:-}" ] || return 0
+T_LIB_SF=1
+
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+. "${BASH_SOURCE[0]%/*}/common.sh"
 
 : "${SIMLIB:?SIMLIB must name the directory of the simulated libraries}"
 : "${SIMFAB:?SIMFAB must name the simfab tool}"
@@ -50,6 +59,15 @@ sf_fail() {
 	exit 1
 }
 
+# sf_all_gone: none of the recorded processes runs.
+sf_all_gone() {
+	local p
+
+	for p in $SF_PIDS; do
+		! kill -0 "$p" 2>/dev/null || return 1
+	done
+}
+
 sf_cleanup() {
 	local rc=$? p f
 
@@ -57,16 +75,7 @@ sf_cleanup() {
 	for p in $SF_PIDS; do
 		kill -TERM "$p" 2>/dev/null || true
 	done
-	for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-		f=0
-		for p in $SF_PIDS; do
-			if kill -0 "$p" 2>/dev/null; then
-				f=1
-			fi
-		done
-		[ "$f" = 1 ] || break
-		sleep 0.1
-	done
+	t_wait_until 2 sf_all_gone || true
 	for p in $SF_PIDS; do
 		kill -KILL "$p" 2>/dev/null || true
 	done
@@ -138,34 +147,29 @@ sf_start() {
 
 # sf_child PID: the process the timeout process PID runs (stdbuf and sh exec into it).
 sf_child() {
-	local c=""
+	t_wait_until 2 sf_has_child "$1" || sf_fail "no child process of $1"
+	printf '%s\n' "$SF_CHILD"
+}
 
-	for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
-		c=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
-		c=${c%% *}
-		[ -z "$c" ] || break
-		sleep 0.1
-	done
-	[ -n "$c" ] || sf_fail "no child process of $1"
-	printf '%s\n' "$c"
+# sf_has_child PID: PID has a child process; its pid in SF_CHILD.
+sf_has_child() {
+	SF_CHILD=$(cat "/proc/$1/task/$1/children" 2>/dev/null || true)
+	SF_CHILD=${SF_CHILD%% *}
+	[ -n "$SF_CHILD" ]
 }
 
 # sf_wait_line FILE PATTERN PID SECS: wait until FILE has a line matching the extended
 # regular expression PATTERN; fail if PID exits first or SECS pass.
 sf_wait_line() {
-	local file=$1 pattern=$2 pid=$3 secs=$4 n=0
+	t_wait_until "$4" sf_has_line "$1" "$2" "$3" || sf_fail "no '$2' within $4 s" "$1"
+}
 
-	while ! grep -Eq -- "$pattern" "$file"; do
-		if ! kill -0 "$pid" 2>/dev/null; then
-			grep -Eq -- "$pattern" "$file" ||
-				sf_fail "exited before printing '$pattern'" "$file"
-			return 0
-		fi
-		n=$((n + 1))
-		[ "$n" -le $((secs * 10)) ] ||
-			sf_fail "no '$pattern' within $secs s" "$file"
-		sleep 0.1
-	done
+# sf_has_line FILE PATTERN PID: FILE has a line matching PATTERN; fails the test when
+# it has none and PID exited.
+sf_has_line() {
+	! grep -Eq -- "$2" "$1" || return 0
+	kill -0 "$3" 2>/dev/null && return 1
+	grep -Eq -- "$2" "$1" || sf_fail "exited before printing '$2'" "$1"
 }
 
 # sf_wait_exit PID: wait for a background process started by sf_start; its exit status
@@ -195,22 +199,21 @@ sf_sysfs_file() {
 # out_of_buffer as the fabric counts it: files are refreshed every 100 ms by the running
 # processes, and a bridge reads its NIC drops from them. Call it once traffic stopped.
 sf_sysfs_settle() {
-	local n=0 json dev f v want ok
+	t_wait_until 5 sf_sysfs_settled || true
+}
 
-	while [ "$n" -lt 50 ]; do
-		json=$("$SIMFAB" counters --json)
-		ok=1
-		for f in /dev/shm/simfabric."$SIMFABRIC".sys/class/infiniband/*/ports/1/hw_counters/out_of_buffer; do
-			[ -f "$f" ] || continue
-			dev=${f#/dev/shm/simfabric."$SIMFABRIC".sys/class/infiniband/}
-			dev=${dev%%/*}
-			want=$(printf '%s\n' "$json" | sed -n "s/^ *\"$dev\": .*\"out_of_buffer\": \([0-9]*\).*/\1/p")
-			v=$(cat "$f" 2>/dev/null || true)
-			[ "$v" = "$want" ] || ok=0
-		done
-		[ "$ok" = 0 ] || return 0
-		n=$((n + 1))
-		sleep 0.1
+# sf_sysfs_settled: every port's out_of_buffer file shows the fabric's count.
+sf_sysfs_settled() {
+	local json dev f v want
+
+	json=$("$SIMFAB" counters --json)
+	for f in /dev/shm/simfabric."$SIMFABRIC".sys/class/infiniband/*/ports/1/hw_counters/out_of_buffer; do
+		[ -f "$f" ] || continue
+		dev=${f#/dev/shm/simfabric."$SIMFABRIC".sys/class/infiniband/}
+		dev=${dev%%/*}
+		want=$(printf '%s\n' "$json" | sed -n "s/^ *\"$dev\": .*\"out_of_buffer\": \([0-9]*\).*/\1/p")
+		v=$(cat "$f" 2>/dev/null || true)
+		[ "$v" = "$want" ] || return 1
 	done
 }
 
@@ -244,12 +247,13 @@ sf_free_tcp_port() {
 # sf_wait_listen PID PORT FILE: wait (up to 30 s) until a TCP socket listens on PORT;
 # fail, showing FILE, if PID exits first.
 sf_wait_listen() {
-	local n=0
+	t_wait_until 30 sf_listens "$1" "$2" "$3" || sf_fail "nothing listens on port $2 after 30 s" "$3"
+}
 
-	while [ -z "$(ss -Hltn "sport = :$2")" ]; do
-		kill -0 "$1" 2>/dev/null || sf_fail "exited before listening on port $2" "$3"
-		n=$((n + 1))
-		[ "$n" -le 300 ] || sf_fail "nothing listens on port $2 after 30 s" "$3"
-		sleep 0.1
-	done
+# sf_listens PID PORT FILE: a TCP socket listens on PORT; fails the test, showing FILE,
+# when none does and PID exited.
+sf_listens() {
+	[ -z "$(ss -Hltn "sport = :$2")" ] || return 0
+	kill -0 "$1" 2>/dev/null || sf_fail "exited before listening on port $2" "$3"
+	return 1
 }

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# Helpers for the HA tests with real keepalived (tests/ha/keepalived*.sh); sourced by
-# each test (bash, set -eu) after ../console/lib.sh (bc, bc_ok; the bridge helpers).
+# tests/lib/ka.sh (prefix ka_): the HA tests with real keepalived
+# (tests/ha/keepalived*.sh); sourced by each test (bash, set -eu). Sources con.sh (con_bc,
+# con_ok; the bridge helpers of br.sh).
 #
 # Two keepalived processes elect per partition which bridge is active, with the settings
 # of ha/keepalived.conf.example (VRRPv3, advert_int 0.01, a real-time VRRP process,
@@ -22,6 +23,12 @@
 
 : "${BCOM:?BCOM must name the bcom program}"
 : "${HA_NOTIFY:?HA_NOTIFY must name ha/ib2roce-notify.sh}"
+
+[ -z "${T_LIB_KA:-}" ] || return 0
+T_LIB_KA=1
+
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "${BASH_SOURCE[0]%/*}/con.sh"
 
 # The offered rate of the failover streams (packets/s): gaps are printed in ms from it.
 KA_RATE=2000
@@ -84,32 +91,36 @@ ka_cleanup() {
 	return "$rc"
 }
 
-# role_of NAME PARTITION: the role bridge NAME shows for PARTITION (empty: no answer).
-role_of() {
-	bc "$1" ha
-	[ "$BC_RC" = 0 ] || return 0
+# ka_role_of NAME PARTITION: the role bridge NAME shows for PARTITION (empty: no answer).
+ka_role_of() {
+	con_bc "$1" ha
+	[ "$CON_RC" = 0 ] || return 0
 	awk -v p="$2" '$1 == p { print $2 }' "$SF_TMP/bcom.out"
 }
 
-# wait_role NAME PARTITION ROLE: wait (30 s at most) until bridge NAME has PARTITION in
-# ROLE.
-wait_role() {
-	for _ in $(seq 300); do
-		[ "$(role_of "$1" "$2")" != "$3" ] || return 0
-		sleep 0.1
-	done
-	br_fail "bridge $1: partition $2 did not become $3: $(cat "$SF_TMP/bcom.out")" \
-		"$1" ka1 ka2
+# ka_role_is NAME PARTITION ROLE: bridge NAME shows PARTITION in ROLE (no failure).
+ka_role_is() {
+	[ "$(ka_role_of "$1" "$2")" = "$3" ]
 }
 
-# wait_healthy NAME: wait (30 s at most) until `bcom health` of bridge NAME exits 0.
-wait_healthy() {
-	for _ in $(seq 300); do
-		bc "$1" health
-		[ "$BC_RC" != 0 ] || return 0
-		sleep 0.1
-	done
-	br_fail "bridge $1 did not become healthy: $(cat "$SF_TMP/bcom.out")" "$1"
+# ka_wait_role NAME PARTITION ROLE: wait (30 s at most) until bridge NAME has PARTITION
+# in ROLE.
+ka_wait_role() {
+	t_wait_until 30 ka_role_is "$1" "$2" "$3" ||
+		br_fail "bridge $1: partition $2 did not become $3: $(cat "$SF_TMP/bcom.out")" \
+			"$1" ka1 ka2
+}
+
+# ka_healthy NAME: `bcom health` of bridge NAME exits 0.
+ka_healthy() {
+	con_bc "$1" health
+	[ "$CON_RC" = 0 ]
+}
+
+# ka_wait_healthy NAME: wait (30 s at most) until `bcom health` of bridge NAME exits 0.
+ka_wait_healthy() {
+	t_wait_until 30 ka_healthy "$1" ||
+		br_fail "bridge $1 did not become healthy: $(cat "$SF_TMP/bcom.out")" "$1"
 }
 
 # ka_start N BRIDGE PART:VRID:PRIO...: keepalived N (1: the test's namespace, 2: namespace 2)

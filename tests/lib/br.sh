@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Helpers for the bridge's end-to-end tests; sourced by each test (bash, set -eu) after
-# the simfabric test helpers (../simfabric/lib.sh: fabric per test, cleanup trap, mckey
-# runner, port counters).
+# tests/lib/br.sh (prefix br_): the bridge's end-to-end tests: bridges, mcpkt listeners
+# and senders, final counters; sourced by each test (bash, set -eu) and by con.sh. Sources
+# sf.sh (a fabric per test, cleanup trap, Debian's tools, port counters).
 #
 # Environment (set by tests/bridge/meson.build), besides SIMLIB, SIMFAB, SIM_PRELOAD:
 #   IB2ROCE  the bridge program
@@ -15,8 +15,11 @@
 : "${IB2ROCE:?IB2ROCE must name the ib2roce program}"
 : "${MCPKT:?MCPKT must name the mcpkt test tool}"
 
-# shellcheck source-path=SCRIPTDIR source=../simfabric/lib.sh
-. "$(dirname "$0")/../simfabric/lib.sh"
+[ -z "${T_LIB_BR:-}" ] || return 0
+T_LIB_BR=1
+
+# shellcheck source-path=SCRIPTDIR source=../lib/sf.sh
+. "${BASH_SOURCE[0]%/*}/sf.sh"
 
 # Addresses of the default topology (docs/simfabric.md), used by the tests.
 # shellcheck disable=SC2034
@@ -56,7 +59,7 @@ br_fail() {
 # br_final_counters: SIGINT to the bridges still running, so that their final counters
 # show in a failure report; waits up to 5 s for them.
 br_final_counters() {
-	local b tpid child n
+	local b tpid child
 
 	for b in $BR_BRIDGES; do
 		tpid=$(br_pid "$b")
@@ -64,11 +67,7 @@ br_final_counters() {
 		child=$(cat "/proc/$tpid/task/$tpid/children" 2>/dev/null || true)
 		[ -n "$child" ] || continue
 		kill -INT "${child%% *}" 2>/dev/null || true
-		n=0
-		while kill -0 "$tpid" 2>/dev/null && [ "$n" -lt 50 ]; do
-			n=$((n + 1))
-			sleep 0.1
-		done
+		t_wait_until 5 t_pid_gone "$tpid" || true
 	done
 }
 
@@ -115,7 +114,7 @@ br_pid() {
 # wait until both sides joined NGROUPS groups ("IB joined" / "RoCE joined" lines), at
 # most BR_JOIN_SECS (default 30 s). Its time limit is BR_BRIDGE_SECS (default 120 s).
 br_bridge() {
-	local name=$1 ngroups=$2 n=0 ib ro pid
+	local name=$1 ngroups=$2 pid
 
 	shift 2
 	BR_BRIDGES="$BR_BRIDGES $name"
@@ -125,33 +124,34 @@ br_bridge() {
 	# The exit trap kills the recorded processes (TERM, then KILL): a bridge that does not
 	# stop on TERM is killed itself, not only the timeout process above it.
 	SF_PIDS="$SF_PIDS $(sf_child "$pid")"
-	while :; do
-		ib=$(grep -c '^\[.*\] ib2roce info: IB joined ' "$SF_TMP/$name.err") || ib=0
-		ro=$(grep -c '^\[.*\] ib2roce info: RoCE joined ' "$SF_TMP/$name.err") || ro=0
-		[ "$ib" -lt "$ngroups" ] || [ "$ro" -lt "$ngroups" ] || break
-		kill -0 "$pid" 2>/dev/null || br_fail "bridge $name exited before joining" "$name"
-		n=$((n + 1))
-		[ "$n" -le $((${BR_JOIN_SECS:-30} * 10)) ] ||
-			br_fail "bridge $name: $ngroups joins per side not done in ${BR_JOIN_SECS:-30} s" "$name"
-		sleep 0.1
-	done
+	t_wait_until "${BR_JOIN_SECS:-30}" br_joined "$name" "$ngroups" "$pid" ||
+		br_fail "bridge $name: $ngroups joins per side not done in ${BR_JOIN_SECS:-30} s" "$name"
+}
+
+# br_joined NAME NGROUPS PID: bridge NAME logged NGROUPS joins on each side; fails the
+# test when it did not and PID exited.
+br_joined() {
+	local ib ro
+
+	ib=$(grep -c '^\[.*\] ib2roce info: IB joined ' "$SF_TMP/$1.err") || ib=0
+	ro=$(grep -c '^\[.*\] ib2roce info: RoCE joined ' "$SF_TMP/$1.err") || ro=0
+	[ "$ib" -lt "$2" ] || [ "$ro" -lt "$2" ] || return 0
+	kill -0 "$3" 2>/dev/null || br_fail "bridge $1 exited before joining" "$1"
+	return 1
 }
 
 # br_stop NAME: SIGINT to the bridge; it must exit 0 within 10 s and print its final
 # counters.
 br_stop() {
-	local name=$1 tpid child n=0
+	local name=$1 tpid child
 
 	tpid=$(br_pid "$name")
 	child=$(sf_child "$tpid")
 	# The final counters read the NIC's drops from sysfs: let the last ones be published.
 	sf_sysfs_settle
 	kill -INT "$child" 2>/dev/null || br_fail "bridge $name is not running" "$name"
-	while kill -0 "$tpid" 2>/dev/null; do
-		n=$((n + 1))
-		[ "$n" -le 100 ] || br_fail "bridge $name did not exit within 10 s of SIGINT" "$name"
-		sleep 0.1
-	done
+	t_wait_until 10 t_pid_gone "$tpid" ||
+		br_fail "bridge $name did not exit within 10 s of SIGINT" "$name"
 	sf_wait_exit "$tpid"
 	[ "$SF_RC" = 0 ] || br_fail "bridge $name exited with status $SF_RC" "$name"
 	grep -q '^ib2roce: final counters$' "$SF_TMP/$name.out" ||
