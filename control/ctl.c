@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,29 +19,22 @@
 #include <arpa/inet.h>
 #include <infiniband/ib.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <systemd/sd-daemon.h>
 
 #include "bridge.h"
 #include "console.h"
-#include "capture.h"
 #include "ctl.h"
-#include "ha.h"
 #include "fwd.h"
-#include "health.h"
 #include "log.h"
-#include "metrics_http.h"
+#include "loop.h"
 #include "options.h"
 #include "pool.h"
 #include "senders.h"
 #include "setup.h"
-#include "show.h"
 #include "stream.h"
 
 #define JOIN_RETRY_MIN_MS 500
 #define JOIN_RETRY_MAX_MS 30000
-#define TICK_MS		  250
 
 const char *const group_dir_name[3] = {"both", "in", "out"};
 
@@ -350,7 +342,7 @@ static void side_stop(struct ctl *c, int s, const char *why)
 	sd->state = SIDE_REMOVED;
 	c->status = 1; /* the eventual exit says the bridge did not run as configured */
 	if (sd->cm_id) {
-		ctl_unwatch(c, sd->cm_ch->fd);
+		loop_unwatch(sd->cm_ch->fd);
 		rdma_destroy_id(sd->cm_id);
 		rdma_destroy_event_channel(sd->cm_ch);
 		sd->cm_id = NULL;
@@ -442,34 +434,6 @@ static void joins_tick(struct ctl *c)
 	}
 }
 
-static void print_stats_line(struct ctl *c)
-{
-	struct chan_stats st[NSIDES];
-	uint64_t now = mono_ms();
-	double dt = (double)(now - c->last_stats_ms) / 1000.0;
-
-	for (int s = 0; s < NSIDES; s++)
-		show_side_stats(c->br, s, false, &st[s]);
-	ctl_nic_read(c);
-	if (dt > 0)
-		log_notice("IB rx %" PRIu64 " (%.0f pps) fwd %" PRIu64 " drop %" PRIu64
-			   " | RoCE rx %" PRIu64 " (%.0f pps) fwd %" PRIu64 " drop %" PRIu64,
-			   st[0].rx_pkts, (double)(st[0].rx_pkts - c->last_rx[0]) / dt,
-			   st[0].fwd_pkts, chan_stats_drops(&st[0]), st[1].rx_pkts,
-			   (double)(st[1].rx_pkts - c->last_rx[1]) / dt, st[1].fwd_pkts,
-			   chan_stats_drops(&st[1]));
-	c->last_rx[0] = st[0].rx_pkts;
-	c->last_rx[1] = st[1].rx_pkts;
-	c->last_stats_ms = now;
-}
-
-static int epoll_add(int ep, int fd, struct ev_tag *tag)
-{
-	struct epoll_event e = {.events = EPOLLIN, .data.ptr = tag};
-
-	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
-}
-
 /*
  * With --workers 0: drain both sides when the completion channel of one fired (one per
  * side: the CQ that side's channels share, struct wside).
@@ -544,37 +508,85 @@ bool ctl_data_drain(struct ctl *c)
 	return true;
 }
 
+/* The descriptors of a side: rdma_cm events, async events, completions (--workers 0). */
+static void cm_fd(void *arg, unsigned events)
+{
+	struct ctl_side *r = arg;
+
+	(void)events;
+	on_cm_event(r->c, r->side);
+}
+
+static void async_fd(void *arg, unsigned events)
+{
+	struct ctl_side *r = arg;
+
+	(void)events;
+	on_async(r->c, r->side);
+}
+
+static void comp_fd(void *arg, unsigned events)
+{
+	struct ctl_side *r = arg;
+
+	(void)events;
+	on_comp(r->c, (enum side)r->side);
+}
+
+/* Join retries and the ready check (READY=1 at the latest after the join timeout). */
+static void joins_timer(void *arg, uint64_t now)
+{
+	struct ctl *c = arg;
+
+	joins_tick(c);
+	check_ready(c, now);
+}
+
+static void reload_hook(void *arg);
+static int heartbeat_pass(void *arg, uint64_t now);
+static loop_timer_fn qp_errors_tick, refill_tick, aging_tick;
+
+static const struct console_cmd ctl_cmds[];
+
+/* The control thread's own timers (loop.h), in the order they run at a tick. */
+static int ctl_register(struct ctl *c)
+{
+	struct loop_timer *t;
+
+	t = loop_every(0, joins_timer, c, "joins");
+	if (!t)
+		return -ENOMEM;
+	loop_timer_what(t, "join retries, ready check");
+	t = loop_every(0, qp_errors_tick, c, "qp errors");
+	if (!t)
+		return -ENOMEM;
+	loop_timer_what(t, "queue pairs in the error state (said once)");
+	if (!c->br->cfg.nworkers) {
+		t = loop_every(0, refill_tick, c, "refill");
+		if (!t)
+			return -ENOMEM;
+		loop_timer_what(t, "receive queues the pool could not fill (--workers 0)");
+	}
+	t = loop_every(1000, aging_tick, c, "aging");
+	if (!t)
+		return -ENOMEM;
+	loop_timer_what(t, "idle senders and PGM streams");
+	if (loop_on_reload(reload_hook, c))
+		return -ENOMEM;
+	return console_cmd_register(ctl_cmds);
+}
+
 int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 {
-	sigset_t ss;
+	int r;
 
 	c->br = br;
-	c->ep = epoll_create1(EPOLL_CLOEXEC);
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGINT);
-	sigaddset(&ss, SIGTERM);
-	sigaddset(&ss, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &ss, NULL);
-	c->sigfd = signalfd(-1, &ss, SFD_CLOEXEC | SFD_NONBLOCK);
-	c->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (c->ep < 0 || c->sigfd < 0 || c->timerfd < 0) {
-		snprintf(err, errlen, "epoll/signalfd/timerfd: %s", strerror(errno));
-		return -errno;
-	}
-	{
-		struct itimerspec its = {{0, TICK_MS * 1000000L}, {0, TICK_MS * 1000000L}};
-
-		timerfd_settime(c->timerfd, 0, &its, NULL);
-	}
-	c->tag_sig = (struct ev_tag){.kind = EV_SIGNAL};
-	c->tag_timer = (struct ev_tag){.kind = EV_TIMER};
-	epoll_add(c->ep, c->sigfd, &c->tag_sig);
-	epoll_add(c->ep, c->timerfd, &c->tag_timer);
-
+	r = loop_init(err, errlen);
+	if (r)
+		return r;
 	for (int s = 0; s < NSIDES; s++) {
 		struct side_ctx *sd = &br->sd[s];
 		struct sockaddr_storage a;
-		int r;
 
 		sd->cm_ch = rdma_create_event_channel();
 		if (!sd->cm_ch || rdma_create_id(sd->cm_ch, &sd->cm_id, NULL, RDMA_PS_UDP)) {
@@ -600,27 +612,20 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: rdma_bind_addr: %s", sd->dev, strerror(errno));
 			return -errno;
 		}
-		c->tag_cm[s] = (struct ev_tag){.kind = EV_CM, .side = s};
-		c->tag_async[s] = (struct ev_tag){.kind = EV_ASYNC, .side = s};
+		c->side_ref[s] = (struct ctl_side){c, s};
 		fcntl_nonblock(sd->cm_ch->fd);
 		fcntl_nonblock(sd->ctx->async_fd);
-		epoll_add(c->ep, sd->cm_ch->fd, &c->tag_cm[s]);
-		epoll_add(c->ep, sd->ctx->async_fd, &c->tag_async[s]);
+		loop_watch(sd->cm_ch->fd, EPOLLIN, cm_fd, &c->side_ref[s]);
+		loop_watch(sd->ctx->async_fd, EPOLLIN, async_fd, &c->side_ref[s]);
 	}
 	if (!br->cfg.nworkers) {
-		uint32_t n = 0;
-
 		/* One completion channel per side: the CQ of the side's channels. */
-		c->tag_comp = calloc(NSIDES, sizeof(*c->tag_comp));
-		if (!c->tag_comp)
-			return -ENOMEM;
 		for (int s = 0; s < NSIDES; s++) {
 			struct wside *ws = &br->workers[0].ws[s];
 
-			c->tag_comp[n] = (struct ev_tag){.kind = EV_COMP, .side = s};
 			fcntl_nonblock(ws->cc->fd);
 			ibv_req_notify_cq(ws->cq, 0);
-			epoll_add(c->ep, ws->cc->fd, &c->tag_comp[n++]);
+			loop_watch(ws->cc->fd, EPOLLIN, comp_fd, &c->side_ref[s]);
 		}
 	}
 	/* The NIC's drop counters count from here: the baseline. */
@@ -641,6 +646,9 @@ int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
 			c->wd_usec = usec;
 		c->last_wd_ms = c->start_ms;
 	}
+	r = ctl_register(c);
+	if (r)
+		return opt_errf(err, errlen, r, "control thread: out of memory");
 	return 0;
 }
 
@@ -659,51 +667,6 @@ void ctl_start_joins(struct ctl *c)
 				c->br->groups[i]->js[s].next_try_ms = UINT64_MAX;
 		}
 	}
-}
-
-/*
- * When the shutdown began (CLOCK_MONOTONIC ms). A second SIGINT/SIGTERM within
- * SIGNAL_DUP_MS of the first is the same request delivered twice (timeout(1) signals its
- * child and then its process group; kill -- -PGID reaches us once per process): it is
- * ignored. Later ones force the exit.
- */
-#define SIGNAL_DUP_MS 200
-static volatile sig_atomic_t stop_ms_lo; /* low bits suffice for a 200 ms window */
-
-static bool signal_is_dup(void)
-{
-	return (uint32_t)mono_ms() - (uint32_t)stop_ms_lo < SIGNAL_DUP_MS;
-}
-
-/* A second SIGINT/SIGTERM while shutting down (workers joining, leaves): exit now. */
-static void force_exit(int sig)
-{
-	static const char msg[] = "ib2roce: second signal during shutdown: exiting now\n";
-
-	(void)sig;
-	if (signal_is_dup()) /* clock_gettime is async-signal-safe */
-		return;
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(1);
-	_exit(1);
-}
-
-/*
- * From here on the signal descriptor is no longer read: a second SIGINT or SIGTERM
- * must still reach us, as a forced exit.
- */
-static void arm_force_exit(void)
-{
-	struct sigaction sa = {.sa_handler = force_exit};
-	sigset_t ss;
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigemptyset(&ss);
-	sigaddset(&ss, SIGINT);
-	sigaddset(&ss, SIGTERM);
-	pthread_sigmask(SIG_UNBLOCK, &ss, NULL);
 }
 
 const char *const ctl_reload_outcome_name[CTL_RELOAD_NOUTCOMES] = {
@@ -742,55 +705,9 @@ static void do_reload(struct ctl *c, const char *why)
 	free(buf);
 }
 
-/* The handover of a stop is over (ha_handover's done): stop now. */
-static void stop_done(struct ctl *c, void *arg, int rc, const char *report)
+static void reload_hook(void *arg)
 {
-	(void)arg;
-	(void)rc;
-	(void)report;
-	c->stop = true;
-}
-
-static void on_signal(struct ctl *c)
-{
-	struct signalfd_siginfo si;
-
-	while (read(c->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP) {
-			do_reload(c, "SIGHUP");
-			continue;
-		}
-		if (c->stop || (c->ha && ha_stopping(c->ha))) {
-			if (signal_is_dup())
-				continue;
-			if (!c->stop) {
-				/* The stop waits for the HA peer: a second signal ends the wait,
-				 * the stop goes on (the partitions not handed over go dark). */
-				log_warn("second %s: not waiting for the HA peer any longer",
-					 strsignal((int)si.ssi_signo));
-				ha_cancel(c->ha, c);
-				continue;
-			}
-			log_warn("second %s: exiting now", strsignal((int)si.ssi_signo));
-			_exit(1);
-		}
-		log_notice("%s: shutting down", strsignal((int)si.ssi_signo));
-		stop_ms_lo = (sig_atomic_t)(uint32_t)mono_ms();
-		if (si.ssi_signo == SIGTERM && c->ha && ha_peer(c->ha)) {
-			/* Make-before-break: the peer takes the active partitions first, the
-			 * loop serving on meanwhile; then stop_done stops. What it cannot take
-			 * goes dark (what a stop costs without a peer): logged. */
-			int r = ha_handover(c->ha, c, NULL, "SIGTERM", true, stop_done, NULL, NULL);
-
-			if (r == 1)
-				continue;
-			if (r == -EBUSY) { /* the console's handover first, then the rest */
-				ha_stop_after(c->ha, "SIGTERM", stop_done, NULL);
-				continue;
-			}
-		}
-		c->stop = true;
-	}
+	do_reload(arg, "SIGHUP");
 }
 
 static bool group_joined_both(const struct group *g)
@@ -855,9 +772,8 @@ static void check_ready(struct ctl *c, uint64_t now)
 		log_warn("%u group%s not joined after %" PRIu64 " s: %s%s; ready anyway", missing,
 			 missing == 1 ? "" : "s", c->join_timeout_ms / 1000, names,
 			 missing > 8 ? ", ..." : "");
-		if (c->sd)
-			sd_notifyf(0, "READY=1\nSTATUS=%u group%s not joined: %s%s", missing,
-				   missing == 1 ? "" : "s", names, missing > 8 ? ", ..." : "");
+		if (c->on_ready)
+			c->on_ready(c, missing, names, false);
 		return;
 	}
 	late = c->ready;
@@ -865,101 +781,16 @@ static void check_ready(struct ctl *c, uint64_t now)
 	c->ready = true; /* before show_summary, which says "waiting for joins" until then */
 	log_notice("all %u group%s joined on both sides%s: forwarding", n, n == 1 ? "" : "s",
 		   late ? " (after the join timeout)" : "");
-	if (c->sd) {
-		char sum[256];
-
-		show_summary(c, sum, sizeof(sum));
-		sd_notifyf(0, "%sSTATUS=%s", late ? "" : "READY=1\n", sum);
-	}
+	if (c->on_ready)
+		c->on_ready(c, 0, "", late);
 }
 
-/*
- * Health (health.h), once a second after show_tick: a worker that stalls is logged in
- * every mode (and once more when it moves again), a condition that fails or recovers
- * is logged, and systemd's STATUS= follows every change at once.
- */
-static void health_tick(struct ctl *c, uint64_t now)
+/* A QP in the error state (flushed completions) no longer receives: say so once. */
+static void qp_errors_tick(void *arg, uint64_t now)
 {
-	struct health h;
-	unsigned changed;
-	uint64_t logd = log_dropped();
+	struct ctl *c = arg;
 
-	if (logd > c->log_dropped_seen)
-		c->log_dropped_ms = now;
-	c->log_dropped_seen = logd;
-	health_check(c, now, &h);
-	if (h.stalled != c->wd_stalled) {
-		if (h.stalled)
-			log_err("%s%s", h.why[HEALTH_WORKERS],
-				c->sd && c->wd_usec ? ": withholding the watchdog" : "");
-		else
-			log_notice("workers: every worker makes progress again");
-		c->wd_stalled = h.stalled;
-	}
-	changed = (h.failed ^ c->health_failed) & ~(1u << HEALTH_READY);
-	for (int k = 0; k < HEALTH_NCONDS; k++) {
-		if (!(changed & (1u << k)) || k == HEALTH_WORKERS)
-			continue;
-		if (h.failed & (1u << k))
-			log_warn("health: %s", h.why[k]);
-		else
-			log_notice("health: %s ok again", health_cond_name[k]);
-	}
-	if (h.failed != c->health_failed && c->sd && c->ready) {
-		char sum[256];
-
-		show_summary(c, sum, sizeof(sum));
-		sd_notifyf(0, "STATUS=%s", sum);
-	}
-	c->health_failed = h.failed;
-}
-
-/*
- * The systemd watchdog: pinged from the control thread at half the interval, but only
- * while every worker's heartbeat advances (health_tick), so a stuck worker gets the
- * service restarted. With --workers 0 the control thread is the data path and its own
- * liveness is enough.
- */
-static void watchdog_tick(struct ctl *c, uint64_t now)
-{
-	uint64_t half = c->wd_usec / 2000;
-
-	if (!c->sd || !c->wd_usec || now - c->last_wd_ms < half || c->wd_stalled)
-		return;
-	sd_notify(0, "WATCHDOG=1");
-	c->last_wd_ms = now;
-}
-
-static void pps_line(struct ctl *c)
-{
-	char line[512];
-	size_t off = 0;
-
-	for (int s = 0; s < NSIDES; s++) {
-		uint64_t rx = 0, fwd = 0;
-
-		for (uint32_t k = 0; k < c->br->sd[s].nchan; k++) {
-			rx += c->br->sd[s].chan[k]->pps_rx;
-			fwd += c->br->sd[s].chan[k]->pps_fwd;
-		}
-		off += (size_t)snprintf(line + off, sizeof(line) - off,
-					"%s%s rx %" PRIu64 " pps fwd %" PRIu64 " pps",
-					s ? " | " : "", side_name[s], rx, fwd);
-	}
-	log_notice("%s", line);
-}
-
-static void on_timer(struct ctl *c)
-{
-	uint64_t exp;
-	uint64_t now = mono_ms();
-	int64_t statint = atomic_load(&c->statint);
-
-	while (read(c->timerfd, &exp, sizeof(exp)) == sizeof(exp))
-		;
-	joins_tick(c);
-	check_ready(c, now);
-	/* A QP in the error state (flushed completions) no longer receives: say so once. */
+	(void)now;
 	for (int s = 0; s < NSIDES; s++) {
 		for (uint32_t k = 0; k < c->br->sd[s].nchan; k++) {
 			struct channel *ch = c->br->sd[s].chan[k];
@@ -974,50 +805,35 @@ static void on_timer(struct ctl *c)
 			}
 		}
 	}
-	if (!c->br->cfg.nworkers) {
-		/* Event-driven: a channel whose refill found the pool empty gets no more
-		 * completions until it has receives again: retry on every tick. */
-		worker_refill(&c->br->workers[0], 1);
-	}
-	if (now - c->last_rate_ms >= 1000) {
-		show_tick(c, now);
-		ctl_nic_sample(c);
-		health_tick(c, now);
-		if (atomic_load(&c->ppsdisplay))
-			pps_line(c);
-	}
-	watchdog_tick(c, now);
-	if (statint > 0 && now - c->last_stats_ms >= (uint64_t)statint * 1000) {
-		print_stats_line(c);
-		if (c->sd && c->ready) {
-			char sum[256];
+}
 
-			show_summary(c, sum, sizeof(sum));
-			sd_notifyf(0, "STATUS=%s", sum);
-		}
-	}
-	if (c->metrics_path &&
-	    now - c->last_metrics_ms >= (uint64_t)(statint > 0 ? statint : 10) * 1000) {
-		char err[256];
+/* Event-driven (--workers 0): a channel whose refill found the pool empty gets no more
+ * completions until it has receives again: retry on every tick. */
+static void refill_tick(void *arg, uint64_t now)
+{
+	struct ctl *c = arg;
 
-		if (metrics_write(c, c->metrics_path, err, sizeof(err)))
-			log_warn("%s", err);
-		c->last_metrics_ms = now;
-	}
-	if (now - c->last_age_ms >= 1000) {
-		sender_table_age(c->br->senders, now * 1000000ull,
-				 (uint64_t)atomic_load(&c->sender_idle_s) * 1000000000ull);
-		pgm_stream_table_age(c->br->pgm, now * 1000000ull,
-				     (uint64_t)atomic_load(&c->pgm_idle_s) * 1000000000ull);
-		/* Workers only count; the first time the count moves from 0, we say it. */
-		if (!c->untracked_logged && sender_table_untracked(c->br->senders)) {
-			log_warn("sender table full (%u records per worker): new senders are "
-				 "forwarded but not tracked (senders_untracked; enable senders=N "
-				 "at start-up for more)",
-				 c->br->cfg.max_senders);
-			c->untracked_logged = true;
-		}
-		c->last_age_ms = now;
+	(void)now;
+	worker_refill(&c->br->workers[0], 1);
+}
+
+/* Idle senders and PGM streams age out; the sender table's first overflow is said. */
+static void aging_tick(void *arg, uint64_t now)
+{
+	struct ctl *c = arg;
+
+	c->last_age_ms = now;
+	sender_table_age(c->br->senders, now * 1000000ull,
+			 (uint64_t)atomic_load(&c->sender_idle_s) * 1000000000ull);
+	pgm_stream_table_age(c->br->pgm, now * 1000000ull,
+			     (uint64_t)atomic_load(&c->pgm_idle_s) * 1000000000ull);
+	/* Workers only count; the first time the count moves from 0, we say it. */
+	if (!c->untracked_logged && sender_table_untracked(c->br->senders)) {
+		log_warn("sender table full (%u records per worker): new senders are "
+			 "forwarded but not tracked (senders_untracked; enable senders=N "
+			 "at start-up for more)",
+			 c->br->cfg.max_senders);
+		c->untracked_logged = true;
 	}
 }
 
@@ -1031,28 +847,18 @@ static void ms_ago(FILE *out, const char *name, uint64_t next, uint64_t now, con
 		fprintf(out, "%-24s in %6.1f s  %s\n", name, (double)(next - now) / 1000.0, what);
 }
 
-void ctl_events(struct ctl *c, FILE *out)
+/* The registered timers (loop.h), then READY's deadline and the joins waiting to retry. */
+static int cmd_events(struct ctl *c, char *args, FILE *out)
 {
 	uint64_t now = mono_ms();
-	int64_t statint = atomic_load(&c->statint);
 	uint32_t pending = 0;
 
-	fprintf(out, "%-24s %-12s %s\n", "timer", "next", "what");
-	fprintf(out, "%-24s every %4d ms joins, ready check, console, watchdog\n", "tick", TICK_MS);
-	ms_ago(out, "rates", c->last_rate_ms + 1000, now, "pps and loop rates (every 1 s)");
-	if (statint > 0)
-		ms_ago(out, "stats", c->last_stats_ms + (uint64_t)statint * 1000, now,
-		       "statistics line, systemd STATUS");
-	if (c->metrics_path)
-		ms_ago(out, "metrics",
-		       c->last_metrics_ms + (uint64_t)(statint > 0 ? statint : 10) * 1000, now,
-		       c->metrics_path);
-	if (c->sd && c->wd_usec)
-		ms_ago(out, "watchdog", c->last_wd_ms + c->wd_usec / 2000, now, "WATCHDOG=1");
+	if (concmd_no_args("events", args, out))
+		return -1;
+	loop_timers_print(out);
 	if (!c->ready)
 		ms_ago(out, "ready", c->start_ms + c->join_timeout_ms, now,
 		       "READY=1 at the latest (join timeout)");
-	ms_ago(out, "aging", c->last_age_ms + 1000, now, "idle senders and PGM streams");
 	for (uint32_t i = 0; i < c->br->ngroups; i++) {
 		struct group *g = c->br->groups[i];
 
@@ -1073,26 +879,68 @@ void ctl_events(struct ctl *c, FILE *out)
 	}
 	if (!pending)
 		fprintf(out, "%-24s %-12s %s\n", "joins", "-", "none pending");
+	return 0;
 }
 
-int ctl_watch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag)
+static int cmd_join(struct ctl *c, char *args, FILE *out)
 {
-	struct epoll_event e = {.events = events, .data.ptr = tag};
+	char err[OPT_ERR_LEN];
+	char *spec = concmd_word(&args), *d = concmd_word(&args);
+	enum group_dir dir = DIR_BOTH;
 
-	return epoll_ctl(c->ep, EPOLL_CTL_ADD, fd, &e);
+	if (!spec) {
+		fprintf(out,
+			"join: usage: join addr[:port][/fmt][#tos[,w=N]|#w=N] [both|in|out]\n");
+		return -1;
+	}
+	if (d) {
+		int k;
+
+		for (k = 0; k < 3 && strcmp(d, group_dir_name[k]); k++)
+			;
+		if (k == 3) {
+			fprintf(out, "join: direction '%s': expected both, in or out\n", d);
+			return -1;
+		}
+		dir = (enum group_dir)k;
+	}
+	if (concmd_no_args("join", args, out))
+		return -1;
+	if (ctl_group_add(c, spec, dir, err, sizeof(err))) {
+		fprintf(out, "join: %s\n", err);
+		return -1;
+	}
+	log_ctx(LOG_NOTICE, NULL, spec, "console: join %s %s", spec, group_dir_name[dir]);
+	fprintf(out, "joining %s (%s)\n", spec, group_dir_name[dir]);
+	return 0;
 }
 
-int ctl_rewatch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag)
+static int cmd_leave(struct ctl *c, char *args, FILE *out)
 {
-	struct epoll_event e = {.events = events, .data.ptr = tag};
+	char err[OPT_ERR_LEN];
+	char *name = concmd_word(&args);
 
-	return epoll_ctl(c->ep, EPOLL_CTL_MOD, fd, &e);
+	if (!name) {
+		fprintf(out, "leave: usage: leave <group>\n");
+		return -1;
+	}
+	if (concmd_no_args("leave", args, out))
+		return -1;
+	if (ctl_group_remove(c, name, err, sizeof(err))) {
+		fprintf(out, "leave: %s\n", err);
+		return -1;
+	}
+	log_ctx(LOG_NOTICE, NULL, name, "console: leave %s", name);
+	fprintf(out, "left %s\n", name);
+	return 0;
 }
 
-void ctl_unwatch(struct ctl *c, int fd)
-{
-	epoll_ctl(c->ep, EPOLL_CTL_DEL, fd, NULL);
-}
+static const struct console_cmd ctl_cmds[] = {
+	{{"events", NULL, "the control thread's timers", false}, cmd_events},
+	{{"join", "group [both|in|out]", "bridge one more group now", false}, cmd_join},
+	{{"leave", "group", "stop bridging a group now", false}, cmd_leave},
+	{{NULL, NULL, NULL, false}, NULL},
+};
 
 /* ---- Groups at run time ---- */
 
@@ -1186,8 +1034,7 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 		goto fail;
 	group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
 	group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
-	if (c->ha)
-		ha_group_assign(c->ha, g);
+	loop_group_event(g, true); /* before it is published: HA's role */
 	if (group_publish(br, g)) {
 		/* It may have been in a table for a moment: free it after a grace period. */
 		r = opt_errf(err, errlen, -EEXIST, "%s: its MGID is used by another group",
@@ -1276,6 +1123,7 @@ int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
 		group_unpublish(br, g);
 		memmove(&br->groups[i], &br->groups[i + 1], (br->ngroups - i - 1) * sizeof(g));
 		br->ngroups--;
+		loop_group_event(g, false);
 		g->retired = true;
 		log_ctx(LOG_NOTICE, NULL, g->spec,
 			"stopped bridging %s (%" PRIu64 " IB->RoCE, %" PRIu64 " RoCE->IB packets)",
@@ -1292,9 +1140,10 @@ int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
  * thread cannot say so while stalled: the stall is logged and counted here, once over.
  * Then the ctlstall fault injection: the loop stops for that long, once.
  */
-static void ctl_heartbeat(struct ctl *c)
+static int heartbeat_pass(void *arg, uint64_t now)
 {
-	uint64_t now = mono_ms(), gap = now - c->loop_ms;
+	struct ctl *c = arg;
+	uint64_t gap = now - c->loop_ms;
 	int64_t inject = atomic_exchange(&c->ctlstall, 0);
 
 	if (c->loop_ms && gap > CTL_STALL_MS) {
@@ -1315,71 +1164,20 @@ static void ctl_heartbeat(struct ctl *c)
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
 	}
+	return -1;
 }
 
 int ctl_run(struct ctl *c)
 {
-	struct epoll_event ev[16];
+	int r;
 
-	while (!c->stop) {
-		int n;
+	/* The heartbeat is the last pass: it may stop the thread (ctlstall) after the
+	 * modules' passes replied and cleaned up. */
+	if (loop_on_pass(heartbeat_pass, c))
+		return -ENOMEM;
+	r = loop_run();
 
-		ctl_heartbeat(c);
-		urcu_qsbr_quiescent_state();
-		urcu_qsbr_thread_offline();
-		n = epoll_wait(c->ep, ev, 16, c->ha && ha_busy(c->ha) ? HA_POLL_MS : TICK_MS);
-		urcu_qsbr_thread_online();
-		if (n < 0 && errno != EINTR)
-			return -errno;
-		for (int i = 0; i < n; i++) {
-			struct ev_tag *t = ev[i].data.ptr;
-
-			switch (t->kind) {
-			case EV_SIGNAL:
-				on_signal(c);
-				break;
-			case EV_TIMER:
-				on_timer(c);
-				break;
-			case EV_CM:
-				on_cm_event(c, t->side);
-				break;
-			case EV_ASYNC:
-				on_async(c, t->side);
-				break;
-			case EV_COMP:
-				on_comp(c, t->side);
-				break;
-			case EV_CONSOLE:
-				if (c->con)
-					console_event(c->con, t, ev[i].events);
-				break;
-			case EV_CAPTURE:
-				capture_tick(t->ptr);
-				break;
-			case EV_METRICS_HTTP:
-				if (c->mh)
-					metrics_http_event(c->mh, t, ev[i].events);
-				break;
-			case EV_HA:
-				ha_event(t->ptr, c, ev[i].events);
-				break;
-			}
-		}
-		if (c->ha)
-			ha_tick(c->ha, c, mono_ms());
-		/* After the batch: it may close clients whose events were in it. */
-		if (c->con)
-			console_tick(c->con, mono_ms());
-		metrics_http_tick(c->mh, mono_ms());
-	}
-	/* Stopped another way (SIGINT) while a handover waited: end it, say so. */
-	if (c->ha && ha_busy(c->ha))
-		ha_cancel(c->ha, c);
-	if (c->sd)
-		sd_notify(0, "STOPPING=1\nSTATUS=shutting down: leaving groups");
-	arm_force_exit();
-	return c->status;
+	return r ? r : c->status;
 }
 
 void ctl_leave_all(struct ctl *c)
@@ -1402,11 +1200,5 @@ void ctl_fini(struct ctl *c)
 		sd->cm_id = NULL;
 		sd->cm_ch = NULL;
 	}
-	free(c->tag_comp);
-	if (c->ep >= 0)
-		close(c->ep);
-	if (c->sigfd >= 0)
-		close(c->sigfd);
-	if (c->timerfd >= 0)
-		close(c->timerfd);
+	loop_fini();
 }

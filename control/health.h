@@ -93,4 +93,11 @@ bool health_check(struct ctl *c, uint64_t now_ms, struct health *h);
  */
 bool health_print(struct ctl *c, FILE *out);
 
+/*
+ * Register the health timer (once a second, after the rates: the NICs' drop counters,
+ * the conditions; a stalled worker and every change logged, systemd STATUS on a change)
+ * and the health command with the loop. Before the loop runs. 0 or -errno.
+ */
+int health_init(struct ctl *c);
+
 #endif /* CONTROL_HEALTH_H */

@@ -35,12 +35,16 @@
 #include "ha.h"
 #include "daemon.h"
 #include "fwd.h"
+#include "health.h"
 #include "log.h"
+#include "loop.h"
 #include "metrics_http.h"
+#include "notify.h"
 #include "options.h"
 #include "paths.h"
 #include "pgm.h"
 #include "placement.h"
+#include "report.h"
 #include "setup.h"
 #include "show.h"
 #include "sysgroup.h"
@@ -1535,6 +1539,21 @@ int main(int argc, char **argv)
 		status = 2;
 		goto out_ctl;
 	}
+	/* The modules register their commands, timers and hooks (loop.h). */
+	r = console_init(&ctl);
+	if (!r)
+		r = show_init(&ctl);
+	if (!r)
+		r = health_init(&ctl);
+	if (!r)
+		r = notify_init(&ctl);
+	if (!r)
+		r = report_init(&ctl);
+	if (r) {
+		log_err("registering the modules: %s", strerror(-r));
+		status = 1;
+		goto out_ctl;
+	}
 	ccfg.path = o.control;
 	if (o.debug) {
 		/* The terminal, or a pipe or FIFO (scripts); not /dev/null or a file. */
@@ -1586,7 +1605,7 @@ int main(int argc, char **argv)
 		if (capture_start(ctl.cap, args, err, sizeof(err)) < 0) {
 			log_err("%s", err);
 			status = 1;
-			ctl.stop = true; /* ctl_run returns at once: leave and stop as usual */
+			loop_stop(); /* ctl_run returns at once: leave and stop as usual */
 		}
 	}
 	ctl_start_joins(&ctl);

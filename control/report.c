@@ -16,8 +16,10 @@
 #include "ha.h"
 #include "health.h"
 #include "log.h"
+#include "loop.h"
 #include "metrics_http.h"
 #include "placement.h"
+#include "report.h"
 #include "capture.h"
 #include "console.h"
 #include "show.h"
@@ -1073,4 +1075,35 @@ fail_unlink:
 fail:
 	snprintf(err, errlen, "metrics file %s: %s", path, strerror(-r));
 	return r;
+}
+
+/* The metrics file: every statint seconds (10 without statistics), --metrics-file. */
+static uint64_t metrics_period(void *arg)
+{
+	struct ctl *c = arg;
+	int64_t statint = atomic_load(&c->statint);
+
+	return c->metrics_path ? (uint64_t)(statint > 0 ? statint : 10) * 1000 : 0;
+}
+
+static void metrics_timer(void *arg, uint64_t now)
+{
+	struct ctl *c = arg;
+	char err[256];
+
+	if (metrics_write(c, c->metrics_path, err, sizeof(err)))
+		log_warn("%s", err);
+	c->last_metrics_ms = now;
+}
+
+int report_init(struct ctl *c)
+{
+	struct loop_timer *t = loop_every(10000, metrics_timer, c, "metrics");
+
+	if (!t)
+		return -ENOMEM;
+	loop_timer_follow(t, metrics_period);
+	loop_timer_what(t, c->metrics_path ? c->metrics_path : "the metrics file");
+	loop_timer_soon(t);
+	return 0;
 }

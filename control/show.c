@@ -34,14 +34,19 @@
 #include <net/if.h>
 
 #include "bridge.h"
+#include "concmd.h"
+#include "console.h"
 #include "ctl.h"
 #include "health.h"
+#include "loop.h"
 #include "placement.h"
 #include "pool.h"
+#include "report.h"
 #include "senders.h"
 #include "show.h"
 #include "show_priv.h"
 #include "stream.h"
+#include "tune.h"
 #include "version_line.h"
 
 #define SENDERS_ROWS_DEFAULT 100
@@ -1077,4 +1082,165 @@ void show_summary(struct ctl *c, char *buf, size_t len)
 		 chan_stats_drops(&st[0]), st[1].rx_pkts, st[1].fwd_pkts, chan_stats_drops(&st[1]),
 		 br->cfg.nworkers, br->cfg.nworkers == 1 ? "" : "s",
 		 br->cfg.nworkers ? "" : " (event-driven)");
+}
+
+/* ---- The console's commands and the rates timer ---- */
+
+static int cmd_status(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("status", args, out))
+		return -1;
+	/* Unhealthy is a failed status: a script's `bcom status` exits 1. */
+	return show_status(c, out) ? 0 : -1;
+}
+
+static int cmd_zap(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("zap", args, out))
+		return -1;
+	show_zap(c);
+	fprintf(out, "counters shown by the console reset (stats --json and metrics are not)\n");
+	return 0;
+}
+
+static int cmd_multicast(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("multicast", args, out))
+		return -1;
+	show_multicast(c, out);
+	return 0;
+}
+
+static int cmd_channels(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("channels", args, out))
+		return -1;
+	show_channels(c, out);
+	return 0;
+}
+
+static int cmd_interfaces(struct ctl *c, char *args, FILE *out)
+{
+	char *name = concmd_word(&args);
+
+	if (concmd_no_args("interfaces", args, out))
+		return -1;
+	return show_interfaces(c, name, out) ? -1 : 0;
+}
+
+static int cmd_buffers(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("buffers", args, out))
+		return -1;
+	show_buffers(c, out);
+	return 0;
+}
+
+static int cmd_senders(struct ctl *c, char *args, FILE *out)
+{
+	char *n = concmd_word(&args);
+
+	if (concmd_no_args("senders", args, out))
+		return -1;
+	return show_senders(c, n, out) ? -1 : 0;
+}
+
+static int cmd_tsi(struct ctl *c, char *args, FILE *out)
+{
+	show_tsi(c, concmd_rest(args), out);
+	return 0;
+}
+
+static int cmd_workers(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("workers", args, out))
+		return -1;
+	show_workers(c, out);
+	return 0;
+}
+
+static int cmd_stats(struct ctl *c, char *args, FILE *out)
+{
+	char *opt = concmd_word(&args);
+
+	if (concmd_no_args("stats", args, out))
+		return -1;
+	if (!opt) {
+		show_counters(c, out, false);
+		return 0;
+	}
+	if (strcmp(opt, "--json") && strcmp(opt, "json")) {
+		fprintf(out, "stats: unknown option '%s' (--json)\n", opt);
+		return -1;
+	}
+	report_json(c, out);
+	return 0;
+}
+
+/* The tuning report (tune.h) for the running bridge: its workers' CPUs, this thread's
+ * affinity as the control's, both devices' sysfs directories and the pool's size. */
+static int cmd_tuning(struct ctl *c, char *args, FILE *out)
+{
+	struct bridge *br = c->br;
+	struct tune_input in;
+	struct tune_report rep;
+
+	if (concmd_no_args("tuning", args, out))
+		return -1;
+	tune_input_init(&in);
+	for (uint32_t i = 0; i < br->cfg.nworkers; i++)
+		if (br->workers[i].cpu >= 0)
+			CPU_SET(br->workers[i].cpu, &in.workers);
+	for (int s = 0; s < NSIDES; s++)
+		if (br->sd[s].ctx)
+			tune_input_add_nic(&in, br->sd[s].dev, br->sd[s].ctx->device->ibdev_path,
+					   NULL);
+	in.pool_bytes = (uint64_t)pool_nbufs(br->pool) * pool_buf_size(br->pool);
+	if (tune_report_build(&in, &rep)) {
+		fprintf(out, "tuning: out of memory\n");
+		return -1;
+	}
+	tune_report_print(&rep, out);
+	tune_report_free(&rep);
+	return 0;
+}
+
+static const struct console_cmd show_cmds[] = {
+	{{"buffers", NULL, "the buffer pool: buffers per state", false}, cmd_buffers},
+	{{"channels", NULL, "queue pairs: groups, queues, backlog, counters, pps", false},
+	 cmd_channels},
+	{{"cores", NULL, "same as workers", false}, cmd_workers},
+	{{"endpoints", "[N]", "same as senders", false}, cmd_senders},
+	{{"interfaces", "[name]", "devices, ports, limits and GID tables", false}, cmd_interfaces},
+	{{"multicast", NULL, "groups, join state per side, packets each way", false},
+	 cmd_multicast},
+	{{"senders", "[N]", "who sends into the bridge (N rows, default 100)", false}, cmd_senders},
+	{{"stats", "[--json]", "all counters: final-counters format, or one JSON object", false},
+	 cmd_stats},
+	{{"status", NULL,
+	  "health, per-side counters, drops by reason, join summary (fails if unhealthy)", false},
+	 cmd_status},
+	{{"tsi", "[filter]", "PGM streams (lines containing filter)", false}, cmd_tsi},
+	{{"tuning", NULL, "host tuning report: isolation, IRQs, SMT, C-states (as --tune-check)",
+	  false},
+	 cmd_tuning},
+	{{"workers", NULL, "worker threads: CPU, node, loop rate, heartbeat, latency", false},
+	 cmd_workers},
+	{{"zap", NULL, "reset the counters the console shows", false}, cmd_zap},
+	{{NULL, NULL, NULL, false}, NULL},
+};
+
+static void rates_timer(void *arg, uint64_t now)
+{
+	show_tick(arg, now);
+}
+
+int show_init(struct ctl *c)
+{
+	struct loop_timer *t = loop_every(1000, rates_timer, c, "rates");
+
+	if (!t)
+		return -ENOMEM;
+	loop_timer_what(t, "pps and loop rates (every 1 s)");
+	return console_cmd_register(show_cmds);
 }
