@@ -27,7 +27,7 @@ extern const char *const ctl_reload_outcome_name[CTL_RELOAD_NOUTCOMES];
 
 struct ctl {
 	struct bridge *br;
-	const struct placement *place; /* where the threads run (control/placement.h) */
+	const struct placement *place; /* where the threads run (host/placement.h) */
 	int status;		 /* exit status after ctl_run: 0, or 1 once a side was stopped */
 	uint64_t start_ms;	 /* CLOCK_MONOTONIC ms at ctl_init */
 	int64_t start_wall;	 /* time(NULL) at ctl_init */

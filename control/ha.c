@@ -25,12 +25,10 @@
 #include "console.h"
 #include "ctl.h"
 #include "ha.h"
-#include "health.h"
 #include "log.h"
 #include "loop.h"
 #include "options.h"
-#include "show.h"
-#include "show_priv.h"
+#include "state.h"
 
 struct ha_map {
 	uint32_t addr; /* group address, network order */
@@ -1070,7 +1068,7 @@ void ha_show(struct ha *ha, struct ctl *c, FILE *out)
 			p->transitions, p->reason);
 	}
 	for (int s = 0; s < NSIDES; s++) {
-		show_side_stats(c->br, s, false, &st);
+		side_stats_sum(c->br, s, false, &st);
 		fprintf(out, "%s standby_pkts=%" PRIu64 "\n", side_name[s], st.standby);
 	}
 	fprintf(out, "peer_control %s\n", ha->peer ? ha->peer : "-");

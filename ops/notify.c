@@ -15,6 +15,7 @@
 #include "loop.h"
 #include "notify.h"
 #include "show.h"
+#include "state.h"
 
 /* The statistics line (every statint seconds), then systemd's STATUS=. */
 static void stats_timer(void *arg, uint64_t now)
@@ -24,7 +25,7 @@ static void stats_timer(void *arg, uint64_t now)
 	double dt = (double)(now - c->last_stats_ms) / 1000.0;
 
 	for (int s = 0; s < NSIDES; s++)
-		show_side_stats(c->br, s, false, &st[s]);
+		side_stats_sum(c->br, s, false, &st[s]);
 	ctl_nic_read(c);
 	if (dt > 0)
 		log_notice("IB rx %" PRIu64 " (%.0f pps) fwd %" PRIu64 " drop %" PRIu64

@@ -15,7 +15,7 @@
 #include "loop.h"
 #include "placement.h"
 #include "show.h"
-#include "show_priv.h"
+#include "state.h"
 
 /* One line per condition: its name, and what its failing means (health.h). */
 const char *const health_cond_name[HEALTH_NCONDS] = {
@@ -45,15 +45,6 @@ const char *const health_level_name[3] = {
 	[HEALTH_LEVEL_DEGRADED] = "degraded",
 	[HEALTH_LEVEL_FAILED] = "failed",
 };
-
-uint64_t health_stall_ms(const struct ctl *c)
-{
-	uint64_t half = c->wd_usec / 2000;
-
-	if (!c->wd_usec)
-		return HEALTH_STALL_MS;
-	return half > 1000 ? half : 1000;
-}
 
 static void fail(struct health *h, enum health_cond k, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -48,7 +48,7 @@ void show_counters(struct ctl *c, FILE *out, bool final)
 		struct chan_stats st;
 		uint64_t nic;
 
-		show_side_stats(br, s, false, &st);
+		side_stats_sum(br, s, false, &st);
 		fprintf(out,
 			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
 			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
@@ -208,7 +208,7 @@ static void json_sides(struct jw *j, struct ctl *c)
 		struct chan_stats st;
 		uint64_t nic;
 
-		show_side_stats(br, s, false, &st);
+		side_stats_sum(br, s, false, &st);
 		jw_open(j, NULL, '{');
 		jw_string(j, "side", side_name[s]);
 		jw_string(j, "device", sd->dev);
@@ -392,7 +392,7 @@ static void json_thread(struct jw *j, const char *key, const struct place_thread
 	jw_close(j, '}');
 }
 
-/* Where the threads run and why (control/placement.h); {} when not placed. */
+/* Where the threads run and why (host/placement.h); {} when not placed. */
 static void json_placement(struct jw *j, const struct placement *pl)
 {
 	jw_open(j, "placement", '{');
@@ -627,7 +627,7 @@ static void prom_sides(FILE *f, struct bridge *br)
 	struct side_vals v[NSIDES];
 
 	for (int s = 0; s < NSIDES; s++) {
-		show_side_stats(br, s, false, &st[s]);
+		side_stats_sum(br, s, false, &st[s]);
 		v[s] = (struct side_vals){
 			.rx_pkts = st[s].rx_pkts,
 			.rx_bytes = st[s].rx_bytes,
@@ -833,7 +833,7 @@ static void prom_pgm(FILE *f, struct ctl *c)
 	struct chan_stats st[NSIDES];
 
 	for (int s = 0; s < NSIDES; s++)
-		show_side_stats(br, s, false, &st[s]);
+		side_stats_sum(br, s, false, &st[s]);
 	for (size_t m = 0; m < sizeof(pm) / sizeof(pm[0]); m++) {
 		prom_head(f, pm[m].name, "counter", pm[m].help);
 		for (int s = 0; s < NSIDES; s++) {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * The console's tables (aligned, for people); the machine-readable reports (stats
- * --json, the Prometheus metrics file) are report.h's. Everything here runs on the control thread, a
- * registered QSBR reader that is online; it reads the workers' counters as snapshots and
- * never stops them. It writes only the control-thread-only fields of bridge.h (zap
- * snapshots, rates, heartbeat bookkeeping).
+ * --json, the Prometheus metrics file) are report.h's. Everything here runs on the control thread,
+ * a registered QSBR reader that is online; it reads the workers' counters as snapshots and never
+ * stops them. It writes only the control-thread-only fields of bridge.h (zap snapshots, rates,
+ * heartbeat bookkeeping).
  *
  * Tables show counters since the last "zap" (st - zap); the summary line, the JSON
  * report and the metrics file show the raw, monotonic counters. docs/metrics.md
@@ -21,9 +21,6 @@
 struct bridge;
 struct chan_stats;
 struct ctl;
-
-/* A side's counters, the sum over its channels: since the last zap, or raw. */
-void show_side_stats(struct bridge *br, int side, bool zapped, struct chan_stats *t);
 
 /*
  * Register the console's tables (status, multicast, channels, buffers, workers and
