@@ -604,9 +604,9 @@ int joins_init(struct ctl *c)
 		    loop_watch(sd->ctx->async_fd, EPOLLIN, async_fd, &c->side_ref[s]))
 			return -errno;
 	}
-	t = loop_every(0, joins_timer, c, "joins");
+	t = loop_every(0, joins_timer, c, "join retries");
 	if (!t)
 		return -ENOMEM;
-	loop_timer_what(t, "join retries, ready check");
+	loop_timer_what(t, "joins due again, ready check (READY=1)");
 	return 0;
 }
