@@ -52,7 +52,7 @@ while getopts "n:B:cCs:pPh" opt; do
 done
 
 bench=$builddir/bench/sf_bench
-bridge=$builddir/control/ib2roce
+bridge=$builddir/app/ib2roce
 mcpkt=$builddir/tests/bridge/mcpkt
 for f in "$bench" "$bridge"; do
 	[ -x "$f" ] || {

@@ -980,9 +980,18 @@ def prepare_baseline(spec, tmpdir, buildtype):
     log("harness: building baseline %s in %s" % (spec, bd))
     subprocess.run(["meson", "setup", "--buildtype", buildtype, bd, wt], check=True,
                    stdout=subprocess.DEVNULL)
-    subprocess.run(["nice", "ninja", "-C", bd, "control/ib2roce"], check=True,
-                   stdout=subprocess.DEVNULL)
+    # The bridge is app/ib2roce since the layout of issue 27, control/ib2roce before.
+    if subprocess.run(["nice", "ninja", "-C", bd, "app/ib2roce"],
+                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode:
+        subprocess.run(["nice", "ninja", "-C", bd, "control/ib2roce"], check=True,
+                       stdout=subprocess.DEVNULL)
     return bd, wt
+
+
+def bridge_bin(bd):
+    """The bridge of build directory bd: app/ib2roce, or control/ib2roce (older trees)."""
+    new = os.path.join(bd, "app", "ib2roce")
+    return new if os.access(new, os.X_OK) else os.path.join(bd, "control", "ib2roce")
 
 
 def plots(outdir, results, builds, names):
@@ -1106,7 +1115,7 @@ def main():
             ap.error("unknown scenario '%s' (known: %s)" % (n, ", ".join(SCENARIOS)))
     runs = 1 if args.quick else args.runs
     build = os.path.abspath(args.build)
-    for f in ("control/ib2roce", "tools/mcsender", "tools/mclisten", "simfabric/simfab"):
+    for f in ("app/ib2roce", "tools/mcsender", "tools/mclisten", "simfabric/simfab"):
         if not os.access(os.path.join(build, f), os.X_OK):
             ap.error("build first: missing %s/%s" % (build, f))
     # What the harness needs, checked before anything runs (a missing plotting library
@@ -1129,11 +1138,11 @@ def main():
     signal.signal(signal.SIGTERM, on_term)
     try:
         binfo = build_info(build)
-        builds = [dict(label="new", bridge=os.path.join(build, "control", "ib2roce"), **binfo)]
+        builds = [dict(label="new", bridge=bridge_bin(build), **binfo)]
         if args.baseline:
             bd, wt = prepare_baseline(args.baseline, tmp, binfo.get("buildtype", "debugoptimized"))
             bi = build_info(bd)
-            builds.insert(0, dict(label="old", bridge=os.path.join(bd, "control", "ib2roce"),
+            builds.insert(0, dict(label="old", bridge=bridge_bin(bd),
                                   **bi))
         outdir = args.outdir or os.path.join(
             SRC, "bench", "results", "harness-" + time.strftime("%Y%m%d-%H%M%S", time.gmtime()))

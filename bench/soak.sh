@@ -36,7 +36,7 @@ done
 case "$minutes" in '' | *[!0-9]* | 0) echo "soak.sh: --minutes needs a positive number" >&2 && usage ;; esac
 case "$seed" in '' | *[!0-9]*) echo "soak.sh: --seed needs a number" >&2 && usage ;; esac
 b=$builddir
-for f in simfabric/simfab simfabric/libibverbs.so.1 control/ib2roce control/bcom \
+for f in simfabric/simfab simfabric/libibverbs.so.1 app/ib2roce tools/bcom \
 	tests/bridge/mcpkt; do
 	[ -e "$b/$f" ] || { echo "soak.sh: $b/$f missing: build first (meson setup $b && ninja -C $b)" >&2 && exit 1; }
 done
@@ -44,8 +44,8 @@ mkdir -p bench/results
 report=bench/results/soak-$(date -u +%Y%m%dT%H%M%S)-seed$seed.txt
 echo "soak.sh: $minutes min, seed $seed, report in $report"
 rc=0
-SIMLIB=$PWD/$b/simfabric SIMFAB=$PWD/$b/simfabric/simfab IB2ROCE=$PWD/$b/control/ib2roce \
-	MCPKT=$PWD/$b/tests/bridge/mcpkt BCOM=$PWD/$b/control/bcom \
+SIMLIB=$PWD/$b/simfabric SIMFAB=$PWD/$b/simfabric/simfab IB2ROCE=$PWD/$b/app/ib2roce \
+	MCPKT=$PWD/$b/tests/bridge/mcpkt BCOM=$PWD/$b/tools/bcom \
 	tests/soak/soak.sh $((minutes * 60)) "$seed" "$report" 2>&1 | tee "$report.log" || rc=$?
 if [ "$rc" != 0 ]; then
 	echo "soak.sh: FAILED (seed $seed): see $report.log; replay with --seed $seed"

@@ -37,8 +37,10 @@
 #include "capring.h"
 #include "capture.h"
 #include "concmd.h"
+#include "console.h"
 #include "ctl.h"
 #include "log.h"
+#include "loop.h"
 #include "options.h"
 #include "paths.h"
 #include "pcapng.h"
@@ -71,7 +73,6 @@ struct capture {
 	struct ctl *c;
 	struct capture_cfg cfg; /* a copy: a reload does not change it */
 	int tfd, efd;
-	struct ev_tag tag, etag;
 	/* The rings being made (allocating) or in use (active). */
 	struct cap_rings *rings;
 	pthread_t alloc;
@@ -277,6 +278,61 @@ int capture_opts_register(struct capture_cfg *cfg)
 	return 0;
 }
 
+/* The drain timer fired, or the ring allocation is done (eventfd). */
+static void capture_fd(void *arg, unsigned events)
+{
+	(void)events;
+	capture_tick(arg);
+}
+
+static int cmd_capture(struct ctl *c, char *args, FILE *out)
+{
+	char *sub = concmd_word(&args), err[OPT_ERR_LEN];
+	int r;
+
+	if (!c->cap) {
+		fprintf(out, "capture: not available\n");
+		return -1;
+	}
+	if (!sub || !strcmp(sub, "status")) {
+		if (sub && concmd_no_args("capture status", args, out))
+			return -1;
+		capture_status(c->cap, out);
+		return 0;
+	}
+	if (!strcmp(sub, "stop")) {
+		if (concmd_no_args("capture stop", args, out))
+			return -1;
+		if (capture_stop(c->cap, out)) {
+			fprintf(out, "capture stop: no capture running\n");
+			return -1;
+		}
+		log_info("console: capture stop");
+		return 0;
+	}
+	if (strcmp(sub, "start")) {
+		fprintf(out, "capture: unknown '%s' (start, stop, status)\n", sub);
+		return -1;
+	}
+	r = capture_start(c->cap, args, err, sizeof(err));
+	if (r < 0) {
+		fprintf(out, "%s\n", err);
+		return -1;
+	}
+	fprintf(out, r ? "capture starting: allocating the rings (capture status shows when it "
+			 "runs)\n"
+		       : "capture started\n");
+	return 0;
+}
+
+static const struct console_cmd capture_cmds[] = {
+	{{"capture",
+	  "start FILE [group G] [side ib|roce|both] [count N] [snaplen N] | stop | status",
+	  "packet capture to a pcapng file in capture_dir", false},
+	 cmd_capture},
+	{{NULL, NULL, NULL, false}, NULL},
+};
+
 struct capture *capture_new(struct ctl *c, const struct capture_cfg *cfg)
 {
 	struct capture *cap = calloc(1, sizeof(*cap));
@@ -297,11 +353,8 @@ struct capture *capture_new(struct ctl *c, const struct capture_cfg *cfg)
 		errno = e;
 		return NULL;
 	}
-	cap->tag.kind = EV_CAPTURE;
-	cap->tag.ptr = cap;
-	cap->etag = cap->tag;
-	if (ctl_watch(c, cap->tfd, EPOLLIN, &cap->tag) ||
-	    ctl_watch(c, cap->efd, EPOLLIN, &cap->etag)) {
+	if (loop_watch(cap->tfd, EPOLLIN, capture_fd, cap) ||
+	    loop_watch(cap->efd, EPOLLIN, capture_fd, cap) || console_cmd_register(capture_cmds)) {
 		capture_free(cap);
 		errno = EIO;
 		return NULL;
@@ -866,11 +919,11 @@ void capture_free(struct capture *cap)
 	if (cap->active)
 		capture_end(cap, "bridge stopping");
 	if (cap->tfd >= 0) {
-		ctl_unwatch(cap->c, cap->tfd);
+		loop_unwatch(cap->tfd);
 		close(cap->tfd);
 	}
 	if (cap->efd >= 0) {
-		ctl_unwatch(cap->c, cap->efd);
+		loop_unwatch(cap->efd);
 		close(cap->efd);
 	}
 	free(cap->buf);

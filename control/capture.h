@@ -48,7 +48,9 @@ struct capture_counts {
 int capture_opts_register(struct capture_cfg *cfg);
 
 /* A capture module for the control thread c (c->br set), with a copy of cfg (a reload
- * does not change capture-dir or capture-ring). NULL with errno. */
+ * does not change capture-dir or capture-ring): its drain timer and allocation eventfd
+ * are watched by the loop, its command (capture) registered with the console. Once per
+ * process. NULL with errno. */
 struct capture *capture_new(struct ctl *c, const struct capture_cfg *cfg);
 
 /* Stop a running capture (its records written), free the rings. After the workers
@@ -76,7 +78,8 @@ void capture_status(struct capture *cap, FILE *out);
 /* Snapshot of the counters. Control thread. */
 void capture_counts_get(struct capture *cap, struct capture_counts *n);
 
-/* The drain timer fired: write a bounded number of records. Control thread. */
+/* The drain timer fired (the loop calls it): write a bounded number of records. Control
+ * thread. */
 void capture_tick(struct capture *cap);
 
 #endif /* CONTROL_CAPTURE_H */

@@ -15,10 +15,42 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "concmd.h"
 #include "conserver.h"
 
 struct ctl;
 struct console;
+
+/*
+ * A console command: its entry (name, synopsis, help) and what runs it, on the control
+ * thread. The function returns 0 done, -1 failed (the reason written to out), or
+ * CONSOLE_PENDING: the reply comes later (console_defer, console_complete).
+ */
+typedef int console_cmd_fn(struct ctl *c, char *args, FILE *out);
+#define CONSOLE_PENDING 2
+
+struct console_cmd {
+	struct concmd c;
+	console_cmd_fn *fn;
+};
+
+/*
+ * Add a module's commands (a table ending with a NULL name) to the console's: a module
+ * registers its commands in its init, before the loop runs. help lists them all by name.
+ * 0, -EEXIST (a name is taken: nothing added) or -ENOMEM.
+ */
+int console_cmd_register(const struct console_cmd *table);
+
+/* The console's own commands (help, quit, shutdown, reload, config, enable, disable) and
+ * its pass after every batch of events (loop.h). Before the loop runs. 0 or -errno. */
+int console_init(struct ctl *c);
+
+/* A deferred reply for the command running now (console_complete), 0: none possible
+ * (no console, or the terminal). */
+uint64_t console_defer(struct ctl *c);
+
+/* The deferred reply of token: report, the command failed unless ok. */
+void console_complete(struct ctl *c, uint64_t token, const char *report, bool ok);
 
 struct console_cfg {
 	const char *path; /* socket path (NULL with listen_fd from systemd) */
@@ -30,21 +62,13 @@ struct console_cfg {
 
 /*
  * Open the console: create (or adopt) the listening socket, 0660 (conserver_open), and
- * register the server's epoll fd with the control thread's epoll. Refuses a path where another
- * bridge listens. NULL + errno with a message.
+ * register the server's epoll fd with the loop (served when readable and after every
+ * batch: pending replies, clients whose line did not end in time or that sent no command
+ * for console_idle seconds, the rate limit's count of client warnings). Refuses a path
+ * where another bridge listens. NULL + errno with a message.
  */
 struct console *console_open(struct ctl *c, const struct console_cfg *cfg, char *err,
 			     size_t errlen);
-
-/* The server's epoll fd is readable (tag from ctl's dispatch): serve the clients. */
-void console_event(struct console *con, void *tag, unsigned events);
-
-/*
- * After each batch of events (control thread): serve what is pending, close clients
- * whose line did not end in time or that sent no command for console_idle seconds, and
- * log how many client warnings the rate limit left out (conserver_poll).
- */
-void console_tick(struct console *con, uint64_t now_ms);
 
 /* Close every client and the socket (and unlink it unless it came from systemd). */
 void console_close(struct console *con);

@@ -12,27 +12,6 @@
 #include "clock.h" /* mono_ns, mono_ms: every timer and age of the control plane */
 #include "nic.h"
 
-/* What an epoll registration of the control thread is for. */
-enum ev_kind {
-	EV_SIGNAL,
-	EV_TIMER,
-	EV_CM,
-	EV_ASYNC,
-	EV_COMP,
-	EV_CONSOLE,	 /* a console fd: ptr is console.c's */
-	EV_CAPTURE,	 /* the capture's drain timer: ptr is capture.c's */
-	EV_METRICS_HTTP, /* an fd of the metrics endpoint: ptr is metrics_http.c's */
-	EV_HA,		 /* the socket of a handover to the HA peer: ptr is the struct ha */
-	EV_HANET,	 /* hanet.c's listener (ptr NULL) or a peer's connection (ptr its) */
-};
-
-struct ev_tag {
-	enum ev_kind kind;
-	int side;
-	struct channel *ch;
-	void *ptr;
-};
-
 struct console;
 struct metrics_http;
 struct placement;
@@ -49,9 +28,7 @@ extern const char *const ctl_reload_outcome_name[CTL_RELOAD_NOUTCOMES];
 
 struct ctl {
 	struct bridge *br;
-	const struct placement *place; /* where the threads run (control/placement.h) */
-	int ep, sigfd, timerfd;
-	bool stop;
+	const struct placement *place; /* where the threads run (host/placement.h) */
 	int status;		 /* exit status after ctl_run: 0, or 1 once a side was stopped */
 	uint64_t start_ms;	 /* CLOCK_MONOTONIC ms at ctl_init */
 	int64_t start_wall;	 /* time(NULL) at ctl_init */
@@ -98,8 +75,17 @@ struct ctl {
 	/* Defaults of groups joined at run time (the last -l, -p, -t of the command line). */
 	int def_fmt, def_tos;
 	uint16_t def_port;
-	struct ev_tag tag_sig, tag_timer, tag_cm[NSIDES], tag_async[NSIDES];
-	struct ev_tag *tag_comp;
+	/* The argument of each side's rdma_cm, async and completion fds (loop_watch). */
+	struct ctl_side {
+		struct ctl *c;
+		int side;
+	} side_ref[NSIDES];
+	/*
+	 * Every group joined on both sides (missing 0, late: after the join timeout), or the
+	 * join timeout passed with missing groups (the first few in names): the ready
+	 * notification (ops/notify.c sets it; NULL: none). Control thread.
+	 */
+	void (*on_ready)(struct ctl *c, uint32_t missing, const char *names, bool late);
 	uint64_t last_stats_ms, last_age_ms;
 	bool untracked_logged; /* the sender table full warning was logged */
 	uint64_t last_rx[NSIDES];
@@ -145,7 +131,8 @@ static inline void ctl_nic_sample(struct ctl *c)
 	c->nic_drops_seen = sum;
 }
 
-/* Set up epoll, signals, timers and the rdma_cm ids (bound, not joined). 0 or -errno. */
+/* Set up the loop (loop_init), the rdma_cm ids (bound, not joined) and register their
+ * descriptors and the control thread's timers with the loop. 0 or -errno. */
 int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen);
 
 /*
@@ -161,7 +148,7 @@ bool ctl_data_drain(struct ctl *c);
 /* Issue the joins of every group on both sides (answers arrive in ctl_run). */
 void ctl_start_joins(struct ctl *c);
 
-/* Run until SIGINT/SIGTERM/SIGHUP or a fatal device event. 0 or -errno. */
+/* Run the loop until SIGINT/SIGTERM, shutdown or a fatal device event. 0 or -errno. */
 int ctl_run(struct ctl *c);
 
 /*
@@ -174,11 +161,6 @@ int ctl_reload(struct ctl *c, FILE *out);
 void ctl_leave_all(struct ctl *c);
 
 void ctl_fini(struct ctl *c);
-
-/* Register fd with the control thread's epoll for events (EPOLLIN...), tagged. */
-int ctl_watch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag);
-int ctl_rewatch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag);
-void ctl_unwatch(struct ctl *c, int fd);
 
 /*
  * Bridge one more group at run time ("join" command, reload): parse spec with the
@@ -196,9 +178,6 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen);
  * the workers let go. 0 or -ENOENT with a message.
  */
 int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen);
-
-/* The control thread's timers, one line each ("events" command). */
-void ctl_events(struct ctl *c, FILE *out);
 
 /* The directions' names: both, in, out. */
 extern const char *const group_dir_name[3];

@@ -6,12 +6,13 @@
  * command line; the reply is text, NUL, a status byte, newline): a few lines of socket
  * code rather than a library, as bcom does; or, on another host, through hanet.c's TLS
  * connection with the same framing (--ha-peer). A handover (ha_handover) is a state machine
- * that the control loop drives (ha_event, ha_tick), bounded by one deadline, with a
+ * that the control loop drives (ha_fd, ha_pass), bounded by one deadline, with a
  * non-blocking socket and a fixed reply buffer; ha.h says what it guarantees and how.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdatomic.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -26,11 +27,10 @@
 #include "ctl.h"
 #include "ha.h"
 #include "hanet.h"
-#include "health.h"
 #include "log.h"
+#include "loop.h"
 #include "options.h"
-#include "show.h"
-#include "show_priv.h"
+#include "state.h"
 
 struct ha_map {
 	uint32_t addr; /* group address, network order */
@@ -68,7 +68,6 @@ struct ha_xfer {
 	size_t textlen;
 	ha_done_fn *done;
 	void *done_arg;
-	struct ev_tag tag;
 };
 
 struct ha {
@@ -341,6 +340,8 @@ static void count_groups(struct ha *ha, struct bridge *br)
 		ha->part[br->groups[i]->part].ngroups++;
 }
 
+static int ha_register(struct ctl *c);
+
 int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen)
 {
 	struct bridge *br = c->br;
@@ -362,6 +363,8 @@ int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen)
 		return opt_errf(err, errlen, -EINVAL,
 				"--ha-peer-control and --ha-peer: give one peer (a socket path or "
 				"HOST:PORT)");
+	if (ha_register(c))
+		return opt_errf(err, errlen, -ENOMEM, "HA: out of memory");
 	return hanet_start(ha->net, c, err, errlen);
 }
 
@@ -564,7 +567,7 @@ int ha_takeover_confirm(struct ha *ha, struct ctl *c, char *args, FILE *out, ha_
 		return -1;
 	}
 	p = &ha->part[idx];
-	if (c->stop || ha_stopping(ha)) {
+	if (loop_stopping()) {
 		fprintf(out, "takeover: partition %s: refused: this bridge is stopping\n", name);
 		return -1;
 	}
@@ -839,7 +842,7 @@ static void xfer_finish(struct ha *ha, struct ctl *c)
 	int rc = x->last;
 
 	if (x->l.fd >= 0 && x->watched)
-		ctl_unwatch(c, x->l.fd);
+		loop_unwatch(x->l.fd);
 	if (x->l.tls)
 		hanet_link_free(x->l.tls);
 	else if (x->l.fd >= 0)
@@ -873,8 +876,10 @@ static void xfer_finish(struct ha *ha, struct ctl *c)
 /*
  * Go on with the handover as far as it goes without waiting: connect, ask, read the
  * answers that are here, move to the next partition; then return until the socket or the
- * clock (ha_event, ha_tick) says more. Finishes (calls done) after the last partition.
+ * clock (ha_fd, ha_pass) says more. Finishes (calls done) after the last partition.
  */
+static void ha_fd(void *arg, unsigned events);
+
 static void xfer_run(struct ha *ha, struct ctl *c)
 {
 	struct ha_xfer *x = &ha->x;
@@ -900,15 +905,15 @@ static void xfer_run(struct ha *ha, struct ctl *c)
 			r = link_connect(&x->l);
 			if (r == -EAGAIN && x->l.tls && x->l.fd >= 0 && !x->watched) {
 				/* The TLS handshake's answers wake us; the TCP connect's end is
-				 * seen by ha_tick (HA_POLL_MS). */
-				if (ctl_watch(c, x->l.fd, EPOLLIN, &x->tag))
+				 * seen by ha_pass (HA_POLL_MS). */
+				if (loop_watch(x->l.fd, EPOLLIN, ha_fd, c))
 					r = -errno;
 				else
 					x->watched = true;
 			}
 			if (r == -EAGAIN)
-				return; /* ha_tick tries again */
-			if (!r && !x->watched && ctl_watch(c, x->l.fd, EPOLLIN, &x->tag))
+				return; /* ha_pass tries again */
+			if (!r && !x->watched && loop_watch(x->l.fd, EPOLLIN, ha_fd, c))
 				r = -errno;
 			if (r) {
 				x->l.err = r;
@@ -994,26 +999,34 @@ static void xfer_stop(struct ha *ha, struct ctl *c, int r)
 	xfer_run(ha, c);
 }
 
-void ha_event(struct ha *ha, struct ctl *c, unsigned events)
+/* The handover's socket is readable (arg: the context). */
+static void ha_fd(void *arg, unsigned events)
 {
+	struct ctl *c = arg;
+
 	(void)events;
-	if (ha->x.on)
-		xfer_run(ha, c);
+	if (c->ha->x.on)
+		xfer_run(c->ha, c);
 }
 
-void ha_tick(struct ha *ha, struct ctl *c, uint64_t now)
+/* After every batch of the loop: the deadline, a connect to try again; while a handover
+ * is in progress the loop waits at most HA_POLL_MS. */
+static int ha_pass(void *arg, uint64_t now)
 {
+	struct ctl *c = arg;
+	struct ha *ha = c->ha;
 	struct ha_xfer *x = &ha->x;
 
 	hanet_tick(ha->net, c, now);
 	if (!x->on)
-		return;
+		return -1;
 	if (now >= x->l.deadline)
 		/* Over TLS the connect phase is the TCP connect and the handshake: a peer that
 		 * stopped answering, not a full backlog. */
 		xfer_stop(ha, c, x->phase == X_CONNECT && !x->l.tls ? -EAGAIN : -ETIMEDOUT);
 	else
 		xfer_run(ha, c);
+	return x->on ? HA_POLL_MS : -1;
 }
 
 void ha_cancel(struct ha *ha, struct ctl *c)
@@ -1117,9 +1130,8 @@ static int handover_start(struct ha *ha, struct ctl *c, const char *name, const 
 	x->stopping = stopping;
 	x->done = done;
 	x->done_arg = arg;
-	x->tag = (struct ev_tag){.kind = EV_HA, .ptr = ha};
 	snprintf(x->why, sizeof(x->why), "%s", why);
-	/* The first step runs from the loop (ha_tick after this batch): done is never called
+	/* The first step runs from the loop (ha_pass after this batch): done is never called
 	 * from inside this function. */
 	x->on = true;
 	return 1;
@@ -1161,7 +1173,7 @@ void ha_show(struct ha *ha, struct ctl *c, FILE *out)
 			p->transitions, p->reason);
 	}
 	for (int s = 0; s < NSIDES; s++) {
-		show_side_stats(c->br, s, false, &st);
+		side_stats_sum(c->br, s, false, &st);
 		fprintf(out, "%s standby_pkts=%" PRIu64 "\n", side_name[s], st.standby);
 	}
 	fprintf(out, "peer_control %s\n", ha_peer(ha) ? ha_peer(ha) : "-");
@@ -1181,4 +1193,152 @@ void ha_show(struct ha *ha, struct ctl *c, FILE *out)
 			x->cur + 1, x->nparts, phase[x->phase],
 			x->l.deadline > now ? x->l.deadline - now : 0);
 	}
+}
+
+/* ---- Registrations with the loop and the console ---- */
+
+/* The handover of a stop is over (ha_handover's done): stop now. */
+static void stop_done(struct ctl *c, void *arg, int rc, const char *report)
+{
+	(void)c;
+	(void)arg;
+	(void)rc;
+	(void)report;
+	loop_stop();
+}
+
+/*
+ * A stop by signal (loop.h). SIGTERM with a peer: make-before-break, the peer takes the
+ * active partitions first, the loop serving on meanwhile; then stop_done stops. What it
+ * cannot take goes dark (what a stop costs without a peer): logged. A second signal
+ * ends the wait, the stop goes on (the partitions not handed over go dark).
+ */
+static bool ha_stop_hook(void *arg, int sig, enum loop_stop_q q)
+{
+	struct ctl *c = arg;
+	struct ha *ha = c->ha;
+	int r;
+
+	switch (q) {
+	case LOOP_STOP_HELD:
+		return ha_stopping(ha);
+	case LOOP_STOP_AGAIN:
+		log_warn("second %s: not waiting for the HA peer any longer", strsignal(sig));
+		ha_cancel(ha, c);
+		return false;
+	case LOOP_STOP_ASK:
+		break;
+	}
+	if (sig != SIGTERM || !ha_peer(ha))
+		return false;
+	r = ha_handover(ha, c, NULL, "SIGTERM", true, stop_done, NULL, NULL);
+	if (r == 1)
+		return true;
+	if (r == -EBUSY) { /* the console's handover first, then the rest */
+		ha_stop_after(ha, "SIGTERM", stop_done, NULL);
+		return true;
+	}
+	return false;
+}
+
+/* Stopped another way (SIGINT) while a handover waited: end it, say so. */
+static void ha_exit_hook(void *arg)
+{
+	struct ctl *c = arg;
+
+	if (ha_busy(c->ha))
+		ha_cancel(c->ha, c);
+}
+
+/* A group added at run time: its partition and role, before it is published. */
+static void ha_group_hook(void *arg, struct group *g, bool added)
+{
+	struct ctl *c = arg;
+
+	if (added)
+		ha_group_assign(c->ha, g);
+}
+
+/* A handover of the console is over: its report is the command's reply. */
+static void console_done(struct ctl *c, void *arg, int rc, const char *report)
+{
+	console_complete(c, (uint64_t)(uintptr_t)arg, report, !rc);
+}
+
+static int cmd_role(struct ctl *c, char *args, FILE *out)
+{
+	char *a = concmd_word(&args), *b = concmd_word(&args), *role = b ? b : a;
+	bool standby;
+
+	if (!a) {
+		ha_show(c->ha, c, out);
+		return 0;
+	}
+	if (concmd_no_args("role", args, out))
+		return -1;
+	if (!strcmp(role, "active"))
+		standby = false;
+	else if (!strcmp(role, "standby"))
+		standby = true;
+	else {
+		fprintf(out, "role: expected [partition] active|standby, not '%s'\n", role);
+		return -1;
+	}
+	return ha_role_set(c->ha, c, b ? a : NULL, standby, "console role command", out) ? -1 : 0;
+}
+
+static int cmd_ha(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("ha", args, out))
+		return -1;
+	ha_show(c->ha, c, out);
+	return 0;
+}
+
+static int cmd_handover(struct ctl *c, char *args, FILE *out)
+{
+	char *part = concmd_word(&args);
+	uint64_t token;
+	int r;
+
+	if (concmd_no_args("handover", args, out))
+		return -1;
+	token = console_defer(c);
+	if (!token) {
+		fprintf(out, "handover: only from a console client (its reply comes later)\n");
+		return -1;
+	}
+	r = ha_handover(c->ha, c, part, "console handover", false, console_done,
+			(void *)(uintptr_t)token, out);
+	return r == 1 ? CONSOLE_PENDING : r ? -1 : 0;
+}
+
+/* The peer's side of a handover (ha.h): sent by the other bridge's handover. */
+static int cmd_takeover(struct ctl *c, char *args, FILE *out)
+{
+	return ha_takeover(c->ha, c, args, out) ? -1 : 0;
+}
+
+static const struct console_cmd ha_cmds[] = {
+	{{"ha", NULL, "HA partitions: role, since when, transitions, last reason", false}, cmd_ha},
+	{{"handover", "[partition]",
+	  "make the peer (--ha-peer-control) active, then this bridge standby", false},
+	 cmd_handover},
+	{{"role", "[partition] active|standby", "set the HA role (no argument: as ha)", false},
+	 cmd_role},
+	{{"takeover", "prepare|commit partition id",
+	  "HA: the peer's side of a handover (sent by the other bridge's handover)", false},
+	 cmd_takeover},
+	{{NULL, NULL, NULL, false}, NULL},
+};
+
+/* The commands and hooks of HA (ha_start). */
+static int ha_register(struct ctl *c)
+{
+	int r = console_cmd_register(ha_cmds);
+
+	if (!r && (loop_on_stop(ha_stop_hook, c) || loop_on_exit(ha_exit_hook, c) ||
+		   loop_on_group(ha_group_hook, c) || loop_on_pass(ha_pass, c)))
+		r = -ENOMEM;
+	return r;
 }

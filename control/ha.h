@@ -53,8 +53,10 @@ void ha_free(struct ha *ha);
 
 /*
  * After the options are parsed and the groups created, before the first join: put
- * every group of the bridge in its partition with its partition's role. Returns 0, or
- * -EINVAL with a message when --partition names a group that is not bridged.
+ * every group of the bridge in its partition with its partition's role, and register
+ * HA's console commands (ha, handover, role, takeover) and its hooks with the loop
+ * (loop.h: a SIGTERM's handover, groups added at run time). Returns 0, or -EINVAL with a
+ * message when --partition names a group that is not bridged (-ENOMEM).
  */
 int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen);
 
@@ -99,8 +101,8 @@ typedef void ha_done_fn(struct ctl *c, void *arg, int rc, const char *report);
  * bridge is about to exit: a partition not handed over is logged as going dark, with
  * the reason, and this bridge refuses takeovers meanwhile.
  *
- * Asynchronous: the handover is driven by the control loop (ha_event on the socket,
- * ha_tick after every batch), which goes on serving the console, timers, joins, the
+ * Asynchronous: the handover is driven by the control loop (the socket's events, and a
+ * pass after every batch), which goes on serving the console, timers, joins, the
  * watchdog and the data path meanwhile. One at a time. The connect is non-blocking (a
  * peer whose listen backlog is full is tried again until the deadline), and one
  * deadline, HA_HANDOVER_MS after the start, covers the connect and every request and
@@ -133,13 +135,6 @@ bool ha_stopping(const struct ha *ha);
 void ha_stop_after(struct ha *ha, const char *why, ha_done_fn *done, void *arg);
 
 /*
- * The handover's socket is readable (ha_event), and after every batch of the control
- * loop (ha_tick: the deadline, a connect to try again). Control thread.
- */
-void ha_event(struct ha *ha, struct ctl *c, unsigned events);
-void ha_tick(struct ha *ha, struct ctl *c, uint64_t now_ms);
-
-/*
  * End the wait of the handover in progress now (a second stop signal, the loop ending):
  * a commit whose answer is outstanding is settled as at the deadline, the partitions not
  * handed over stay here (reported "interrupted"), done is called; a stop waiting for the
@@ -148,7 +143,7 @@ void ha_tick(struct ha *ha, struct ctl *c, uint64_t now_ms);
 void ha_cancel(struct ha *ha, struct ctl *c);
 
 /* While a handover is in progress the control loop waits at most this long for events
- * (ha_tick: the deadline and connect retries). */
+ * (HA's pass: the deadline and connect retries). */
 #define HA_POLL_MS 20
 
 /*

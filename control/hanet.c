@@ -40,6 +40,7 @@
 #include "ha.h"
 #include "hanet.h"
 #include "log.h"
+#include "loop.h"
 #include "options.h"
 #include "paths.h"
 
@@ -81,7 +82,6 @@ struct hanet_addr {
 
 /* A connection to --ha-listen. */
 struct sess {
-	struct ev_tag tag; /* first: the epoll tag's ptr is the session */
 	struct hanet *n;
 	struct sess *next;
 	int fd;
@@ -117,7 +117,6 @@ struct hanet {
 	uint64_t reloads_seen[CTL_RELOAD_NOUTCOMES];
 	gnutls_psk_server_credentials_t scred;
 	int lfd;
-	struct ev_tag ltag;
 	struct sess *sessions;
 	unsigned nsessions;
 	uint64_t refused[HANET_NREASONS];
@@ -544,7 +543,7 @@ static void sess_close(struct hanet *n, struct ctl *c, struct sess *s, const cha
 		}
 	n->nsessions--;
 	if (s->fd >= 0) {
-		ctl_unwatch(c, s->fd);
+		loop_unwatch(s->fd);
 		close(s->fd);
 	}
 	if (s->s)
@@ -739,6 +738,15 @@ static void sess_io(struct hanet *n, struct ctl *c, struct sess *s)
 	}
 }
 
+/* A connection is readable (arg: its struct sess). */
+static void sess_fd(void *arg, unsigned events)
+{
+	struct sess *s = arg;
+
+	(void)events;
+	sess_io(s->n, s->n->c, s);
+}
+
 static void sess_accept(struct hanet *n, struct ctl *c)
 {
 	for (;;) {
@@ -782,9 +790,8 @@ static void sess_accept(struct hanet *n, struct ctl *c)
 		}
 		gnutls_session_set_ptr(s->s, s);
 		gnutls_transport_set_int(s->s, fd);
-		s->tag = (struct ev_tag){.kind = EV_HANET, .ptr = s};
 		s->deadline = mono_ms() + HA_HANDOVER_MS;
-		if (ctl_watch(c, fd, EPOLLIN, &s->tag)) {
+		if (loop_watch(fd, EPOLLIN, sess_fd, s)) {
 			gnutls_deinit(s->s);
 			close(fd);
 			free(s);
@@ -797,16 +804,13 @@ static void sess_accept(struct hanet *n, struct ctl *c)
 	}
 }
 
-void hanet_event(struct hanet *n, struct ctl *c, struct ev_tag *t, unsigned events)
+/* The listener is readable (arg: the struct hanet): accept what is waiting. */
+static void listen_fd(void *arg, unsigned events)
 {
-	struct sess *s = t->ptr;
+	struct hanet *n = arg;
 
 	(void)events;
-	if (!s) {
-		sess_accept(n, c);
-		return;
-	}
-	sess_io(n, c, s);
+	sess_accept(n, n->c);
 }
 
 void hanet_tick(struct hanet *n, struct ctl *c, uint64_t now)
@@ -892,8 +896,7 @@ int hanet_start(struct hanet *n, struct ctl *c, char *err, size_t errlen)
 		n->lfd = -1;
 		return opt_errf(err, errlen, r, "ha-listen %s: %s", n->listen.text, strerror(-r));
 	}
-	n->ltag = (struct ev_tag){.kind = EV_HANET, .ptr = NULL};
-	if (ctl_watch(c, n->lfd, EPOLLIN, &n->ltag)) {
+	if (loop_watch(n->lfd, EPOLLIN, listen_fd, n)) {
 		r = -errno;
 		close(n->lfd);
 		n->lfd = -1;

@@ -28,7 +28,6 @@
 #include <sys/types.h>
 
 struct ctl;
-struct ev_tag;
 struct ha;
 struct hanet;
 struct hanet_link;
@@ -69,9 +68,6 @@ int hanet_start(struct hanet *n, struct ctl *c, char *err, size_t errlen);
 
 /* --ha-peer as given, NULL when not set. */
 const char *hanet_peer(const struct hanet *n);
-
-/* An event of an fd registered with kind EV_HANET (the listener, a connection). */
-void hanet_event(struct hanet *n, struct ctl *c, struct ev_tag *t, unsigned events);
 
 /* After every batch of the control loop: time-outs, a reload's keys. */
 void hanet_tick(struct hanet *n, struct ctl *c, uint64_t now_ms);

@@ -98,7 +98,7 @@ say "simfab devices: the default topology (fabric '$SIMFABRIC')"
 "$simfab" devices
 
 say "ib2roce: bridging $group between sim_ib0 (IB) and sim_roce0 (RoCEv2)"
-start bridge "$builddir/control/ib2roce" --debug --control "$tmp/ib2roce.sock" \
+start bridge "$builddir/app/ib2roce" --debug --control "$tmp/ib2roce.sock" \
 	-d sim_ib0 -r sim_roce0 --idle backoff \
 	-e buffers=8192 -e statint=2 -m "$group"
 wait_for bridge 'IB joined'
@@ -162,7 +162,7 @@ echo " copies of the RoCE sender's messages that arrived while it was joined.)"
 say "the console (bcom): status, multicast, workers"
 for c in status multicast workers; do
 	echo "\$ bcom $c"
-	"$builddir/control/bcom" --control "$tmp/ib2roce.sock" "$c" || ok=0
+	"$builddir/tools/bcom" --control "$tmp/ib2roce.sock" "$c" || ok=0
 done
 
 say "ib2roce: stopping (SIGINT), final counters"

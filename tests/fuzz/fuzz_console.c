@@ -6,9 +6,10 @@
  * assembly, command dispatch with abbreviations, argument parsing, reply queueing and
  * writing, pipelining) over a socket pair, in chunks whose size the input's first byte
  * chooses. The runtime features are the test fixture's (tests/control/fixture.h), group
- * specs of join are parsed by the engine's parser (engine/mgid.c); what the commands
- * would show of a running bridge (show_*, the tuning report) is replaced by one line
- * each, and the packet capture by a model of its state, since there is no bridge here.
+ * specs of join are parsed by the engine's parser (engine/mgid.c); the commands the other
+ * modules register (ctl.c, show.c, health.c, ha.c, capture.c) are stand-ins with their
+ * names and synopses, each answering one line (join and leave with a model of the groups
+ * joined), since there is no bridge here.
  *
  * Invariants (a broken one traps): every line the client ends gets exactly one reply,
  * framed as text, NUL, '0' or '1', newline, in order; a line of 1024 bytes or more is
@@ -77,200 +78,158 @@ int ctl_reload(struct ctl *c, FILE *out)
 	return -ENOSYS;
 }
 
-int ctl_watch(struct ctl *c, int fd, unsigned events, struct ev_tag *tag)
+/* The loop (control/loop.c): nothing is watched here, the events are made up below. */
+int loop_watch(int fd, unsigned events, loop_fd_fn *fn, void *arg)
 {
-	(void)c, (void)fd, (void)events, (void)tag;
+	(void)fd, (void)events, (void)fn, (void)arg;
 	return 0;
 }
 
-void ctl_unwatch(struct ctl *c, int fd)
+void loop_unwatch(int fd)
 {
-	(void)c, (void)fd;
+	(void)fd;
 }
 
-/* join: the engine's group spec parser, then a small table of the groups joined. */
-int ctl_group_add(struct ctl *c, const char *spec, enum group_dir dir, char *err, size_t errlen)
+int loop_on_pass(loop_pass_fn *fn, void *arg)
 {
+	(void)fn, (void)arg;
+	return 0;
+}
+
+static bool stopped;
+
+void loop_stop(void)
+{
+	stopped = true;
+}
+
+/*
+ * The other modules' commands (ctl.c, show.c, health.c, ha.c, capture.c register them
+ * with the console): the same names, synopses and flags, so that the dispatch (prefixes,
+ * aliases, ambiguity, exact names) is the bridge's; what they would show of a running
+ * bridge is one line each. join and leave keep a model of the groups joined (the group
+ * spec parsed by the engine's parser), senders and interfaces check their argument.
+ */
+static int stub_line(struct ctl *c, char *args, FILE *out)
+{
+	(void)c;
+	(void)args;
+	fprintf(out, "ok\n");
+	return 0;
+}
+
+static int stub_join(struct ctl *c, char *args, FILE *out)
+{
+	char *spec = concmd_word(&args), *d = concmd_word(&args), err[OPT_ERR_LEN];
 	struct group g;
 	int r;
 
-	REQUIRE(dir <= DIR_OUT);
+	if (!spec || (d && strcmp(d, "both") && strcmp(d, "in") && strcmp(d, "out")) ||
+	    concmd_no_args("join", args, out)) {
+		fprintf(out, "join: usage\n");
+		return -1;
+	}
 	memset(&g, 0, sizeof(g));
 	r = group_spec_parse(&g, spec, (enum mgid_fmt)c->def_fmt, c->def_port, c->def_tos, err,
-			     errlen);
+			     sizeof(err));
 	if (r) {
-		REQUIRE(r < 0 && memchr(err, 0, errlen) && err[0]);
-		return r;
+		REQUIRE(r < 0 && memchr(err, 0, sizeof(err)) && err[0]);
+		fprintf(out, "join: %s\n", err);
+		return -1;
 	}
 	for (unsigned i = 0; i < njoined; i++)
-		if (!strcmp(joined[i], spec))
-			return opt_errf(err, errlen, -EEXIST, "%s is already bridged", spec);
-	if (njoined == JOINED_MAX)
-		return opt_errf(err, errlen, -ENOSPC, "too many groups");
+		if (!strcmp(joined[i], spec)) {
+			fprintf(out, "join: %s is already bridged\n", spec);
+			return -1;
+		}
+	if (njoined == JOINED_MAX) {
+		fprintf(out, "join: too many groups\n");
+		return -1;
+	}
 	REQUIRE(strlen(spec) < CON_LINE_MAX);
 	strcpy(joined[njoined++], spec);
+	fprintf(out, "joining %s\n", spec);
 	return 0;
 }
 
-int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
+static int stub_leave(struct ctl *c, char *args, FILE *out)
 {
+	char *name = concmd_word(&args);
+
 	(void)c;
+	if (!name || concmd_no_args("leave", args, out)) {
+		fprintf(out, "leave: usage: leave <group>\n");
+		return -1;
+	}
 	for (unsigned i = 0; i < njoined; i++)
 		if (!strcmp(joined[i], name)) {
 			memmove(joined[i], joined[i + 1], (njoined - i - 1) * sizeof(joined[0]));
 			njoined--;
+			fprintf(out, "left %s\n", name);
 			return 0;
 		}
-	return opt_errf(err, errlen, -ENOENT, "%s is not bridged", name);
+	fprintf(out, "leave: %s is not bridged\n", name);
+	return -1;
 }
 
-void ctl_events(struct ctl *c, FILE *out)
+static int stub_senders(struct ctl *c, char *args, FILE *out)
 {
-	(void)c;
-	fprintf(out, "events\n");
-}
-
-#define SHOW(name)                                                                                 \
-	void name(struct ctl *c, FILE *out)                                                        \
-	{                                                                                          \
-		(void)c;                                                                           \
-		fprintf(out, #name "\n");                                                          \
-	}
-SHOW(show_final)
-SHOW(show_multicast)
-SHOW(show_channels)
-SHOW(show_buffers)
-SHOW(show_workers)
-SHOW(report_json)
-
-bool show_status(struct ctl *c, FILE *out)
-{
-	(void)c;
-	fprintf(out, "show_status\n");
-	return true;
-}
-
-bool health_print(struct ctl *c, FILE *out)
-{
-	(void)c;
-	fprintf(out, "health ok\n");
-	return true;
-}
-
-void show_counters(struct ctl *c, FILE *out, bool final)
-{
-	(void)c;
-	fprintf(out, "counters%s\n", final ? " (final)" : "");
-}
-
-void show_zap(struct ctl *c)
-{
-	(void)c;
-}
-
-int show_interfaces(struct ctl *c, const char *name, FILE *out)
-{
-	(void)c;
-	fprintf(out, "interfaces %s\n", name ? name : "");
-	return name && strcmp(name, "sim_ib0") ? -ENOENT : 0;
-}
-
-int show_senders(struct ctl *c, const char *arg, FILE *out)
-{
-	uint64_t n;
-	char err[OPT_ERR_LEN];
+	char *n = concmd_word(&args), err[OPT_ERR_LEN];
+	uint64_t v;
 
 	(void)c;
-	if (arg && opt_parse_uint(arg, 1, 1000000, &n, err, sizeof(err))) {
+	if (concmd_no_args("senders", args, out))
+		return -1;
+	if (n && opt_parse_uint(n, 1, 1000000, &v, err, sizeof(err))) {
 		fprintf(out, "senders: %s\n", err);
-		return -EINVAL;
+		return -1;
 	}
 	fprintf(out, "senders\n");
 	return 0;
 }
 
-void show_tsi(struct ctl *c, const char *filter, FILE *out)
+static int stub_interfaces(struct ctl *c, char *args, FILE *out)
 {
+	char *name = concmd_word(&args);
+
 	(void)c;
-	fprintf(out, "tsi %s\n", filter ? filter : "");
-}
-
-void tune_input_init(struct tune_input *in)
-{
-	memset(in, 0, sizeof(*in));
-}
-
-int tune_input_add_nic(struct tune_input *in, const char *name, const char *ibdev_path,
-		       const char *irq_root)
-{
-	(void)in, (void)name, (void)ibdev_path, (void)irq_root;
-	return 0;
-}
-
-int tune_report_build(const struct tune_input *in, struct tune_report *r)
-{
-	(void)in;
-	memset(r, 0, sizeof(*r));
-	return 0;
-}
-
-void tune_report_print(const struct tune_report *r, FILE *out)
-{
-	(void)r;
-	fprintf(out, "tuning\n");
-}
-
-void tune_report_free(struct tune_report *r)
-{
-	(void)r;
-}
-
-/* capture: a model that knows whether a capture runs (control/capture.c writes files). */
-static bool capturing;
-
-int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
-{
-	(void)cap;
-	if (capturing)
-		return opt_errf(err, errlen, -EBUSY, "capture start: a capture is running");
-	if (!args || !*args)
-		return opt_errf(err, errlen, -EINVAL, "capture start: FILE expected");
-	capturing = true;
-	return 0;
-}
-
-int capture_stop(struct capture *cap, FILE *out)
-{
-	(void)cap;
-	if (!capturing)
-		return -ENOENT;
-	capturing = false;
-	fprintf(out, "capture stopped\n");
-	return 0;
-}
-
-void capture_status(struct capture *cap, FILE *out)
-{
-	(void)cap;
-	fprintf(out, "capture %s\n", capturing ? "running" : "idle");
-}
-
-/* ha (control/ha.c sets roles on real groups and talks to a peer): one partition,
- * "default", no peer; each answer is one line, as the real ones end. */
-int ha_role_set(struct ha *ha, struct ctl *c, const char *name, bool standby, const char *reason,
-		FILE *out)
-{
-	(void)ha;
-	(void)c;
-	(void)reason;
-	if (name && strcmp(name, "default")) {
-		fprintf(out, "role: no partition '%s'\n", name);
-		return -ENOENT;
+	if (concmd_no_args("interfaces", args, out))
+		return -1;
+	if (name && strcmp(name, "sim_ib0")) {
+		fprintf(out, "no interface '%s'\n", name);
+		return -1;
 	}
-	fprintf(out, "partition default: %s\n", standby ? "standby" : "active");
+	fprintf(out, "interfaces\n");
 	return 0;
 }
 
+static const struct console_cmd module_cmds[] = {
+	{{"buffers", NULL, "", false}, stub_line},
+	{{"capture", "start FILE | stop | status", "", false}, stub_line},
+	{{"channels", NULL, "", false}, stub_line},
+	{{"cores", NULL, "", false}, stub_line},
+	{{"endpoints", "[N]", "", false}, stub_senders},
+	{{"events", NULL, "", false}, stub_line},
+	{{"ha", NULL, "", false}, stub_line},
+	{{"handover", "[partition]", "", false}, stub_line},
+	{{"health", NULL, "", false}, stub_line},
+	{{"interfaces", "[name]", "", false}, stub_interfaces},
+	{{"join", "group [both|in|out]", "", false}, stub_join},
+	{{"leave", "group", "", false}, stub_leave},
+	{{"multicast", NULL, "", false}, stub_line},
+	{{"role", "[partition] active|standby", "", false}, stub_line},
+	{{"senders", "[N]", "", false}, stub_senders},
+	{{"stats", "[--json]", "", false}, stub_line},
+	{{"status", NULL, "", false}, stub_line},
+	{{"takeover", "prepare|commit partition id", "", false}, stub_line},
+	{{"tsi", "[filter]", "", false}, stub_line},
+	{{"tuning", NULL, "", false}, stub_line},
+	{{"workers", NULL, "", false}, stub_line},
+	{{"zap", NULL, "", false}, stub_line},
+	{{NULL, NULL, NULL, false}, NULL},
+};
+
+/* shutdown with a peer hands over first (control/ha.c): here there is none. */
 int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
 		ha_done_fn *done, void *arg, FILE *out)
 {
@@ -285,31 +244,14 @@ int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why,
 	return -EINVAL;
 }
 
-int ha_takeover(struct ha *ha, struct ctl *c, char *args, FILE *out)
-{
-	(void)ha;
-	(void)c;
-	(void)args;
-	fprintf(out, "takeover: partition default: refused: no peer here\n");
-	return -1;
-}
-
 const char *ha_peer(const struct ha *ha)
 {
 	(void)ha;
 	return NULL;
 }
 
-void ha_show(struct ha *ha, struct ctl *c, FILE *out)
-{
-	(void)ha;
-	(void)c;
-	fprintf(out, "partition default active\n");
-}
-
 /* ---- The harness ---- */
 
-static struct pool pool;
 static struct bridge br;
 static struct ctl ctl;
 
@@ -407,12 +349,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fixture_setup();
-	pool.nbufs = 1024;
-	pool.buf_size = 4096;
-	br.pool = &pool;
 	ctl.br = &br;
 	ctl.def_port = 4711;
-	ctl.cap = (struct capture *)&capturing; /* only compared with NULL by console.c */
+	REQUIRE(console_init(&ctl) == 0 && console_cmd_register(module_cmds) == 0);
 	return 0;
 }
 
@@ -432,14 +371,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	chunk = (size_t)data[0] % 64 * 64 + 1; /* 1 .. 4033 bytes per send */
 	nexpect = 0;
 	njoined = 0;
-	capturing = false;
 	model(data + 1, size - 1);
 	memset(&r, 0, sizeof(r));
 	memset(&con, 0, sizeof(con));
 	con.ep = -1; /* no epoll: the events are made up below */
 	con.cfg.exec = console_run;
 	con.cfg.exec_arg = &ctl;
-	ctl.stop = false;
+	stopped = false;
 	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
 	k = calloc(1, sizeof(*k));
 	REQUIRE(k != NULL);

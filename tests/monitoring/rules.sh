@@ -19,11 +19,15 @@ promtool check rules "$rules" || fail "promtool check rules"
 # The HA pair's partition alerts are tested in tests/ha/rules-test.yml.
 promtool test rules "$here/rules-test.yml" "$src/tests/ha/rules-test.yml" ||
 	fail "promtool test rules"
-python3 - "$rules" "$here/rules-test.yml" "$src/docs/operations.md" "$src/control/console.c" \
+python3 - "$rules" "$here/rules-test.yml" "$src/docs/operations.md" "$src" \
 	"$src/tests/ha/rules-test.yml" "$src/docs/metrics.md" "$src/monitoring/ib2roce.dashboard.json" \
 	<<'PY' || fail "rules checks"
-import re, sys, yaml
-rules, test, ops, console, test2 = (open(p).read() for p in sys.argv[1:6])
+import glob, re, sys, yaml
+rules, test, ops = (open(p).read() for p in sys.argv[1:4])
+test2 = open(sys.argv[5]).read()
+# The console's commands: each module registers its table (console_cmd_register).
+console = "".join(open(p).read() for d in ("control", "ops", "app")
+                  for p in glob.glob(f"{sys.argv[4]}/{d}/*.c"))
 cmds = set(re.findall(r'\{\{"([a-z_]+)"', console))
 alerts = [r for g in yaml.safe_load(rules)["groups"] for r in g["rules"] if "alert" in r]
 fired, quiet = set(), set()

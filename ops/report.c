@@ -17,8 +17,10 @@
 #include "hanet.h"
 #include "health.h"
 #include "log.h"
+#include "loop.h"
 #include "metrics_http.h"
 #include "placement.h"
+#include "report.h"
 #include "capture.h"
 #include "console.h"
 #include "show.h"
@@ -47,7 +49,7 @@ void show_counters(struct ctl *c, FILE *out, bool final)
 		struct chan_stats st;
 		uint64_t nic;
 
-		show_side_stats(br, s, false, &st);
+		side_stats_sum(br, s, false, &st);
 		fprintf(out,
 			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
 			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
@@ -207,7 +209,7 @@ static void json_sides(struct jw *j, struct ctl *c)
 		struct chan_stats st;
 		uint64_t nic;
 
-		show_side_stats(br, s, false, &st);
+		side_stats_sum(br, s, false, &st);
 		jw_open(j, NULL, '{');
 		jw_string(j, "side", side_name[s]);
 		jw_string(j, "device", sd->dev);
@@ -391,7 +393,7 @@ static void json_thread(struct jw *j, const char *key, const struct place_thread
 	jw_close(j, '}');
 }
 
-/* Where the threads run and why (control/placement.h); {} when not placed. */
+/* Where the threads run and why (host/placement.h); {} when not placed. */
 static void json_placement(struct jw *j, const struct placement *pl)
 {
 	jw_open(j, "placement", '{');
@@ -626,7 +628,7 @@ static void prom_sides(FILE *f, struct bridge *br)
 	struct side_vals v[NSIDES];
 
 	for (int s = 0; s < NSIDES; s++) {
-		show_side_stats(br, s, false, &st[s]);
+		side_stats_sum(br, s, false, &st[s]);
 		v[s] = (struct side_vals){
 			.rx_pkts = st[s].rx_pkts,
 			.rx_bytes = st[s].rx_bytes,
@@ -832,7 +834,7 @@ static void prom_pgm(FILE *f, struct ctl *c)
 	struct chan_stats st[NSIDES];
 
 	for (int s = 0; s < NSIDES; s++)
-		show_side_stats(br, s, false, &st[s]);
+		side_stats_sum(br, s, false, &st[s]);
 	for (size_t m = 0; m < sizeof(pm) / sizeof(pm[0]); m++) {
 		prom_head(f, pm[m].name, "counter", pm[m].help);
 		for (int s = 0; s < NSIDES; s++) {
@@ -1075,4 +1077,35 @@ fail_unlink:
 fail:
 	snprintf(err, errlen, "metrics file %s: %s", path, strerror(-r));
 	return r;
+}
+
+/* The metrics file: every statint seconds (10 without statistics), --metrics-file. */
+static uint64_t metrics_period(void *arg)
+{
+	struct ctl *c = arg;
+	int64_t statint = atomic_load(&c->statint);
+
+	return c->metrics_path ? (uint64_t)(statint > 0 ? statint : 10) * 1000 : 0;
+}
+
+static void metrics_timer(void *arg, uint64_t now)
+{
+	struct ctl *c = arg;
+	char err[256];
+
+	if (metrics_write(c, c->metrics_path, err, sizeof(err)))
+		log_warn("%s", err);
+	c->last_metrics_ms = now;
+}
+
+int report_init(struct ctl *c)
+{
+	struct loop_timer *t = loop_every(10000, metrics_timer, c, "metrics");
+
+	if (!t)
+		return -ENOMEM;
+	loop_timer_follow(t, metrics_period);
+	loop_timer_what(t, c->metrics_path ? c->metrics_path : "the metrics file");
+	loop_timer_soon(t);
+	return 0;
 }

@@ -59,8 +59,10 @@ int metrics_http_allow_parse(struct metrics_http_cfg *cfg, const char *arg, char
 			     size_t errlen);
 
 /*
- * Listen on cfg->addr:cfg->port and watch the socket on the control thread's epoll
- * (tagged EV_METRICS_HTTP). A non-loopback address needs an allow-list (-EINVAL
+ * Listen on cfg->addr:cfg->port and register the socket, its connections and a pass after
+ * every batch with the loop (loop.h: the connections evicted in the batch freed; those
+ * without a whole request after MH_HEADER_MS, or with a reply after MH_TIMEOUT_MS,
+ * closed). A non-loopback address needs an allow-list (-EINVAL
  * otherwise: serving the metrics to anyone who can reach the port is not a default).
  * Main thread, before ctl_run. NULL + errno with a message in err.
  */
@@ -70,13 +72,6 @@ struct metrics_http *metrics_http_open(struct ctl *c, const struct metrics_http_
 /* Connections refused because the client is not in the allow-list; 0 for NULL. Control
  * thread. */
 uint64_t metrics_http_refused(const struct metrics_http *m);
-
-/* An epoll event of one of its fds (control thread). */
-void metrics_http_event(struct metrics_http *m, void *tag, unsigned events);
-
-/* After each event batch of the control loop: free the connections evicted in it; close
- * those without a whole request after MH_HEADER_MS, or with a reply after MH_TIMEOUT_MS. */
-void metrics_http_tick(struct metrics_http *m, uint64_t now_ms);
 
 /* Close every connection and the socket; NULL is a no-op. */
 void metrics_http_close(struct metrics_http *m);

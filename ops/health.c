@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Health (health.h): the one definition every report reads. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <systemd/sd-daemon.h>
 
+#include "concmd.h"
+#include "console.h"
 #include "ctl.h"
 #include "health.h"
+#include "log.h"
+#include "loop.h"
 #include "placement.h"
-#include "show_priv.h"
+#include "show.h"
+#include "state.h"
 
 /* One line per condition: its name, and what its failing means (health.h). */
 const char *const health_cond_name[HEALTH_NCONDS] = {
@@ -38,15 +45,6 @@ const char *const health_level_name[3] = {
 	[HEALTH_LEVEL_DEGRADED] = "degraded",
 	[HEALTH_LEVEL_FAILED] = "failed",
 };
-
-uint64_t health_stall_ms(const struct ctl *c)
-{
-	uint64_t half = c->wd_usec / 2000;
-
-	if (!c->wd_usec)
-		return HEALTH_STALL_MS;
-	return half > 1000 ? half : 1000;
-}
 
 static void fail(struct health *h, enum health_cond k, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -183,4 +181,74 @@ bool health_print(struct ctl *c, FILE *out)
 					lv == HEALTH_LEVEL_FAILED ? "FAILED" : "DEGRADED",
 					h.why[k]);
 	return h.ok;
+}
+
+/* ---- The health timer and command ---- */
+
+/*
+ * Once a second after show_tick: the NICs' drop counters sampled (ctl_nic_sample); a
+ * worker that stalls is logged in every mode (and once more when it moves again), a
+ * condition that fails or recovers is logged, and systemd's STATUS= follows every
+ * change at once.
+ */
+static void health_tick(void *arg, uint64_t now)
+{
+	struct ctl *c = arg;
+	struct health h;
+	unsigned changed;
+	uint64_t logd = log_dropped();
+
+	ctl_nic_sample(c);
+	if (logd > c->log_dropped_seen)
+		c->log_dropped_ms = now;
+	c->log_dropped_seen = logd;
+	health_check(c, now, &h);
+	if (h.stalled != c->wd_stalled) {
+		if (h.stalled)
+			log_err("%s%s", h.why[HEALTH_WORKERS],
+				c->sd && c->wd_usec ? ": withholding the watchdog" : "");
+		else
+			log_notice("workers: every worker makes progress again");
+		c->wd_stalled = h.stalled;
+	}
+	changed = (h.failed ^ c->health_failed) & ~(1u << HEALTH_READY);
+	for (int k = 0; k < HEALTH_NCONDS; k++) {
+		if (!(changed & (1u << k)) || k == HEALTH_WORKERS)
+			continue;
+		if (h.failed & (1u << k))
+			log_warn("health: %s", h.why[k]);
+		else
+			log_notice("health: %s ok again", health_cond_name[k]);
+	}
+	if (h.failed != c->health_failed && c->sd && c->ready) {
+		char sum[256];
+
+		show_summary(c, sum, sizeof(sum));
+		sd_notifyf(0, "STATUS=%s", sum);
+	}
+	c->health_failed = h.failed;
+}
+
+static int cmd_health(struct ctl *c, char *args, FILE *out)
+{
+	if (concmd_no_args("health", args, out))
+		return -1;
+	return health_print(c, out) ? 0 : -1;
+}
+
+static const struct console_cmd health_cmds[] = {
+	{{"health", NULL, "ok, or one line per failed health condition (fails if unhealthy)",
+	  false},
+	 cmd_health},
+	{{NULL, NULL, NULL, false}, NULL},
+};
+
+int health_init(struct ctl *c)
+{
+	struct loop_timer *t = loop_every(1000, health_tick, c, "health");
+
+	if (!t)
+		return -ENOMEM;
+	loop_timer_what(t, "NIC drops, health conditions (logged, systemd STATUS)");
+	return console_cmd_register(health_cmds);
 }

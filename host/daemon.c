@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * Daemonizing with a start-up report, and the pid file lock (control/daemon.h).
+ * Daemonizing with a start-up report, and the pid file lock (host/daemon.h).
  *
  * Report framing: two pipes. The daemon's stderr is the write end of the "text" pipe
  * until daemon_report(), so whatever it prints while starting (option and device

@@ -24,7 +24,7 @@
  *   log_dropped  log messages were dropped (ctl.log_dropped_ms, health_tick)
  *   placement    a worker runs on a non-isolated CPU while isolated CPUs exist, on a
  *                CPU that takes a NIC's IRQs, or inside a housekeeping affinity narrower
- *                than the cpuset (control/placement.h, nworker_warn): holds while the
+ *                than the cpuset (host/placement.h, nworker_warn): holds while the
  *                placement does
  */
 #ifndef CONTROL_HEALTH_H
@@ -72,12 +72,7 @@ struct health {
 	char why[HEALTH_NCONDS][HEALTH_WHY_LEN]; /* one line per failed condition, "" if ok */
 };
 
-/*
- * How long a worker's heartbeat may stand still before it counts as stalled: half the
- * systemd watchdog interval (at least 1 s) under a watchdog, HEALTH_STALL_MS otherwise.
- */
-#define HEALTH_STALL_MS 5000
-uint64_t health_stall_ms(const struct ctl *c);
+/* How long a worker's heartbeat may stand still: health_stall_ms (control/state.h). */
 
 /*
  * Evaluate every condition at now_ms (CLOCK_MONOTONIC ms) into h. Control thread (reads
@@ -92,5 +87,12 @@ bool health_check(struct ctl *c, uint64_t now_ms, struct health *h);
  * ones first). Control thread. Returns h.ok: true also when only DEGRADED ones fail.
  */
 bool health_print(struct ctl *c, FILE *out);
+
+/*
+ * Register the health timer (once a second, after the rates: the NICs' drop counters,
+ * the conditions; a stalled worker and every change logged, systemd STATUS on a change)
+ * and the health command with the loop. Before the loop runs. 0 or -errno.
+ */
+int health_init(struct ctl *c);
 
 #endif /* CONTROL_HEALTH_H */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The console's tables (aligned, for people) and the machine-readable reports (stats
- * --json, the Prometheus metrics file). Everything here runs on the control thread, a
- * registered QSBR reader that is online; it reads the workers' counters as snapshots and
- * never stops them. It writes only the control-thread-only fields of bridge.h (zap
- * snapshots, rates, heartbeat bookkeeping).
+ * The console's tables (aligned, for people); the machine-readable reports (stats
+ * --json, the Prometheus metrics file) are report.h's. Everything here runs on the control thread,
+ * a registered QSBR reader that is online; it reads the workers' counters as snapshots and never
+ * stops them. It writes only the control-thread-only fields of bridge.h (zap snapshots, rates,
+ * heartbeat bookkeeping).
  *
  * Tables show counters since the last "zap" (st - zap); the summary line, the JSON
  * report and the metrics file show the raw, monotonic counters. docs/metrics.md
@@ -22,21 +22,12 @@ struct bridge;
 struct chan_stats;
 struct ctl;
 
-/* A side's counters, the sum over its channels: since the last zap, or raw. */
-void show_side_stats(struct bridge *br, int side, bool zapped, struct chan_stats *t);
-
 /*
- * The final counters (printed at shutdown, and the console's "stats"): one line per
- * side, the latency percentiles, senders, the PGM streams, groups left at run time, one
- * line per group. Raw counters; tests parse this format.
+ * Register the console's tables (status, multicast, channels, buffers, workers and
+ * cores, interfaces, senders and endpoints, tsi, stats, zap, tuning) and the rates timer
+ * (show_tick, once a second) with the loop. Before the loop runs. 0 or -errno.
  */
-void show_final(struct ctl *c, FILE *out);
-
-/*
- * The same counters with a header for their moment: "ib2roce: final counters" (final),
- * or "ib2roce: counters after N s (running)" (the console's stats).
- */
-void show_counters(struct ctl *c, FILE *out, bool final);
+int show_init(struct ctl *c);
 
 /*
  * Once a second (control thread): per-channel pps_rx/pps_fwd over the interval since
@@ -96,19 +87,5 @@ void show_tsi(struct ctl *c, const char *filter, FILE *out);
  * joins: " or "UNHEALTHY (conditions): " (health.h); always terminated, truncated.
  */
 void show_summary(struct ctl *c, char *buf, size_t len);
-
-/* stats --json: one JSON object on one line, newline-terminated (docs/metrics.md). */
-void report_json(struct ctl *c, FILE *out);
-
-/* The Prometheus text (what metrics_write puts in the file) to out. Control thread. */
-void report_prometheus(struct ctl *c, FILE *out);
-
-/*
- * Write the Prometheus text file (format 0.0.4, docs/metrics.md) atomically: a temp
- * file ".<name>.tmp.<pid>" in the same directory, renamed over path (no fsync: see
- * there). Returns 0, or -errno with "metrics file PATH: reason" in err (the temp file
- * removed). Control thread.
- */
-int metrics_write(struct ctl *c, const char *path, char *err, size_t errlen);
 
 #endif /* CONTROL_SHOW_H */

@@ -24,12 +24,13 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "loop.h"
 #include "metrics_http.h"
 #include "options.h"
-#include "show.h"
+#include "report.h"
 
 struct mh_conn {
-	struct ev_tag tag; /* first: the epoll tag points at the connection */
+	struct metrics_http *m;
 	int fd;
 	char req[MH_REQ_MAX];
 	size_t len;
@@ -42,7 +43,6 @@ struct mh_conn {
 struct metrics_http {
 	struct ctl *c;
 	int lfd;
-	struct ev_tag ltag;
 	struct mh_conn *conn[MH_CONNS_MAX];
 	/* Evicted during an event batch that may still name them: freed after it. */
 	struct mh_conn *evicted;
@@ -55,7 +55,7 @@ static void conn_close(struct metrics_http *m, int slot)
 {
 	struct mh_conn *k = m->conn[slot];
 
-	ctl_unwatch(m->c, k->fd);
+	loop_unwatch(k->fd);
 	close(k->fd);
 	free(k->out);
 	free(k);
@@ -67,7 +67,7 @@ static void conn_evict(struct metrics_http *m, int slot)
 {
 	struct mh_conn *k = m->conn[slot];
 
-	ctl_unwatch(m->c, k->fd);
+	loop_unwatch(k->fd);
 	close(k->fd);
 	k->fd = -1;
 	k->next_evicted = m->evicted;
@@ -184,7 +184,7 @@ static bool conn_read(struct metrics_http *m, struct mh_conn *k)
 		return false;
 	if (!conn_flush(m, k))
 		return false;
-	return !ctl_rewatch(m->c, k->fd, EPOLLOUT, &k->tag);
+	return !loop_rewatch(k->fd, EPOLLOUT);
 }
 
 /* The client may scrape: in the allow-list, or on loopback without one. */
@@ -201,6 +201,8 @@ static bool client_allowed(const struct metrics_http *m, const struct sockaddr_i
 			return true;
 	return false;
 }
+
+static void conn_fd(void *arg, unsigned events);
 
 static void on_accept(struct metrics_http *m)
 {
@@ -237,8 +239,8 @@ static void on_accept(struct metrics_http *m)
 		}
 		k->fd = fd;
 		k->since_ms = mono_ms();
-		k->tag = (struct ev_tag){.kind = EV_METRICS_HTTP, .ptr = k};
-		if (ctl_watch(m->c, fd, EPOLLIN, &k->tag)) {
+		k->m = m;
+		if (loop_watch(fd, EPOLLIN, conn_fd, k)) {
 			close(fd);
 			free(k);
 			continue;
@@ -250,17 +252,20 @@ static void on_accept(struct metrics_http *m)
 	}
 }
 
-void metrics_http_event(struct metrics_http *m, void *tag, unsigned events)
+/* The listening socket is readable. */
+static void listen_fd(void *arg, unsigned events)
 {
-	struct ev_tag *t = tag;
-	struct mh_conn *k;
+	(void)events;
+	on_accept(arg);
+}
+
+/* A connection's socket is readable or writable. */
+static void conn_fd(void *arg, unsigned events)
+{
+	struct mh_conn *k = arg;
+	struct metrics_http *m = k->m;
 	bool keep;
 
-	if (t == &m->ltag) {
-		on_accept(m);
-		return;
-	}
-	k = t->ptr;
 	if (k->fd < 0)
 		return; /* evicted earlier in this batch */
 	if (k->out)
@@ -271,10 +276,9 @@ void metrics_http_event(struct metrics_http *m, void *tag, unsigned events)
 		conn_close(m, conn_slot(m, k));
 }
 
-void metrics_http_tick(struct metrics_http *m, uint64_t now_ms)
+/* After every batch: free the evicted, close the connections that took too long. */
+static void metrics_http_tick(struct metrics_http *m, uint64_t now_ms)
 {
-	if (!m)
-		return;
 	while (m->evicted) {
 		struct mh_conn *k = m->evicted;
 
@@ -288,6 +292,15 @@ void metrics_http_tick(struct metrics_http *m, uint64_t now_ms)
 		if (k && now_ms - k->since_ms > (k->out ? MH_TIMEOUT_MS : MH_HEADER_MS))
 			conn_close(m, i);
 	}
+}
+
+static int metrics_http_pass(void *arg, uint64_t now)
+{
+	struct ctl *c = arg;
+
+	if (c->mh)
+		metrics_http_tick(c->mh, now);
+	return -1;
 }
 
 void metrics_http_cfg_init(struct metrics_http_cfg *cfg)
@@ -394,8 +407,7 @@ struct metrics_http *metrics_http_open(struct ctl *c, const struct metrics_http_
 	if (m->lfd < 0 || setsockopt(m->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
 	    bind(m->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(m->lfd, MH_BACKLOG))
 		goto fail;
-	m->ltag = (struct ev_tag){.kind = EV_METRICS_HTTP, .ptr = NULL};
-	if (ctl_watch(c, m->lfd, EPOLLIN, &m->ltag))
+	if (loop_watch(m->lfd, EPOLLIN, listen_fd, m) || loop_on_pass(metrics_http_pass, c))
 		goto fail;
 	c->mh = m;
 	log_info("metrics on http://%s:%u/metrics%s", ip, (unsigned)cfg->port,
@@ -419,7 +431,7 @@ void metrics_http_close(struct metrics_http *m)
 		if (m->conn[i])
 			conn_close(m, i);
 	metrics_http_tick(m, 0); /* frees the evicted */
-	ctl_unwatch(m->c, m->lfd);
+	loop_unwatch(m->lfd);
 	close(m->lfd);
 	if (m->c->mh == m)
 		m->c->mh = NULL;

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Groups at run time (groups.h): the console's join and leave, and the reload, add and
+ * remove groups while the workers forward: a new group is placed on channels with room
+ * (place_group), published, and joined (joins.c); a removed one stops forwarding, is
+ * left on both sides, unpublished, and freed after the workers let go (its counters
+ * folded into the bridge's).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "bridge.h"
+#include "concmd.h"
+#include "console.h"
+#include "ctl.h"
+#include "groups.h"
+#include "joins.h"
+#include "log.h"
+#include "loop.h"
+#include "options.h"
+#include "setup.h"
+
+const char *const group_dir_name[3] = {"both", "in", "out"};
+
+/* Groups that receive on channel k of side s (its multicast attachments). */
+static uint32_t chan_load(struct bridge *br, int s, uint32_t k)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		if (group_dir_rx(br->groups[i]->dir, s) &&
+		    br->groups[i]->out_chan[s] == br->sd[s].chan[k])
+			n++;
+	return n;
+}
+
+/*
+ * Channels for a new group: among the pairs with room on each side that receives, one of
+ * the worker with the least weight (the sum of its groups' "#w=N"), the least loaded of
+ * that worker's; failing that (a group received on both sides, no pair with room on
+ * both), a channel with room on each side, in different pairs: their workers hand
+ * packets over; failing that too, a new pair of the worker with the least weight, made
+ * now (bridge_pair_add).
+ */
+static int place_group(struct bridge *br, struct group *g, char *err, size_t errlen)
+{
+	uint32_t cap = br->cfg.mcqp, best = UINT32_MAX, best_load = UINT32_MAX;
+	uint32_t k1 = UINT32_MAX, k2 = UINT32_MAX, nw = br->nworkers, wmin = 0;
+	uint64_t *wload = calloc(nw, sizeof(*wload));
+	struct channel *const *ib = br->sd[SIDE_IB].chan;
+
+	if (!wload)
+		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		wload[ib[br->groups[i]->pair]->w->id] += br->groups[i]->weight;
+	for (uint32_t i = 1; i < nw; i++)
+		wmin = wload[i] < wload[wmin] ? i : wmin;
+	for (uint32_t k = 0; k < br->npairs; k++) {
+		uint32_t l0 = group_dir_rx(g->dir, SIDE_IB) ? chan_load(br, SIDE_IB, k) : 0;
+		uint32_t l1 = group_dir_rx(g->dir, SIDE_ROCE) ? chan_load(br, SIDE_ROCE, k) : 0;
+		uint32_t wk = ib[k]->w->id, wb = best == UINT32_MAX ? 0 : ib[best]->w->id;
+
+		if (l0 < cap && k1 == UINT32_MAX)
+			k1 = k;
+		if (l1 < cap && k2 == UINT32_MAX)
+			k2 = k;
+		if (l0 < cap && l1 < cap &&
+		    (best == UINT32_MAX || wload[wk] < wload[wb] ||
+		     (wload[wk] == wload[wb] && l0 + l1 < best_load))) {
+			best = k;
+			best_load = l0 + l1;
+		}
+	}
+	free(wload);
+	if (best == UINT32_MAX && (k1 == UINT32_MAX || k2 == UINT32_MAX)) {
+		char why[256];
+		int r = bridge_pair_add(br, wmin, why, sizeof(why));
+
+		if (r < 0)
+			return opt_errf(
+				err, errlen, r,
+				"no channel has room for another group (mcqp %u, %u channel "
+				"pair%s), and no new pair: %s",
+				cap, br->npairs, br->npairs == 1 ? "" : "s", why);
+		best = (uint32_t)r;
+	}
+	if (best != UINT32_MAX)
+		k1 = k2 = best;
+	g->pair = k1;
+	g->out_chan[SIDE_IB] = br->sd[SIDE_IB].chan[k1];
+	g->out_chan[SIDE_ROCE] = br->sd[SIDE_ROCE].chan[k2];
+	return 0;
+}
+
+static void group_discard_rcu(struct rcu_head *h)
+{
+	free(caa_container_of(h, struct group, rcu));
+}
+
+int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
+{
+	struct bridge *br = c->br;
+	int r;
+
+	for (int s = 0; s < NSIDES; s++) {
+		if (br->sd[s].state == SIDE_REMOVED) {
+			r = opt_errf(err, errlen, -ENODEV, "%s device %s is stopped", side_name[s],
+				     br->sd[s].dev);
+			goto fail;
+		}
+	}
+	{
+		struct group *dup = group_array_find(br->groups, br->ngroups, g->addr);
+
+		if (dup) {
+			r = opt_errf(err, errlen, -EEXIST, "%s is already bridged as '%s'", g->spec,
+				     dup->spec);
+			goto fail;
+		}
+	}
+	r = place_group(br, g, err, errlen);
+	if (r)
+		goto fail;
+	group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
+	group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
+	loop_group_event(g, true); /* before it is published: HA's role */
+	if (group_publish(br, g)) {
+		/* It may have been in a table for a moment: free it after a grace period. */
+		r = opt_errf(err, errlen, -EEXIST, "%s: its MGID is used by another group",
+			     g->spec);
+		goto fail_published;
+	}
+	if (group_array_push(&br->groups, &br->ngroups, &br->groups_cap, g)) {
+		group_unpublish(br, g);
+		r = opt_errf(err, errlen, -ENOMEM, "out of memory");
+		goto fail_published;
+	}
+	log_ctx(LOG_NOTICE, NULL, g->spec, "bridging %s (%s) on channels IB %u, RoCE %u%s", g->spec,
+		group_dir_name[g->dir], g->out_chan[SIDE_IB]->index, g->out_chan[SIDE_ROCE]->index,
+		g->out_chan[SIDE_IB]->w != g->out_chan[SIDE_ROCE]->w ? " (workers hand over)" : "");
+	for (int s = 0; s < NSIDES; s++) {
+		if (br->sd[s].state == SIDE_UP)
+			join_issue(c, g, s);
+		else
+			g->js[s].next_try_ms = UINT64_MAX; /* joined when the port comes up */
+	}
+	return 0;
+fail_published:
+	urcu_qsbr_call_rcu(&g->rcu, group_discard_rcu);
+	return r;
+fail:
+	free(g);
+	return r;
+}
+
+int ctl_group_add(struct ctl *c, const char *spec, enum group_dir dir, char *err, size_t errlen)
+{
+	struct group *g;
+	int r;
+
+	g = aligned_alloc(64, sizeof(*g));
+	if (!g)
+		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+	memset(g, 0, sizeof(*g));
+	r = group_spec_parse(g, spec, (enum mgid_fmt)c->def_fmt, c->def_port, c->def_tos, err,
+			     errlen);
+	if (r) {
+		free(g);
+		return r;
+	}
+	g->dir = dir;
+	return ctl_group_insert(c, g, err, errlen);
+}
+
+/* After the grace period no worker writes the group's counters: fold them in. */
+static void group_free_rcu(struct rcu_head *h)
+{
+	struct group *g = caa_container_of(h, struct group, rcu);
+	struct bridge *br = g->out_chan[SIDE_IB]->br;
+
+	for (int s = 0; s < NSIDES; s++) {
+		atomic_fetch_add(&br->left_fwd_pkts[s], g->fwd_pkts[s]);
+		atomic_fetch_add(&br->left_fwd_bytes[s], g->fwd_bytes[s]);
+	}
+	atomic_fetch_add(&br->left_groups, 1);
+	free(g);
+}
+
+int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
+{
+	struct bridge *br = c->br;
+	struct in_addr a;
+	uint32_t i;
+
+	for (i = 0; i < br->ngroups; i++)
+		if (!strcmp(br->groups[i]->spec, name))
+			break;
+	if (i == br->ngroups && inet_pton(AF_INET, name, &a) == 1)
+		for (i = 0; i < br->ngroups; i++)
+			if (br->groups[i]->addr == a.s_addr)
+				break;
+	if (i == br->ngroups)
+		return opt_errf(err, errlen, -ENOENT, "'%s' is not bridged", name);
+	{
+		struct group *g = br->groups[i];
+
+		/* Stop forwarding first, then leave, then let the workers drop the pointer. */
+		atomic_store(&g->ready, 0);
+		bridge_flows_stale(br);
+		for (int s = 0; s < NSIDES; s++)
+			join_drop(c, g, s, true);
+		group_unpublish(br, g);
+		memmove(&br->groups[i], &br->groups[i + 1], (br->ngroups - i - 1) * sizeof(g));
+		br->ngroups--;
+		loop_group_event(g, false);
+		g->retired = true;
+		log_ctx(LOG_NOTICE, NULL, g->spec,
+			"stopped bridging %s (%" PRIu64 " IB->RoCE, %" PRIu64 " RoCE->IB packets)",
+			g->spec, g->fwd_pkts[SIDE_IB], g->fwd_pkts[SIDE_ROCE]);
+		urcu_qsbr_call_rcu(&g->rcu, group_free_rcu);
+	}
+	return 0;
+}
+
+static int cmd_join(struct ctl *c, char *args, FILE *out)
+{
+	char err[OPT_ERR_LEN];
+	char *spec = concmd_word(&args), *d = concmd_word(&args);
+	enum group_dir dir = DIR_BOTH;
+
+	if (!spec) {
+		fprintf(out,
+			"join: usage: join addr[:port][/fmt][#tos[,w=N]|#w=N] [both|in|out]\n");
+		return -1;
+	}
+	if (d) {
+		int k;
+
+		for (k = 0; k < 3 && strcmp(d, group_dir_name[k]); k++)
+			;
+		if (k == 3) {
+			fprintf(out, "join: direction '%s': expected both, in or out\n", d);
+			return -1;
+		}
+		dir = (enum group_dir)k;
+	}
+	if (concmd_no_args("join", args, out))
+		return -1;
+	if (ctl_group_add(c, spec, dir, err, sizeof(err))) {
+		fprintf(out, "join: %s\n", err);
+		return -1;
+	}
+	log_ctx(LOG_NOTICE, NULL, spec, "console: join %s %s", spec, group_dir_name[dir]);
+	fprintf(out, "joining %s (%s)\n", spec, group_dir_name[dir]);
+	return 0;
+}
+
+static int cmd_leave(struct ctl *c, char *args, FILE *out)
+{
+	char err[OPT_ERR_LEN];
+	char *name = concmd_word(&args);
+
+	if (!name) {
+		fprintf(out, "leave: usage: leave <group>\n");
+		return -1;
+	}
+	if (concmd_no_args("leave", args, out))
+		return -1;
+	if (ctl_group_remove(c, name, err, sizeof(err))) {
+		fprintf(out, "leave: %s\n", err);
+		return -1;
+	}
+	log_ctx(LOG_NOTICE, NULL, name, "console: leave %s", name);
+	fprintf(out, "left %s\n", name);
+	return 0;
+}
+
+static const struct console_cmd groups_cmds[] = {
+	{{"join", "group [both|in|out]", "bridge one more group now", false}, cmd_join},
+	{{"leave", "group", "stop bridging a group now", false}, cmd_leave},
+	{{NULL, NULL, NULL, false}, NULL},
+};
+
+int groups_init(struct ctl *c)
+{
+	(void)c;
+	return console_cmd_register(groups_cmds);
+}

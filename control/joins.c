@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * The rdma_cm join state machine (joins.h): joins every group on both sides through
+ * rdma_cm (with retries and back-off), creates the address handles and attaches the
+ * channels, publishes a group to the workers once both sides are joined (its ready
+ * flags), handles the async and rdma_cm events of each side (port down and up, SM and
+ * address changes, multicast errors, device removal), says when the bridge is ready, and
+ * on shutdown leaves every group.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <infiniband/ib.h>
+#include <sys/epoll.h>
+#include <systemd/sd-daemon.h>
+
+#include "bridge.h"
+#include "ctl.h"
+#include "fwd.h"
+#include "joins.h"
+#include "log.h"
+#include "loop.h"
+#include "setup.h"
+
+#define JOIN_RETRY_MIN_MS 500
+#define JOIN_RETRY_MAX_MS 30000
+
+static void *join_ctx(struct group *g, int side)
+{
+	return (void *)((uintptr_t)g | (uintptr_t)side);
+}
+
+static struct group *join_group(void *ctx, int *side)
+{
+	*side = (int)((uintptr_t)ctx & 1);
+	return (struct group *)((uintptr_t)ctx & ~(uintptr_t)1);
+}
+
+/* The address a side joins: AF_IB with the group's IB MGID, AF_INET on RoCE. */
+static struct sockaddr *join_addr(struct ctl *c, struct group *g, int s,
+				  struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (s == SIDE_IB) {
+		struct sockaddr_ib *sib = (struct sockaddr_ib *)ss;
+
+		sib->sib_family = AF_IB;
+		sib->sib_pkey = htons(c->br->sd[SIDE_IB].pkey);
+		memcpy(&sib->sib_addr, g->mgid[SIDE_IB].raw, 16);
+	} else {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_addr.s_addr = g->addr;
+	}
+	return (struct sockaddr *)ss;
+}
+
+static void group_update_ready(struct bridge *br, struct group *g)
+{
+	uint32_t ready = 0;
+
+	for (int s = 0; s < NSIDES; s++)
+		if (group_dir_rx(g->dir, s) && g->js[s].state == JOIN_DONE &&
+		    g->js[!s].state == JOIN_DONE)
+			ready |= 1u << s;
+	if (g->standby)
+		ready |= GROUP_STANDBY;
+	/* Pairs with the acquire load in rx_classify: the AHs are visible first. */
+	atomic_store_explicit(&g->ready, ready, memory_order_release);
+	bridge_flows_stale(br);
+}
+
+void join_issue(struct ctl *c, struct group *g, int s)
+{
+	struct side_ctx *sd = &c->br->sd[s];
+	struct rdma_cm_join_mc_attr_ex ja;
+	struct sockaddr_storage ss;
+
+	memset(&ja, 0, sizeof(ja));
+	ja.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	ja.addr = join_addr(c, g, s, &ss);
+	ja.join_flags = group_dir_rx(g->dir, s) ? RDMA_MC_JOIN_FLAG_FULLMEMBER
+						: RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	g->js[s].tries++;
+	if (rdma_join_multicast_ex(sd->cm_id, &ja, join_ctx(g, s))) {
+		uint64_t backoff = JOIN_RETRY_MIN_MS << (g->js[s].tries < 7 ? g->js[s].tries : 6);
+
+		g->js[s].last_error = errno;
+		g->js[s].state = JOIN_IDLE;
+		g->js[s].next_try_ms =
+			mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
+		log_warn("%s join of %s failed: %s; retrying", side_name[s], g->spec,
+			 strerror(errno));
+		return;
+	}
+	g->js[s].state = JOIN_PENDING;
+}
+
+struct ah_free {
+	struct rcu_head rcu;
+	struct ibv_ah *ah;
+	int periods; /* grace periods still to wait */
+};
+
+static void ah_free_rcu(struct rcu_head *h)
+{
+	struct ah_free *f = caa_container_of(h, struct ah_free, rcu);
+
+	if (--f->periods > 0) {
+		urcu_qsbr_call_rcu(&f->rcu, ah_free_rcu);
+		return;
+	}
+	ibv_destroy_ah(f->ah);
+	free(f);
+}
+
+/*
+ * Destroy an AH once no worker can still send with it. One grace period covers the
+ * group table readers and the backlogs (a worker with a backlog skips its quiescent
+ * state). A packet in a cross-worker hand-off ring also carries the AH, across the
+ * producer's quiescent states: the consumer drains its rings once per pass, before its
+ * own quiescent state, so an entry pushed before the first grace period ended is posted
+ * (or dropped) before the third one ends. Three periods, then.
+ */
+static bool workers_gone; /* ctl_leave_all: no worker runs any more */
+
+static void ah_retire(struct ibv_ah *ah)
+{
+	struct ah_free *f;
+
+	if (!ah)
+		return;
+	if (workers_gone) {
+		ibv_destroy_ah(ah);
+		return;
+	}
+	f = malloc(sizeof(*f));
+	if (!f) {
+		/* Cannot defer: leak the AH rather than free it under a worker. */
+		log_err("out of memory retiring an address handle");
+		return;
+	}
+	f->ah = ah;
+	f->periods = 3;
+	urcu_qsbr_call_rcu(&f->rcu, ah_free_rcu);
+}
+
+/* Undo a side's join state (after an error, or to leave). */
+void join_drop(struct ctl *c, struct group *g, int s, bool leave)
+{
+	struct group_side *js = &g->js[s];
+	struct side_ctx *sd = &c->br->sd[s];
+	struct sockaddr_storage ss;
+	bool joined = js->state != JOIN_IDLE;
+
+	/* Forwarding stops first (ready bits), then the AH goes (see rx_classify). */
+	js->state = JOIN_IDLE;
+	group_update_ready(c->br, g);
+	atomic_store(&g->ah_out[s], NULL);
+	bridge_flows_stale(c->br);
+	if (js->attached) {
+		ibv_detach_mcast(g->out_chan[s]->qp, &g->mgid[s], (uint16_t)js->mlid);
+		js->attached = false;
+		g->out_chan[s]->ngroups--;
+	}
+	ah_retire(js->ah);
+	js->ah = NULL;
+	if (leave && joined && sd->cm_id)
+		rdma_leave_multicast(sd->cm_id, join_addr(c, g, s, &ss));
+}
+
+/* Is g still one of our groups? (events may name a group removed meanwhile) */
+static bool group_known(struct ctl *c, const struct group *g)
+{
+	for (uint32_t i = 0; i < c->br->ngroups; i++)
+		if (c->br->groups[i] == g)
+			return true;
+	return false;
+}
+
+static void on_join(struct ctl *c, struct rdma_cm_event *ev)
+{
+	struct rdma_ud_param *ud = &ev->param.ud;
+	struct ibv_ah_attr aa = ud->ah_attr;
+	struct side_ctx *sd;
+	struct group *g;
+	int s;
+
+	g = join_group((void *)ud->private_data, &s);
+	if (!group_known(c, g))
+		return; /* left at run time while the answer was on its way */
+	sd = &c->br->sd[s];
+	if (g->js[s].state != JOIN_PENDING)
+		return;
+	if (s == SIDE_IB)
+		aa.grh.hop_limit = BR_IB_MARKER_HOP_LIMIT;
+	if (g->tos_set)
+		aa.grh.traffic_class = g->tos;
+	if (!atomic_load(&c->hwrate))
+		aa.static_rate = 0;
+	g->js[s].ah = ibv_create_ah(sd->pd, &aa);
+	if (!g->js[s].ah) {
+		log_err("%s %s: ibv_create_ah: %s", side_name[s], g->spec, strerror(errno));
+		g->js[s].last_error = errno;
+		join_drop(c, g, s, true);
+		g->js[s].next_try_ms = mono_ms() + JOIN_RETRY_MAX_MS;
+		return;
+	}
+	g->js[s].mlid = aa.dlid;
+	g->js[s].qkey = ud->qkey;
+	g->js[s].tries = 0;
+	/* The MGID the fabric uses (AF_IB: ours; AF_INET on RoCE: ::ffff:a.b.c.d). */
+	if (memcmp(aa.grh.dgid.raw, g->mgid[s].raw, 16)) {
+		char a[64], b[64];
+
+		inet_ntop(AF_INET6, aa.grh.dgid.raw, a, sizeof(a));
+		inet_ntop(AF_INET6, g->mgid[s].raw, b, sizeof(b));
+		log_warn("%s %s: joined MGID %s, expected %s", side_name[s], g->spec, a, b);
+	}
+	if (group_dir_rx(g->dir, s)) {
+		int r = ibv_attach_mcast(g->out_chan[s]->qp, &aa.grh.dgid, aa.dlid);
+
+		if (r) {
+			log_err("%s %s: ibv_attach_mcast: %s", side_name[s], g->spec, strerror(r));
+			g->js[s].state = JOIN_DONE; /* so that join_drop leaves */
+			join_drop(c, g, s, true);
+			g->js[s].next_try_ms = mono_ms() + JOIN_RETRY_MAX_MS;
+			return;
+		}
+		g->js[s].attached = true;
+		g->out_chan[s]->ngroups++;
+	}
+	g->qkey_out[s] = ud->qkey;
+	atomic_store_explicit(&g->ah_out[s], g->js[s].ah, memory_order_release);
+	g->js[s].state = JOIN_DONE;
+	g->joined_ms[s] = mono_ms();
+	group_update_ready(c->br, g);
+	log_ctx(LOG_INFO, sd->dev, g->spec, "%s joined %s (mlid %#x)%s", side_name[s], g->spec,
+		aa.dlid, group_dir_rx(g->dir, s) ? "" : " send-only");
+	if (g->ready & ~GROUP_STANDBY)
+		log_debug("forwarding %s", g->spec);
+}
+
+static void side_stop(struct ctl *c, int s, const char *why);
+static void joins_tick(struct ctl *c);
+static void check_ready(struct ctl *c, uint64_t now);
+
+static void on_cm_event(struct ctl *c, int s)
+{
+	struct rdma_cm_event *evp, e, *ev = &e;
+
+	while (c->br->sd[s].cm_ch && !rdma_get_cm_event(c->br->sd[s].cm_ch, &evp)) {
+		/*
+		 * Ack first, work on a copy: rdma_leave_multicast (join_drop) waits until every
+		 * event of its join was acked, so leaving from inside an unacked event would
+		 * wait forever. Nothing used below points into the event (private_data is our
+		 * own context value).
+		 */
+		e = *evp;
+		rdma_ack_cm_event(evp);
+		switch (ev->event) {
+		case RDMA_CM_EVENT_MULTICAST_JOIN:
+			on_join(c, ev);
+			/* The last join makes the bridge ready now, not at the next tick. */
+			check_ready(c, mono_ms());
+			break;
+		case RDMA_CM_EVENT_MULTICAST_ERROR: {
+			int gs;
+			struct group *g = join_group((void *)ev->param.ud.private_data, &gs);
+
+			if (!group_known(c, g))
+				break;
+			log_ctx(LOG_WARNING, c->br->sd[gs].dev, g->spec,
+				"%s %s: multicast error %d (%s); joining again", side_name[gs],
+				g->spec, ev->status, strerror(-ev->status));
+			g->js[gs].last_error = -ev->status;
+			if (g->js[gs].state == JOIN_PENDING || g->js[gs].state == JOIN_DONE)
+				g->js[gs].state = JOIN_DONE;
+			join_drop(c, g, gs, true);
+			g->js[gs].next_try_ms = mono_ms() + JOIN_RETRY_MIN_MS;
+			break;
+		}
+		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			/* The id must go before the removal can complete: stop here. */
+			side_stop(c, s, "device removed");
+			return;
+		default:
+			log_debug("%s rdma_cm event %s", side_name[s], rdma_event_str(ev->event));
+			break;
+		}
+	}
+}
+
+/*
+ * Drop every join of side s (detach, retire the AH, leave), so that forwarding of the
+ * groups stops in both directions; they are joined again at next_try (UINT64_MAX: not
+ * until the port comes back).
+ */
+static uint32_t side_drop_joins(struct ctl *c, int s, uint64_t next_try)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		struct group *g = c->br->groups[i];
+
+		if (g->js[s].state != JOIN_IDLE)
+			n++;
+		join_drop(c, g, s, true);
+		g->js[s].tries = 0;
+		g->js[s].next_try_ms = next_try;
+	}
+	return n;
+}
+
+/*
+ * Device removed or fatal: that side stops for good. Its groups are left and its
+ * rdma_cm id destroyed (the kernel waits for it before the device can go); the other
+ * side keeps its joins, and nothing is forwarded until a restart. The channels' QPs stay
+ * until shutdown: a worker owns them.
+ */
+static void side_stop(struct ctl *c, int s, const char *why)
+{
+	struct side_ctx *sd = &c->br->sd[s];
+
+	if (sd->state == SIDE_REMOVED)
+		return;
+	side_drop_joins(c, s, UINT64_MAX);
+	sd->state = SIDE_REMOVED;
+	c->status = 1; /* the eventual exit says the bridge did not run as configured */
+	if (sd->cm_id) {
+		loop_unwatch(sd->cm_ch->fd);
+		rdma_destroy_id(sd->cm_id);
+		rdma_destroy_event_channel(sd->cm_ch);
+		sd->cm_id = NULL;
+		sd->cm_ch = NULL;
+	}
+	log_ctx(LOG_ERR, sd->dev, NULL,
+		"%s %s: %s: this side is stopped, nothing is forwarded; restart the bridge "
+		"once the device is back",
+		side_name[s], sd->dev, why);
+	if (c->sd)
+		sd_notifyf(0, "STATUS=%s %s %s: not forwarding", side_name[s], sd->dev, why);
+}
+
+/* The port is usable again, or the fabric forgot our memberships: join everything anew. */
+static void side_rejoin(struct ctl *c, int s, const char *why)
+{
+	struct side_ctx *sd = &c->br->sd[s];
+	uint32_t n;
+
+	if (sd->state == SIDE_REMOVED)
+		return;
+	sd->state = SIDE_UP;
+	ibv_query_port(sd->ctx, sd->port, &sd->pattr);
+	n = side_drop_joins(c, s, mono_ms());
+	sd->rejoins += c->br->ngroups;
+	log_ctx(LOG_NOTICE, sd->dev, NULL, "%s %s: %s: joining %u group%s again (%u were joined)",
+		side_name[s], sd->dev, why, c->br->ngroups, c->br->ngroups == 1 ? "" : "s", n);
+	joins_tick(c);
+}
+
+static void on_async(struct ctl *c, int s)
+{
+	struct side_ctx *sd = &c->br->sd[s];
+	struct ibv_async_event ae;
+	const char *what;
+
+	if (ibv_get_async_event(sd->ctx, &ae))
+		return;
+	what = ibv_event_type_str(ae.event_type);
+	switch (ae.event_type) {
+	case IBV_EVENT_PORT_ERR:
+		if (ae.element.port_num != sd->port)
+			break;
+		sd->port_events++;
+		if (sd->state == SIDE_UP) {
+			uint32_t n = side_drop_joins(c, s, UINT64_MAX);
+
+			sd->state = SIDE_DOWN;
+			log_ctx(LOG_WARNING, sd->dev, NULL,
+				"%s %s port %u down: %u group%s left, forwarding stopped until it "
+				"is back",
+				side_name[s], sd->dev, sd->port, n, n == 1 ? "" : "s");
+		}
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_GID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+		if (ae.element.port_num != sd->port)
+			break;
+		sd->port_events++;
+		side_rejoin(c, s, what);
+		break;
+	case IBV_EVENT_DEVICE_FATAL:
+		ibv_ack_async_event(&ae);
+		side_stop(c, s, what);
+		return;
+	default:
+		log_ctx(LOG_ERR, sd->dev, NULL, "%s %s: %s", side_name[s], sd->dev, what);
+		break;
+	}
+	ibv_ack_async_event(&ae);
+}
+
+/* Retry joins whose back-off expired. */
+static void joins_tick(struct ctl *c)
+{
+	uint64_t now = mono_ms();
+
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		struct group *g = c->br->groups[i];
+
+		for (int s = 0; s < NSIDES; s++)
+			if (c->br->sd[s].state == SIDE_UP && g->js[s].state == JOIN_IDLE &&
+			    now >= g->js[s].next_try_ms)
+				join_issue(c, g, s);
+	}
+}
+
+/* The descriptors of a side: rdma_cm events, async events. */
+static void cm_fd(void *arg, unsigned events)
+{
+	struct ctl_side *r = arg;
+
+	(void)events;
+	on_cm_event(r->c, r->side);
+}
+
+static void async_fd(void *arg, unsigned events)
+{
+	struct ctl_side *r = arg;
+
+	(void)events;
+	on_async(r->c, r->side);
+}
+
+/* Join retries and the ready check (READY=1 at the latest after the join timeout). */
+static void joins_timer(void *arg, uint64_t now)
+{
+	struct ctl *c = arg;
+
+	joins_tick(c);
+	check_ready(c, now);
+}
+
+void ctl_start_joins(struct ctl *c)
+{
+	for (int s = 0; s < NSIDES; s++)
+		if (c->br->sd[s].state != SIDE_UP)
+			log_ctx(LOG_WARNING, c->br->sd[s].dev, NULL,
+				"%s %s port %u is down: its joins wait for it to come up",
+				side_name[s], c->br->sd[s].dev, c->br->sd[s].port);
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		for (int s = 0; s < NSIDES; s++) {
+			if (c->br->sd[s].state == SIDE_UP)
+				join_issue(c, c->br->groups[i], s);
+			else
+				c->br->groups[i]->js[s].next_try_ms = UINT64_MAX;
+		}
+	}
+}
+
+static bool group_joined_both(const struct group *g)
+{
+	return g->js[SIDE_IB].state == JOIN_DONE && g->js[SIDE_ROCE].state == JOIN_DONE;
+}
+
+/*
+ * The groups not joined on both sides: their number, the first few named in NAMES, and
+ * the index of the first (ngroups when none).
+ */
+static uint32_t groups_missing(const struct ctl *c, char *names, size_t len, uint32_t *first)
+{
+	uint32_t missing = 0;
+	size_t off = 0;
+
+	*first = c->br->ngroups;
+	names[0] = '\0';
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		struct group *g = c->br->groups[i];
+
+		if (group_joined_both(g))
+			continue;
+		if (!missing)
+			*first = i;
+		if (missing++ < 8 && off < len)
+			off += (size_t)snprintf(names + off, len - off, "%s%s", off ? ", " : "",
+						g->spec);
+	}
+	return missing;
+}
+
+/*
+ * READY=1 once every group is joined on both sides, or when the join timeout passed;
+ * in the second case "all N groups joined on both sides" is logged when the last one
+ * joins later. Called on every join event: it resumes its scan at the first group not
+ * seen joined (join_scan), so that N joins cost O(N) and not O(N^2); a full scan
+ * confirms the end (a group before the cursor may have left again, or been removed).
+ */
+static void check_ready(struct ctl *c, uint64_t now)
+{
+	uint32_t n = c->br->ngroups, missing, first;
+	char names[256];
+	bool late;
+
+	if (c->all_joined)
+		return;
+	if (c->join_scan > n)
+		c->join_scan = n;
+	while (c->join_scan < n && group_joined_both(c->br->groups[c->join_scan]))
+		c->join_scan++;
+	if (c->join_scan < n && (c->ready || now - c->start_ms < c->join_timeout_ms))
+		return;
+	missing = groups_missing(c, names, sizeof(names), &first);
+	c->join_scan = first;
+	if (missing && now - c->start_ms < c->join_timeout_ms)
+		return;
+	if (missing) {
+		if (c->ready)
+			return;
+		c->ready = true;
+		log_warn("%u group%s not joined after %" PRIu64 " s: %s%s; ready anyway", missing,
+			 missing == 1 ? "" : "s", c->join_timeout_ms / 1000, names,
+			 missing > 8 ? ", ..." : "");
+		if (c->on_ready)
+			c->on_ready(c, missing, names, false);
+		return;
+	}
+	late = c->ready;
+	c->all_joined = true;
+	c->ready = true; /* before show_summary, which says "waiting for joins" until then */
+	log_notice("all %u group%s joined on both sides%s: forwarding", n, n == 1 ? "" : "s",
+		   late ? " (after the join timeout)" : "");
+	if (c->on_ready)
+		c->on_ready(c, 0, "", late);
+}
+
+static void ms_ago(FILE *out, const char *name, uint64_t next, uint64_t now, const char *what)
+{
+	if (next == UINT64_MAX)
+		fprintf(out, "%-24s %-12s %s\n", name, "waiting", what);
+	else if (next <= now)
+		fprintf(out, "%-24s %-12s %s\n", name, "due", what);
+	else
+		fprintf(out, "%-24s in %6.1f s  %s\n", name, (double)(next - now) / 1000.0, what);
+}
+
+/* READY's deadline while not ready, and the joins waiting to retry ("events"). */
+void joins_print(struct ctl *c, FILE *out)
+{
+	uint64_t now = mono_ms();
+	uint32_t pending = 0;
+
+	if (!c->ready)
+		ms_ago(out, "ready", c->start_ms + c->join_timeout_ms, now,
+		       "READY=1 at the latest (join timeout)");
+	for (uint32_t i = 0; i < c->br->ngroups; i++) {
+		struct group *g = c->br->groups[i];
+
+		for (int s = 0; s < NSIDES; s++) {
+			char name[64], what[160];
+
+			if (g->js[s].state != JOIN_IDLE)
+				continue;
+			pending++;
+			snprintf(name, sizeof(name), "join %s", side_name[s]);
+			snprintf(what, sizeof(what), "%s (try %u%s%s)", g->spec, g->js[s].tries + 1,
+				 g->js[s].last_error ? ", last: " : "",
+				 g->js[s].last_error ? strerror(g->js[s].last_error) : "");
+			ms_ago(out, name,
+			       c->br->sd[s].state == SIDE_UP ? g->js[s].next_try_ms : UINT64_MAX,
+			       now, what);
+		}
+	}
+	if (!pending)
+		fprintf(out, "%-24s %-12s %s\n", "joins", "-", "none pending");
+}
+
+void ctl_leave_all(struct ctl *c)
+{
+	workers_gone = true;
+	for (uint32_t i = 0; i < c->br->ngroups; i++)
+		for (int s = 0; s < NSIDES; s++)
+			join_drop(c, c->br->groups[i], s, true);
+}
+
+int joins_init(struct ctl *c)
+{
+	struct loop_timer *t;
+
+	for (int s = 0; s < NSIDES; s++) {
+		struct side_ctx *sd = &c->br->sd[s];
+
+		fcntl_nonblock(sd->cm_ch->fd);
+		fcntl_nonblock(sd->ctx->async_fd);
+		if (loop_watch(sd->cm_ch->fd, EPOLLIN, cm_fd, &c->side_ref[s]) ||
+		    loop_watch(sd->ctx->async_fd, EPOLLIN, async_fd, &c->side_ref[s]))
+			return -errno;
+	}
+	t = loop_every(0, joins_timer, c, "join retries");
+	if (!t)
+		return -ENOMEM;
+	loop_timer_what(t, "joins due again, ready check (READY=1)");
+	return 0;
+}

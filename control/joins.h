@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The rdma_cm join state machine (joins.c), a part of the control thread: the joins of
+ * every group on both sides, their answers and retries, port and device events, the
+ * ready check. ctl_start_joins and ctl_leave_all (ctl.h) are its entry points for main;
+ * these are for the rest of control/. Control thread.
+ */
+#ifndef CONTROL_JOINS_H
+#define CONTROL_JOINS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+struct ctl;
+struct group;
+
+/* Register each side's rdma_cm and async fds and the joins timer (retries, ready check)
+ * with the loop. From ctl_init. 0 or -errno. */
+int joins_init(struct ctl *c);
+
+/* Ask to join group g on side s (the answer arrives as an rdma_cm event); on a refusal
+ * the join is retried with back-off. */
+void join_issue(struct ctl *c, struct group *g, int s);
+
+/* Drop g's membership on side s: detach, retire the AH, and with leave, leave the group. */
+void join_drop(struct ctl *c, struct group *g, int s, bool leave);
+
+/* READY's deadline while not ready, and the joins waiting to retry, one line each. */
+void joins_print(struct ctl *c, FILE *out);
+
+#endif /* CONTROL_JOINS_H */
