@@ -457,7 +457,7 @@ struct bridge_cfg {
 	uint32_t nworkers; /* 0: event-driven on the control thread */
 	int cpus[256];	   /* --cpus list, -1 terminated; empty: automatic */
 	uint32_t ncpus;
-	/* The placement plan (control/placement.c), when placed: each worker's CPU (-1: not
+	/* The placement plan (host/placement.c), when placed: each worker's CPU (-1: not
 	 * pinned) and NUMA node (-1: none), the pool's node; SCHED_FIFO priority (0: off). */
 	bool placed;
 	int wcpu[64];

@@ -384,7 +384,7 @@ static void channel_destroy(struct channel *ch)
 }
 
 /*
- * The CPU of worker i: the placement plan's (control/placement.c: NIC-local physical
+ * The CPU of worker i: the placement plan's (host/placement.c: NIC-local physical
  * cores, isolated ones first, or --cpus), -1 (not pinned) without a plan.
  */
 static int worker_cpu(const struct bridge_cfg *c, uint32_t i)

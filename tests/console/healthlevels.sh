@@ -1,5 +1,5 @@
 #!/bin/bash
-# Health levels (control/health.h, docs/operations.md "Health: FAILED and DEGRADED"): a
+# Health levels (ops/health.h, docs/operations.md "Health: FAILED and DEGRADED"): a
 # control-thread stall (ctlstall) and NIC drops (a burst into a briefly stalled worker
 # with small receive queues) are DEGRADED: `bcom health` and `status` print a "health
 # DEGRADED" line and exit 0, stats --json says healthy and degraded, the metrics file

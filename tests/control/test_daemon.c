@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * test_daemon - control/daemon.c: the pid file lock and the start-up report.
+ * test_daemon - host/daemon.c: the pid file lock and the start-up report.
  *
  * Pid file: locked by us, refused to a child (and to a second open of our own, which is
  * what OFD locks give), removed by pidfile_unlock, then free for a child to take; never

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Placement plans (control/placement.c) on machines described as hwloc XML files:
+# Placement plans (host/placement.c) on machines described as hwloc XML files:
 # `ib2roce --check --show-placement` with HWLOC_XMLFILE, the NICs mlx5_0 (IB) and mlx5_1
 # (RoCE) given as OpenFabrics OS devices in the XML (not opened: no RDMA device needed),
 # isolated CPUs and RT throttling read under IB2ROCE_SYSFS_ROOT, the allowed CPUs given

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * test_placement.c - control/placement.c without a device: --cpus lists parsed with
+ * test_placement.c - host/placement.c without a device: --cpus lists parsed with
  * hwloc (order, ranges, duplicates, errors), and a NIC's locality read through its sysfs
  * directory (what ibv_device.ibdev_path names): device/local_cpus, else
  * device/numa_node, else unknown, on the two-socket machine of two-socket-smt.xml

@@ -137,7 +137,7 @@ memlock)
 	;;
 console)
 	tune_host_tuned "$root"
-	# A live bridge is placed (control/placement.c): both CPUs allowed, the control
+	# A live bridge is placed (host/placement.c): both CPUs allowed, the control
 	# thread pinned to cpu0 as the report expects.
 	taskset -pc 0,1 $$ >/dev/null
 	# The smallest queues, so that the pool of 1024 buffers (4160 KiB) is accepted.
