@@ -145,9 +145,11 @@ th_kill_host() {
 # th_exit: the exit trap: th_cleanup, sf_cleanup (which exits: in a subshell), th_rmfab;
 # exits with the test's status.
 th_exit() {
-	local rc
+	local rc=$? # first: a bare `local rc` would make $? 0 and every failure a pass
 
+	set +e
 	th_cleanup
+	(exit "$rc") # sf_cleanup exits with the status it finds
 	(sf_cleanup)
 	rc=$?
 	th_rmfab
