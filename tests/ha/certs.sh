@@ -12,8 +12,9 @@
 #    refused by b, counted (auth), logged once each with GnuTLS's verdict; roles unchanged
 #    on both sides. a's --ha-ca of another CA (a refuses b's certificate): a's handover
 #    fails as "its certificate does not verify"; b counts a's alert (auth).
-# 4. A reload with a key file open to others is refused and keeps the credentials; the
-#    right files back by SIGHUP (a renewal): the handover goes through.
+# 4. A reload with a key file open to others is refused and keeps the credentials, one
+#    with a key of another certificate is logged and keeps them; the right files back
+#    by SIGHUP (a renewal): the handover goes through.
 # Asserts counts and roles, never times.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
@@ -164,8 +165,9 @@ ha_role_is a default active
 ha_role_is b default standby
 
 # 4. A reload with a private key open to others: refused, the credentials stay (still
-#    the other CA: the handover still fails on a's side); then the right files (a
-#    renewal) by SIGHUP: the handover goes through.
+#    the other CA: the handover still fails on a's side); one with a key that is not the
+#    certificate's: logged, the credentials stay; then the right files (a renewal) by
+#    SIGHUP: the handover goes through.
 use a
 chmod 644 "$d/a-cur.key"
 con_must_exit a 1 reload >/dev/null
@@ -174,7 +176,21 @@ grep -q "a-cur.key: mode 0644 gives group or others access" "$SF_TMP/bcom.out" |
 con_must_exit a 1 handover >/dev/null
 grep -q "its certificate does not verify" "$SF_TMP/bcom.out" ||
 	br_fail "the refused reload changed the credentials: $(cat "$SF_TMP/bcom.out")" a
+# A key that is not the certificate's: each file passes its own checks, the reload goes
+# through, the pair is refused when the credentials are made: logged, the old stay.
+cp "$d/b.key" "$d/a-cur.key"
 chmod 600 "$d/a-cur.key"
+con_must a reload
+for _ in $(seq 50); do
+	grep -q "ha-cert .*a-cur.pem with ha-key .*a-cur.key: .*the old ones stay" "$SF_TMP/a.err" && break
+	sleep 0.1
+done
+grep -q "ha-cert .*a-cur.pem with ha-key .*a-cur.key: .*the old ones stay" "$SF_TMP/a.err" ||
+	br_fail "a key not of the certificate: not logged" a
+con_must_exit a 1 handover >/dev/null
+grep -q "its certificate does not verify" "$SF_TMP/bcom.out" ||
+	br_fail "a mismatched key changed the credentials: $(cat "$SF_TMP/bcom.out")" a
+use a
 c0=$(grep -c 'ha-cert .*a-cur.pem, ha-key .*: read again' "$SF_TMP/a.err") || c0=0
 kill -HUP "$(sf_child "$(br_pid a)")"
 for _ in $(seq 100); do
@@ -189,16 +205,16 @@ grep -q '^handover: 2 of 2 partitions handed over$' "$SF_TMP/bcom.out" ||
 ha_role_is a default standby
 ha_role_is b default active
 ha_role_is b p2 active
-refused_is b auth 5
+refused_is b auth 6
 for r in unknown_peer replay garbage stall protocol busy; do
 	refused_is b "$r" 0
 done
 for _ in $(seq 50); do
-	grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 5$' "$SF_TMP/b.prom" && break
+	grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 6$' "$SF_TMP/b.prom" && break
 	sleep 0.1
 done
-grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 5$' "$SF_TMP/b.prom" ||
-	br_fail "metrics: auth not 5: $(grep ha_peer_refused "$SF_TMP/b.prom")" b
+grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 6$' "$SF_TMP/b.prom" ||
+	br_fail "metrics: auth not 6: $(grep ha_peer_refused "$SF_TMP/b.prom")" b
 br_stop a
 br_stop b
 allow=$(br_nic a IB)

@@ -117,6 +117,7 @@ th_host_c() {
 	ip -n "$TH_NSC" link set lo up
 	ip -n "$TH_NSC" link set "th-c-$$" up
 	ip -n "$TH_NSC" addr add "$TH_C/24" dev "th-c-$$"
+	# shellcheck disable=SC2034 # used by the tests that source this file
 	TH_RUN_C="ip netns exec $TH_NSC"
 }
 
