@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * hanet.c - the HA verbs over TCP in TLS 1.3 with a pre-shared key (hanet.h).
+ * hanet.c - the HA verbs over TCP in TLS 1.3 with a pre-shared key or X.509
+ * certificates (hanet.h).
  *
  * Why GnuTLS with a PSK (docs/operations.md says the same for operators): a pair of
  * bridges is two known machines, not a public service; a key shared by the two (made
