@@ -390,7 +390,7 @@ def listen_report(fab, lst, name):
 
 def bridge_stats(fab, ctl):
     """The bridge's `stats --json` (through bcom): its counters since its start."""
-    r = subprocess.run([os.path.join(fab.tools, "control", "bcom"), "--control", ctl, "stats",
+    r = subprocess.run([os.path.join(fab.tools, "tools", "bcom"), "--control", ctl, "stats",
                         "--json"], env=fab.env, capture_output=True, text=True, timeout=60)
     try:
         return json.loads(r.stdout)
