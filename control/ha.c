@@ -250,6 +250,9 @@ static int opt_peer_control(void *ctx, const char *arg, char *err, size_t errlen
 	return 0;
 }
 
+/* What hanet (the TLS transport, below ha) serves of HA: the peer's verbs. */
+static const struct hanet_ops ha_net_ops = {ha_show, ha_role_set, ha_takeover_confirm};
+
 struct ha *ha_opts_register(void)
 {
 	struct ha *ha = calloc(1, sizeof(*ha));
@@ -278,7 +281,7 @@ struct ha *ha_opts_register(void)
 			goto fail;
 		}
 	}
-	ha->net = hanet_opts_register(ha);
+	ha->net = hanet_opts_register(ha, &ha_net_ops);
 	if (!ha->net)
 		goto fail;
 	return ha;
