@@ -11,10 +11,10 @@
 
 #include "bridge.h"
 #include "ctl.h"
+#include "health.h"
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
-#include "health.h"
 #include "state.h"
 #include "summary.h"
 
