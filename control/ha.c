@@ -784,7 +784,11 @@ static const char *link_why(int r, char *buf, size_t len)
 		return "it does not read what it is sent";
 	case -EACCES:
 		return "the TLS handshake failed: it does not hold our key (--ha-psk), we do "
-		       "not hold its, or it is not an --ha-listen";
+		       "not hold its, it refused our certificate (--ha-cert), or it is not an "
+		       "--ha-listen";
+	case -EKEYREJECTED:
+		return "the TLS handshake failed: its certificate does not verify (expired, "
+		       "not of --ha-ca, or not named --ha-peer-name or --ha-peer's host)";
 	case -ENOKEY:
 		return "no key to connect with (--ha-psk)";
 	case -EBADMSG:

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * hanet.c - the HA verbs over TCP in TLS 1.3 with a pre-shared key (hanet.h).
+ * hanet.c - the HA verbs over TCP in TLS 1.3 with a pre-shared key or X.509
+ * certificates (hanet.h).
  *
  * Why GnuTLS with a PSK (docs/operations.md says the same for operators): a pair of
  * bridges is two known machines, not a public service; a key shared by the two (made
@@ -22,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -50,11 +52,18 @@
 	"SECURE256:+SECURE128:-VERS-ALL:+VERS-TLS1.3:-KX-ALL:+ECDHE-PSK:+DHE-PSK:-GROUP-ALL:"      \
 	"+GROUP-X25519:+GROUP-SECP256R1:+GROUP-FFDHE2048"
 
-#define HANET_ID_MAX   64  /* an identity of the key file, with its terminator */
-#define HANET_KEY_MIN  16  /* bytes: 128 bits at least */
-#define HANET_KEY_MAX  64  /* bytes */
-#define HANET_LINE_MAX 256 /* a request line: "takeover commit PARTITION ID" */
-#define HANET_LOGGED   64  /* (address, reason) pairs logged: the rest are counted only */
+/* TLS 1.3 only with X.509 certificates (--ha-cert): the key exchange is (EC)DHE, both
+ * ends present a certificate that the other verifies against --ha-ca. */
+#define HANET_PRIORITY_CERT                                                                        \
+	"SECURE256:+SECURE128:-VERS-ALL:+VERS-TLS1.3:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:"   \
+	"+GROUP-FFDHE2048"
+
+#define HANET_FILE_MAX (64 * 1024) /* a certificate, key or CA file */
+#define HANET_ID_MAX   64	   /* an identity of the key file, with its terminator */
+#define HANET_KEY_MIN  16	   /* bytes: 128 bits at least */
+#define HANET_KEY_MAX  64	   /* bytes */
+#define HANET_LINE_MAX 256	   /* a request line: "takeover commit PARTITION ID" */
+#define HANET_LOGGED   64	   /* (address, reason) pairs logged: the rest are counted only */
 
 const char *const hanet_reason_name[HANET_NREASONS] = {
 	[HANET_AUTH] = "auth",	   [HANET_UNKNOWN] = "unknown_peer",
@@ -76,9 +85,25 @@ struct hanet_keys {
 
 struct hanet_addr {
 	char text[128]; /* as given */
+	char host[128]; /* its host part, without brackets */
 	struct sockaddr_storage sa;
 	socklen_t salen;
 };
+
+/* The certificate credentials (--ha-cert, --ha-key, --ha-ca), shared by the sessions
+ * and links that use them: a reload makes new ones, the old go with their last user. */
+struct hanet_cred {
+	unsigned refs;
+	gnutls_certificate_credentials_t x;
+};
+
+/* One of the three files, read into memory (PEM). */
+struct hanet_file {
+	char path[PATH_MAX];
+	gnutls_datum_t d; /* NULL data: not given */
+};
+
+enum { HANET_CERT, HANET_KEY, HANET_CA, HANET_NFILES };
 
 /* A connection to --ha-listen. */
 struct sess {
@@ -86,12 +111,15 @@ struct sess {
 	struct sess *next;
 	int fd;
 	gnutls_session_t s;
-	bool up;	   /* the handshake is over */
-	bool looked_up;	   /* the PSK callback ran for a known identity */
-	bool unknown;	   /* the PSK callback met an unknown identity */
-	bool idle;	   /* deadline is the idle limit of an authenticated connection */
-	bool armed;	   /* ha_takeover_confirm made a partition active (sess_confirm) */
-	uint64_t deadline; /* CLOCK_MONOTONIC ms: the handshake or the message in progress */
+	struct hanet_cred *cred; /* certificate mode: the credentials it was set up with */
+	bool up;		 /* the handshake is over */
+	bool looked_up;		 /* the PSK callback ran for a known identity */
+	bool unknown;		 /* the PSK callback met an unknown identity */
+	bool idle;		 /* deadline is the idle limit of an authenticated connection */
+	bool armed;		 /* ha_takeover_confirm made a partition active (sess_confirm) */
+	unsigned verdict;	 /* certificate mode: why the peer's did not verify (logged once
+				  * per address, reason and verdict) */
+	uint64_t deadline;	 /* CLOCK_MONOTONIC ms: the handshake or the message in progress */
 	char addr[INET6_ADDRSTRLEN];
 	char id[HANET_ID_MAX];
 	char line[HANET_LINE_MAX];
@@ -117,6 +145,10 @@ struct hanet {
 	bool have_staged;
 	uint64_t reloads_seen[CTL_RELOAD_NOUTCOMES];
 	gnutls_psk_server_credentials_t scred;
+	/* Certificate mode: the files as read, a reload's (staged), the credentials. */
+	struct hanet_file files[HANET_NFILES], staged_files[HANET_NFILES];
+	char peer_name[256]; /* --ha-peer-name, or --ha-peer's host */
+	struct hanet_cred *cred;
 	int lfd;
 	struct sess *sessions;
 	unsigned nsessions;
@@ -124,6 +156,7 @@ struct hanet {
 	struct {
 		char addr[INET6_ADDRSTRLEN];
 		int reason;
+		unsigned verdict;
 	} logged[HANET_LOGGED];
 	unsigned nlogged;
 };
@@ -135,6 +168,7 @@ struct hanet_link {
 	bool connected, up;
 	gnutls_session_t s;
 	gnutls_psk_client_credentials_t cred;
+	struct hanet_cred *xcred; /* certificate mode */
 };
 
 /* ---- Keys ---- */
@@ -205,76 +239,98 @@ static int key_parse(const char *path, unsigned lineno, char *line, struct hanet
 }
 
 /*
- * Read the key file, checked as the pid file and the socket's directory are
- * (daemon.c, paths.c): not a symbolic link (O_NOFOLLOW), a regular file owned by us
- * (or root) with one name, no access for group or others, in a directory that passes
- * control_dir_check (nobody else can replace the file). 0, or -errno with a message.
+ * Read a file of OPT into buf (NUL-terminated, at most size - 1 bytes) with *have its
+ * length. A secret (the key file, the private key) is checked as the pid file and the
+ * socket's directory are (daemon.c, paths.c): not a symbolic link (O_NOFOLLOW), a
+ * regular file owned by us (or root) with one name, no access for group or others, in a
+ * directory that passes control_dir_check (nobody else can replace the file). A public
+ * file (a certificate, the CA) need only be a regular file. 0, or -errno with a message.
  */
-static int keys_load(const char *path, struct hanet_keys *out, char *err, size_t errlen)
+static int file_read(const char *opt, const char *path, bool secret, char *buf, size_t size,
+		     size_t *have, char *err, size_t errlen)
 {
-	char dirbuf[PATH_MAX], *dir, buf[8192], *line, *save = NULL;
-	struct hanet_keys k = {0};
+	char dirbuf[PATH_MAX], *dir, msg[256];
 	struct stat st;
-	unsigned lineno = 0;
 	ssize_t got;
-	size_t have = 0;
 	int fd, r;
 
+	*have = 0;
 	if (strlen(path) >= sizeof(dirbuf))
-		return opt_errf(err, errlen, -ENAMETOOLONG, "ha-psk %s: path too long", path);
-	snprintf(dirbuf, sizeof(dirbuf), "%s", path);
-	dir = dirname(dirbuf);
-	if (stat(dir, &st) < 0)
-		return opt_errf(err, errlen, -errno, "ha-psk %s: %s: %s", path, dir,
-				strerror(errno));
-	r = control_dir_check(dir, &st, buf, sizeof(buf));
-	if (r)
-		return opt_errf(err, errlen, r, "ha-psk %s: %s", path, buf);
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		return opt_errf(err, errlen, -ENAMETOOLONG, "%s %s: path too long", opt, path);
+	if (secret) {
+		snprintf(dirbuf, sizeof(dirbuf), "%s", path);
+		dir = dirname(dirbuf);
+		if (stat(dir, &st) < 0)
+			return opt_errf(err, errlen, -errno, "%s %s: %s: %s", opt, path, dir,
+					strerror(errno));
+		r = control_dir_check(dir, &st, msg, sizeof(msg));
+		if (r)
+			return opt_errf(err, errlen, r, "%s %s: %s", opt, path, msg);
+	}
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (secret ? O_NOFOLLOW : 0));
 	if (fd < 0) {
 		r = -errno;
 		if (r == -ELOOP)
-			return opt_errf(err, errlen, r, "ha-psk %s: is a symbolic link", path);
-		return opt_errf(err, errlen, r, "ha-psk %s: %s", path, strerror(-r));
+			return opt_errf(err, errlen, r, "%s %s: is a symbolic link", opt, path);
+		return opt_errf(err, errlen, r, "%s %s: %s", opt, path, strerror(-r));
 	}
 	if (fstat(fd, &st) < 0) {
-		r = opt_errf(err, errlen, -errno, "ha-psk %s: %s", path, strerror(errno));
+		r = opt_errf(err, errlen, -errno, "%s %s: %s", opt, path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		r = opt_errf(err, errlen, -EINVAL, "ha-psk %s: not a regular file", path);
+		r = opt_errf(err, errlen, -EINVAL, "%s %s: not a regular file", opt, path);
 		goto out;
 	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
-		r = opt_errf(err, errlen, -EPERM,
-			     "ha-psk %s: owned by uid %u, not by uid %u or root", path,
-			     (unsigned)st.st_uid, (unsigned)geteuid());
+	if (secret && st.st_uid != geteuid() && st.st_uid != 0) {
+		r = opt_errf(err, errlen, -EPERM, "%s %s: owned by uid %u, not by uid %u or root",
+			     opt, path, (unsigned)st.st_uid, (unsigned)geteuid());
 		goto out;
 	}
-	if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+	if (secret && st.st_mode & (S_IRWXG | S_IRWXO)) {
 		r = opt_errf(err, errlen, -EPERM,
-			     "ha-psk %s: mode %04o gives group or others access (chmod 600)", path,
+			     "%s %s: mode %04o gives group or others access (chmod 600)", opt, path,
 			     (unsigned)(st.st_mode & 07777));
 		goto out;
 	}
-	if (st.st_nlink != 1) {
-		r = opt_errf(err, errlen, -EPERM, "ha-psk %s: has %lu names (hard links)", path,
+	if (secret && st.st_nlink != 1) {
+		r = opt_errf(err, errlen, -EPERM, "%s %s: has %lu names (hard links)", opt, path,
 			     (unsigned long)st.st_nlink);
 		goto out;
 	}
-	while ((got = read(fd, buf + have, sizeof(buf) - 1 - have)) > 0)
-		have += (size_t)got;
+	while ((got = read(fd, buf + *have, size - 1 - *have)) > 0)
+		*have += (size_t)got;
 	if (got < 0) {
-		r = opt_errf(err, errlen, -errno, "ha-psk %s: %s", path, strerror(errno));
+		r = opt_errf(err, errlen, -errno, "%s %s: %s", opt, path, strerror(errno));
 		goto out;
 	}
-	if (have == sizeof(buf) - 1) {
-		r = opt_errf(err, errlen, -EFBIG, "ha-psk %s: larger than %zu bytes", path,
-			     sizeof(buf) - 2);
+	if (*have == size - 1) {
+		r = opt_errf(err, errlen, -EFBIG, "%s %s: larger than %zu bytes", opt, path,
+			     size - 2);
 		goto out;
 	}
-	buf[have] = 0;
+	buf[*have] = 0;
 	r = 0;
+out:
+	close(fd);
+	if (r && secret)
+		memset(buf, 0, size);
+	return r;
+}
+
+/* Read the key file (file_read, a secret) into out: IDENTITY:HEXKEY lines. 0, or -errno
+ * with a message naming the file (and the line). */
+static int keys_load(const char *path, struct hanet_keys *out, char *err, size_t errlen)
+{
+	char buf[8192], *line, *save = NULL;
+	struct hanet_keys k = {0};
+	unsigned lineno = 0;
+	size_t have;
+	int r;
+
+	r = file_read("ha-psk", path, true, buf, sizeof(buf), &have, err, errlen);
+	if (r)
+		return r;
 	for (char *p = buf; (line = strtok_r(p, "\n", &save)); p = NULL) {
 		struct hanet_key *nk;
 		size_t ll = strlen(line);
@@ -308,13 +364,148 @@ static int keys_load(const char *path, struct hanet_keys *out, char *err, size_t
 	memset(buf, 0, sizeof(buf));
 	if (r) {
 		keys_clear(&k);
-		goto out;
+		return r;
 	}
 	keys_clear(out);
 	*out = k;
-out:
-	close(fd);
-	return r;
+	return 0;
+}
+
+/* ---- Certificates ---- */
+
+static void hfile_clear(struct hanet_file *f)
+{
+	if (f->d.data) {
+		memset(f->d.data, 0, f->d.size);
+		free(f->d.data);
+	}
+	f->d.data = NULL;
+	f->d.size = 0;
+	f->path[0] = 0;
+}
+
+static const char *const hfile_opt[HANET_NFILES] = {
+	[HANET_CERT] = "ha-cert",
+	[HANET_KEY] = "ha-key",
+	[HANET_CA] = "ha-ca",
+};
+
+/*
+ * Read file `which` from path into f, checked on its own: the private key as a secret
+ * (file_read) that GnuTLS can import; the certificate a PEM certificate; the CA one or
+ * more PEM certificates. That the key is the certificate's is checked when the three
+ * make credentials (cred_make). 0, or -errno with a message naming the file.
+ */
+static int hfile_load(int which, const char *path, struct hanet_file *f, char *err, size_t errlen)
+{
+	const char *opt = hfile_opt[which];
+	char *buf = malloc(HANET_FILE_MAX);
+	gnutls_datum_t d;
+	size_t have;
+	int r, g;
+
+	if (!buf)
+		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+	if (!*path || strlen(path) >= sizeof(f->path)) {
+		free(buf);
+		return opt_errf(err, errlen, -EINVAL, "%s '%s': not a file name", opt, path);
+	}
+	r = file_read(opt, path, which == HANET_KEY, buf, HANET_FILE_MAX, &have, err, errlen);
+	if (r) {
+		free(buf);
+		return r;
+	}
+	d.data = (unsigned char *)buf;
+	d.size = (unsigned)have;
+	if (which == HANET_KEY) {
+		gnutls_x509_privkey_t k;
+
+		g = gnutls_x509_privkey_init(&k);
+		if (!g) {
+			g = gnutls_x509_privkey_import(k, &d, GNUTLS_X509_FMT_PEM);
+			gnutls_x509_privkey_deinit(k);
+		}
+	} else {
+		gnutls_x509_crt_t *list = NULL;
+		unsigned nlist = 0;
+
+		g = gnutls_x509_crt_list_import2(&list, &nlist, &d, GNUTLS_X509_FMT_PEM, 0);
+		if (!g && !nlist)
+			g = GNUTLS_E_NO_CERTIFICATE_FOUND;
+		for (unsigned i = 0; i < nlist; i++)
+			gnutls_x509_crt_deinit(list[i]);
+		gnutls_free(list);
+	}
+	if (g < 0) {
+		memset(buf, 0, HANET_FILE_MAX);
+		free(buf);
+		return opt_errf(err, errlen, -EINVAL, "%s %s: not a PEM %s: %s", opt, path,
+				which == HANET_KEY ? "private key" : "certificate",
+				gnutls_strerror(g));
+	}
+	hfile_clear(f);
+	f->d = d;
+	snprintf(f->path, sizeof(f->path), "%s", path);
+	return 0;
+}
+
+static void cred_put(struct hanet_cred *c)
+{
+	if (c && !--c->refs) {
+		gnutls_certificate_free_credentials(c->x);
+		free(c);
+	}
+}
+
+static struct hanet_cred *cred_get(struct hanet_cred *c)
+{
+	if (c)
+		c->refs++;
+	return c;
+}
+
+/*
+ * Credentials from the three files: our certificate and its key (GnuTLS checks that
+ * they belong together), the CA the peer's certificate must chain to. NULL with a
+ * message.
+ */
+static struct hanet_cred *cred_make(const struct hanet_file *f, char *err, size_t errlen)
+{
+	struct hanet_cred *c = calloc(1, sizeof(*c));
+	int g;
+
+	if (!c) {
+		opt_errf(err, errlen, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	c->refs = 1;
+	if (gnutls_certificate_allocate_credentials(&c->x)) {
+		free(c);
+		opt_errf(err, errlen, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	g = gnutls_certificate_set_x509_key_mem2(c->x, &f[HANET_CERT].d, &f[HANET_KEY].d,
+						 GNUTLS_X509_FMT_PEM, NULL, 0);
+	if (g < 0) {
+		opt_errf(err, errlen, -EINVAL, "ha-cert %s with ha-key %s: %s", f[HANET_CERT].path,
+			 f[HANET_KEY].path, gnutls_strerror(g));
+		cred_put(c);
+		return NULL;
+	}
+	g = gnutls_certificate_set_x509_trust_mem(c->x, &f[HANET_CA].d, GNUTLS_X509_FMT_PEM);
+	if (g <= 0) {
+		opt_errf(err, errlen, -EINVAL, "ha-ca %s: %s", f[HANET_CA].path,
+			 g < 0 ? gnutls_strerror(g) : "no certificate");
+		cred_put(c);
+		return NULL;
+	}
+	return c;
+}
+
+static bool cert_mode(const struct hanet *n)
+{
+	return n->files[HANET_CERT].d.data || n->files[HANET_KEY].d.data ||
+	       n->files[HANET_CA].d.data;
 }
 
 static const struct hanet_key *key_find(const struct hanet_keys *k, const char *id)
@@ -364,6 +555,7 @@ static int addr_parse(const char *opt, const char *arg, bool passive, struct han
 	a->salen = res->ai_addrlen;
 	freeaddrinfo(res);
 	snprintf(a->text, sizeof(a->text), "%s", arg);
+	snprintf(a->host, sizeof(a->host), "%s", host);
 	return 0;
 }
 
@@ -424,6 +616,44 @@ static int opt_ha_ident(void *ctx, const char *arg, char *err, size_t errlen)
 	return 0;
 }
 
+/* --ha-cert, --ha-key, --ha-ca: read now (start) or staged for the reload (hanet_tick). */
+static int opt_ha_file(struct hanet *n, int which, const char *arg, char *err, size_t errlen)
+{
+	bool running = feat_running_get();
+
+	return hfile_load(which, arg, running ? &n->staged_files[which] : &n->files[which], err,
+			  errlen);
+}
+
+static int opt_ha_cert(void *ctx, const char *arg, char *err, size_t errlen)
+{
+	return opt_ha_file(ctx, HANET_CERT, arg, err, errlen);
+}
+
+static int opt_ha_key(void *ctx, const char *arg, char *err, size_t errlen)
+{
+	return opt_ha_file(ctx, HANET_KEY, arg, err, errlen);
+}
+
+static int opt_ha_ca(void *ctx, const char *arg, char *err, size_t errlen)
+{
+	return opt_ha_file(ctx, HANET_CA, arg, err, errlen);
+}
+
+static int opt_ha_peer_name(void *ctx, const char *arg, char *err, size_t errlen)
+{
+	struct hanet *n = ctx;
+
+	if (!*arg || strlen(arg) >= sizeof(n->peer_name) || strpbrk(arg, " \t/"))
+		return opt_errf(err, errlen, -EINVAL,
+				"ha-peer-name '%s': a DNS name or an address, as the peer's "
+				"certificate names it",
+				arg);
+	if (!feat_running_get())
+		snprintf(n->peer_name, sizeof(n->peer_name), "%s", arg);
+	return 0;
+}
+
 /* The PSK of an identity for the server side: GnuTLS asks during the handshake. */
 static int psk_lookup(gnutls_session_t s, const char *username, gnutls_datum_t *key)
 {
@@ -462,6 +692,18 @@ struct hanet *hanet_opts_register(struct ha *ha, const struct hanet_ops *ops)
 		{"ha-psk-identity", 0, "name", false,
 		 "HA: the identity of --ha-psk this bridge connects as (default the first)",
 		 opt_ha_ident, n, false},
+		{"ha-cert", 0, "file", false,
+		 "HA: this bridge's X.509 certificate (PEM) for --ha-peer/--ha-listen, instead "
+		 "of --ha-psk",
+		 opt_ha_cert, n, false},
+		{"ha-key", 0, "file", false, "HA: the private key of --ha-cert (PEM, mode 600)",
+		 opt_ha_key, n, false},
+		{"ha-ca", 0, "file", false,
+		 "HA: the CA certificate(s) (PEM) the peer's certificate must chain to", opt_ha_ca,
+		 n, false},
+		{"ha-peer-name", 0, "name", false,
+		 "HA: the name the peer's certificate must carry (default: --ha-peer's host)",
+		 opt_ha_peer_name, n, false},
 	};
 
 	if (!n)
@@ -495,10 +737,12 @@ static void refuse(struct hanet *n, const struct sess *s, enum hanet_reason why,
 
 	n->refused[why]++;
 	for (i = 0; i < n->nlogged; i++)
-		if (n->logged[i].reason == (int)why && !strcmp(n->logged[i].addr, s->addr))
+		if (n->logged[i].reason == (int)why && n->logged[i].verdict == s->verdict &&
+		    !strcmp(n->logged[i].addr, s->addr))
 			return;
 	if (n->nlogged < HANET_LOGGED) {
 		snprintf(n->logged[n->nlogged].addr, sizeof(n->logged[0].addr), "%s", s->addr);
+		n->logged[n->nlogged].verdict = s->verdict;
 		n->logged[n->nlogged++].reason = (int)why;
 		log_warn("ha-listen: peer %s%s%s refused (%s): %s; further refusals of it for this "
 			 "reason are counted, not logged",
@@ -550,6 +794,7 @@ static void sess_close(struct hanet *n, struct ctl *c, struct sess *s, const cha
 	}
 	if (s->s)
 		gnutls_deinit(s->s);
+	cred_put(s->cred);
 	free(s);
 }
 
@@ -668,6 +913,28 @@ static bool sess_line(struct hanet *n, struct ctl *c, struct sess *s, char *line
  * "decryption failed" for a wrong key and for a replay alike). */
 static enum hanet_reason handshake_reason(const struct sess *s, int err)
 {
+	if (s->cred) {
+		/* Certificate mode: the peer's certificate did not verify (expired, another
+		 * CA, another name), it sent none, or it refused ours (its alert). */
+		if (err == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR ||
+		    err == GNUTLS_E_NO_CERTIFICATE_FOUND || err == GNUTLS_E_CERTIFICATE_ERROR ||
+		    err == GNUTLS_E_CERTIFICATE_REQUIRED)
+			return HANET_AUTH;
+		if (err == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+			gnutls_alert_description_t a = gnutls_alert_get(s->s);
+
+			if (a == GNUTLS_A_BAD_CERTIFICATE || a == GNUTLS_A_CERTIFICATE_EXPIRED ||
+			    a == GNUTLS_A_UNKNOWN_CA || a == GNUTLS_A_CERTIFICATE_UNKNOWN ||
+			    a == GNUTLS_A_UNSUPPORTED_CERTIFICATE ||
+			    a == GNUTLS_A_CERTIFICATE_REVOKED || a == GNUTLS_A_ACCESS_DENIED ||
+			    a == GNUTLS_A_CERTIFICATE_REQUIRED)
+				return HANET_AUTH;
+		}
+		/* After our Finished: the client's flight did not verify (a replay). */
+		return gnutls_handshake_get_last_out(s->s) == GNUTLS_HANDSHAKE_FINISHED
+			       ? HANET_REPLAY
+			       : HANET_GARBAGE;
+	}
 	if (s->unknown)
 		return HANET_UNKNOWN;
 	if (s->looked_up)
@@ -678,6 +945,40 @@ static enum hanet_reason handshake_reason(const struct sess *s, int err)
 			       : HANET_AUTH;
 	(void)err;
 	return HANET_GARBAGE;
+}
+
+/* What to log of a failed handshake: GnuTLS's error, and in certificate mode why the
+ * peer's certificate did not verify ("The certificate has expired", "...issuer is
+ * unknown", "...does not match the expected name") or the peer's alert. */
+static void handshake_detail(struct sess *s, int h, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", gnutls_strerror(h));
+	if (!s->cred)
+		return;
+	if (h == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+		gnutls_datum_t out = {0};
+		unsigned st = gnutls_session_get_verify_cert_status(s->s);
+
+		s->verdict = st;
+		if (!gnutls_certificate_verification_status_print(st, GNUTLS_CRT_X509, &out, 0)) {
+			size_t l;
+
+			snprintf(buf, len, "its certificate: %s", (char *)out.data);
+			gnutls_free(out.data);
+			l = strlen(buf);
+			while (l && (buf[l - 1] == ' ' || buf[l - 1] == '.'))
+				buf[--l] = 0;
+		}
+	} else if (h == GNUTLS_E_CERTIFICATE_REQUIRED || h == GNUTLS_E_NO_CERTIFICATE_FOUND) {
+		/* A GnuTLS client sends only a certificate of a CA that our request names
+		 * (--ha-ca): one of another CA does not come at all. */
+		s->verdict = 1u << 30;
+		snprintf(buf, len, "it sent no certificate of our --ha-ca's CA");
+	} else if (h == GNUTLS_E_FATAL_ALERT_RECEIVED) {
+		s->verdict = 1u << 31 | gnutls_alert_get(s->s);
+		snprintf(buf, len, "it refused the handshake: %s",
+			 gnutls_alert_get_name(gnutls_alert_get(s->s)));
+	}
 }
 
 static void sess_io(struct hanet *n, struct ctl *c, struct sess *s)
@@ -692,7 +993,14 @@ static void sess_io(struct hanet *n, struct ctl *c, struct sess *s)
 			if (h == GNUTLS_E_AGAIN || h == GNUTLS_E_INTERRUPTED)
 				return;
 			if (h < 0) {
-				refuse(n, s, handshake_reason(s, h), gnutls_strerror(h));
+				char detail[512];
+
+				handshake_detail(s, h, detail, sizeof(detail));
+				/* Certificate mode: tell the peer why (bad_certificate, ...), which
+				 * its TLS 1.3 handshake, over already, learns only this way. */
+				if (s->cred)
+					gnutls_alert_send_appropriate(s->s, h);
+				refuse(n, s, handshake_reason(s, h), detail);
 				sess_close(n, c, s, "failed the handshake");
 				return;
 			}
@@ -749,6 +1057,53 @@ static void sess_fd(void *arg, unsigned events)
 	sess_io(s->n, s->n->c, s);
 }
 
+/* Whether a connection's source is --ha-peer's address (an IPv4 peer met on an IPv6
+ * listener comes as ::ffff:a.b.c.d). */
+static bool addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	const unsigned char *x, *y;
+	unsigned char m[16];
+
+	if (a->ss_family == AF_INET && b->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6 && b->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	if (a->ss_family == AF_INET)
+		return addr_same(b, a);
+	if (a->ss_family != AF_INET6 || b->ss_family != AF_INET)
+		return false;
+	x = (const unsigned char *)&((const struct sockaddr_in6 *)a)->sin6_addr;
+	y = (const unsigned char *)&((const struct sockaddr_in *)b)->sin_addr;
+	memset(m, 0, 10);
+	m[10] = m[11] = 0xff;
+	memcpy(m + 12, y, 4);
+	return !memcmp(x, m, 16);
+}
+
+static int sess_psk(struct hanet *n, struct sess *s)
+{
+	return gnutls_priority_set_direct(s->s, HANET_PRIORITY, NULL) ||
+	       gnutls_credentials_set(s->s, GNUTLS_CRD_PSK, n->scred);
+}
+
+/* Certificate mode: ours presented, the peer's required and verified against --ha-ca,
+ * its dates, and the name (--ha-peer-name or --ha-peer's host: a DNS name or an IP
+ * address of its subjectAltName, or its CN without one). GnuTLS fails the handshake
+ * when it does not verify (gnutls_session_set_verify_cert, the GnuTLS manual's
+ * "Verifying a certificate in the context of TLS session"). */
+static int sess_cert(struct hanet *n, struct sess *s)
+{
+	s->cred = cred_get(n->cred);
+	if (gnutls_priority_set_direct(s->s, HANET_PRIORITY_CERT, NULL) ||
+	    gnutls_credentials_set(s->s, GNUTLS_CRD_CERTIFICATE, s->cred->x))
+		return -1;
+	gnutls_certificate_server_set_request(s->s, GNUTLS_CERT_REQUIRE);
+	gnutls_session_set_verify_cert(s->s, n->peer_name, 0);
+	return 0;
+}
+
 static void sess_accept(struct hanet *n, struct ctl *c)
 {
 	for (;;) {
@@ -773,6 +1128,12 @@ static void sess_accept(struct hanet *n, struct ctl *c)
 		else
 			inet_ntop(AF_INET, &((struct sockaddr_in *)&sa)->sin_addr, s->addr,
 				  sizeof(s->addr));
+		if (n->have_peer && !addr_same(&sa, &n->peer.sa)) {
+			refuse(n, s, HANET_UNKNOWN, "not --ha-peer's address");
+			close(fd);
+			free(s);
+			continue;
+		}
 		if (n->nsessions >= HANET_SESSIONS) {
 			refuse(n, s, HANET_BUSY, "too many connections at once");
 			close(fd);
@@ -781,11 +1142,11 @@ static void sess_accept(struct hanet *n, struct ctl *c)
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (gnutls_init(&s->s, GNUTLS_SERVER | GNUTLS_NONBLOCK | GNUTLS_NO_TICKETS) ||
-		    gnutls_priority_set_direct(s->s, HANET_PRIORITY, NULL) ||
-		    gnutls_credentials_set(s->s, GNUTLS_CRD_PSK, n->scred)) {
+		    (n->cred ? sess_cert(n, s) : sess_psk(n, s))) {
 			log_err("ha-listen: cannot set up a TLS session");
 			if (s->s)
 				gnutls_deinit(s->s);
+			cred_put(s->cred);
 			close(fd);
 			free(s);
 			continue;
@@ -813,6 +1174,54 @@ static void listen_fd(void *arg, unsigned events)
 
 	(void)events;
 	sess_accept(n, n->c);
+}
+
+/*
+ * After a reload (ok: it went through): the files it read (staged_files, each checked by
+ * its option) become the credentials. A key that is not the certificate's is found only
+ * here, when the three are put together: logged, and the old credentials stay.
+ * Sessions and links keep the credentials they started with (cred_put frees them).
+ */
+static void certs_reloaded(struct hanet *n, bool ok)
+{
+	struct hanet_file f[HANET_NFILES];
+	struct hanet_cred *c;
+	char err[512];
+	bool any = false;
+
+	for (int i = 0; i < HANET_NFILES; i++)
+		any |= n->staged_files[i].d.data != NULL;
+	if (!any)
+		return;
+	if (!ok || !n->cred) {
+		/* Refused, or certificates given by a reload to a bridge started without:
+		 * the mode is start-up only (as --ha-psk's need at start). */
+		if (ok)
+			log_warn("ha-cert: certificates given by a reload to a bridge started "
+				 "without them: a restart takes them");
+		for (int i = 0; i < HANET_NFILES; i++)
+			hfile_clear(&n->staged_files[i]);
+		return;
+	}
+	for (int i = 0; i < HANET_NFILES; i++)
+		f[i] = n->staged_files[i].d.data ? n->staged_files[i] : n->files[i];
+	c = cred_make(f, err, sizeof(err));
+	if (!c) {
+		log_err("%s: the certificates of the reload are not taken; the old ones stay", err);
+		for (int i = 0; i < HANET_NFILES; i++)
+			hfile_clear(&n->staged_files[i]);
+		return;
+	}
+	cred_put(n->cred);
+	n->cred = c;
+	for (int i = 0; i < HANET_NFILES; i++)
+		if (n->staged_files[i].d.data) {
+			hfile_clear(&n->files[i]);
+			n->files[i] = n->staged_files[i];
+			memset(&n->staged_files[i], 0, sizeof(n->staged_files[i]));
+		}
+	log_notice("ha-cert %s, ha-key %s, ha-ca %s: read again", n->files[HANET_CERT].path,
+		   n->files[HANET_KEY].path, n->files[HANET_CA].path);
 }
 
 void hanet_tick(struct hanet *n, struct ctl *c, uint64_t now)
@@ -845,6 +1254,8 @@ void hanet_tick(struct hanet *n, struct ctl *c, uint64_t now)
 		}
 		n->have_staged = false;
 	}
+	if (changed)
+		certs_reloaded(n, ok);
 	for (s = n->sessions; s; s = next) {
 		next = s->next;
 		if (s->pend_part[0] && now >= s->pend_until) {
@@ -866,18 +1277,48 @@ void hanet_tick(struct hanet *n, struct ctl *c, uint64_t now)
 	}
 }
 
+static int start_listen(struct hanet *n, char *err, size_t errlen);
+
+/* hanet_start in certificate mode: the three files, the name to verify, the listener. */
+static int start_certs(struct hanet *n, char *err, size_t errlen)
+{
+	for (int i = 0; i < HANET_NFILES; i++)
+		if (!n->files[i].d.data)
+			return opt_errf(err, errlen, -EINVAL,
+					"--ha-cert, --ha-key and --ha-ca go together: --%s is "
+					"missing",
+					hfile_opt[i]);
+	if (!n->peer_name[0] && n->have_peer)
+		snprintf(n->peer_name, sizeof(n->peer_name), "%s", n->peer.host);
+	if (!n->peer_name[0])
+		return opt_errf(err, errlen, -EINVAL,
+				"--ha-listen with --ha-cert needs --ha-peer or --ha-peer-name (the "
+				"name the peer's certificate must carry)");
+	n->cred = cred_make(n->files, err, errlen);
+	if (!n->cred)
+		return -EINVAL;
+	if (!n->have_listen)
+		return 0;
+	return start_listen(n, err, errlen);
+}
+
 int hanet_start(struct hanet *n, struct ctl *c, char *err, size_t errlen)
 {
-	int one = 1, r;
-
 	n->c = c;
 	for (int i = 0; i < CTL_RELOAD_NOUTCOMES; i++)
 		n->reloads_seen[i] = c->reloads[i];
 	if (!n->have_peer && !n->have_listen)
 		return 0;
+	if (n->keys.n && cert_mode(n))
+		return opt_errf(err, errlen, -EINVAL,
+				"--ha-psk and --ha-cert/--ha-key/--ha-ca: a pair authenticates "
+				"with one of the two, not both");
+	if (cert_mode(n))
+		return start_certs(n, err, errlen);
 	if (!n->keys.n)
 		return opt_errf(err, errlen, -EINVAL,
-				"--ha-peer and --ha-listen need --ha-psk FILE (the pair's keys)");
+				"--ha-peer and --ha-listen need --ha-psk FILE (the pair's keys) "
+				"or --ha-cert, --ha-key and --ha-ca");
 	if (n->ident[0] && !key_find(&n->keys, n->ident))
 		return opt_errf(err, errlen, -EINVAL, "ha-psk-identity %s: not in %s", n->ident,
 				n->psk_path);
@@ -886,6 +1327,13 @@ int hanet_start(struct hanet *n, struct ctl *c, char *err, size_t errlen)
 	if (gnutls_psk_allocate_server_credentials(&n->scred))
 		return opt_errf(err, errlen, -ENOMEM, "ha-listen: out of memory");
 	gnutls_psk_set_server_credentials_function(n->scred, psk_lookup);
+	return start_listen(n, err, errlen);
+}
+
+static int start_listen(struct hanet *n, char *err, size_t errlen)
+{
+	int one = 1, r;
+
 	n->lfd = socket(n->listen.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (n->lfd < 0)
 		return opt_errf(err, errlen, -errno, "ha-listen %s: %s", n->listen.text,
@@ -904,8 +1352,13 @@ int hanet_start(struct hanet *n, struct ctl *c, char *err, size_t errlen)
 		n->lfd = -1;
 		return opt_errf(err, errlen, r, "ha-listen: epoll: %s", strerror(-r));
 	}
-	log_notice("ha-listen %s: serving the HA peer over TLS 1.3 (PSK, %zu key%s)",
-		   n->listen.text, n->keys.n, n->keys.n == 1 ? "" : "s");
+	if (n->cred)
+		log_notice("ha-listen %s: serving the HA peer over TLS 1.3 (certificates, the "
+			   "peer's named %s)",
+			   n->listen.text, n->peer_name);
+	else
+		log_notice("ha-listen %s: serving the HA peer over TLS 1.3 (PSK, %zu key%s)",
+			   n->listen.text, n->keys.n, n->keys.n == 1 ? "" : "s");
 	return 0;
 }
 
@@ -923,6 +1376,7 @@ void hanet_free(struct hanet *n, struct ctl *c)
 		n->sessions = s->next;
 		close(s->fd);
 		gnutls_deinit(s->s);
+		cred_put(s->cred);
 		free(s);
 	}
 	if (n->lfd >= 0)
@@ -931,6 +1385,11 @@ void hanet_free(struct hanet *n, struct ctl *c)
 		gnutls_psk_free_server_credentials(n->scred);
 	keys_clear(&n->keys);
 	keys_clear(&n->staged);
+	for (int i = 0; i < HANET_NFILES; i++) {
+		hfile_clear(&n->files[i]);
+		hfile_clear(&n->staged_files[i]);
+	}
+	cred_put(n->cred);
 	free(n);
 }
 
@@ -938,8 +1397,12 @@ void hanet_show(const struct hanet *n, FILE *out)
 {
 	if (!n || (!n->have_listen && !n->have_peer))
 		return;
-	fprintf(out, "ha_listen %s sessions=%u keys=%zu\n", n->have_listen ? n->listen.text : "-",
-		n->nsessions, n->keys.n);
+	if (n->cred)
+		fprintf(out, "ha_listen %s sessions=%u peer_name=%s\n",
+			n->have_listen ? n->listen.text : "-", n->nsessions, n->peer_name);
+	else
+		fprintf(out, "ha_listen %s sessions=%u keys=%zu\n",
+			n->have_listen ? n->listen.text : "-", n->nsessions, n->keys.n);
 	fprintf(out, "ha_peer_refused");
 	for (int i = 0; i < HANET_NREASONS; i++)
 		fprintf(out, " %s=%" PRIu64, hanet_reason_name[i], n->refused[i]);
@@ -979,6 +1442,37 @@ int hanet_link_fd(const struct hanet_link *l)
 	return l->fd;
 }
 
+/*
+ * The source address of a connection to the peer: --ha-listen's address when it names
+ * one (not the wildcard), so that the peer, which accepts only --ha-peer's address
+ * (sess_accept), sees the address it was configured with whatever route the kernel
+ * picks. A failure leaves the kernel's choice.
+ */
+static void link_bind(const struct hanet *n, int fd)
+{
+	struct sockaddr_storage sa;
+
+	if (!n->have_listen || n->listen.sa.ss_family != n->peer.sa.ss_family)
+		return;
+	sa = n->listen.sa;
+	if (sa.ss_family == AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)&sa;
+
+		if (in->sin_addr.s_addr == htonl(INADDR_ANY))
+			return;
+		in->sin_port = 0;
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&sa;
+
+		if (IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+			return;
+		in6->sin6_port = 0;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, n->listen.salen))
+		log_debug("ha-peer: bind to %s: %s: the kernel picks the source address",
+			  n->listen.text, strerror(errno));
+}
+
 int hanet_link_connect(struct hanet_link *l)
 {
 	struct hanet *n = l->n;
@@ -993,12 +1487,28 @@ int hanet_link_connect(struct hanet_link *l)
 
 		if (!k && n->keys.n)
 			k = &n->keys.k[0];
-		if (!k)
+		if (!k && !n->cred)
 			return -ENOKEY;
 		l->fd = socket(n->peer.sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 		if (l->fd < 0)
 			return -errno;
 		setsockopt(l->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		link_bind(n, l->fd);
+		if (n->cred) {
+			/* Certificate mode: the peer's certificate verified as sess_cert does. */
+			if (connect(l->fd, (struct sockaddr *)&n->peer.sa, n->peer.salen) &&
+			    errno != EINPROGRESS)
+				return -errno;
+			l->xcred = cred_get(n->cred);
+			if (gnutls_init(&l->s,
+					GNUTLS_CLIENT | GNUTLS_NONBLOCK | GNUTLS_NO_TICKETS) ||
+			    gnutls_priority_set_direct(l->s, HANET_PRIORITY_CERT, NULL) ||
+			    gnutls_credentials_set(l->s, GNUTLS_CRD_CERTIFICATE, l->xcred->x))
+				return -ENOMEM;
+			gnutls_session_set_verify_cert(l->s, n->peer_name, 0);
+			gnutls_transport_set_int(l->s, l->fd);
+			return hanet_link_connect(l);
+		}
 		if (connect(l->fd, (struct sockaddr *)&n->peer.sa, n->peer.salen) &&
 		    errno != EINPROGRESS)
 			return -errno;
@@ -1028,12 +1538,27 @@ int hanet_link_connect(struct hanet_link *l)
 	if (h == GNUTLS_E_AGAIN || h == GNUTLS_E_INTERRUPTED)
 		return -EAGAIN;
 	if (h < 0) {
-		/* The peer's alert for a wrong key, or its close without one (GnuTLS closes
-		 * on a binder that does not verify): it did not take our key. */
+		/* Its certificate did not verify here (expired, another CA, another name). */
+		if (h == GNUTLS_E_CERTIFICATE_VERIFICATION_ERROR) {
+			gnutls_alert_send_appropriate(l->s, h); /* the peer counts it: auth */
+			return -EKEYREJECTED;
+		}
+		/* The peer's alert for a wrong key or certificate, or its close without one
+		 * (GnuTLS closes on a binder that does not verify): it did not take ours. */
 		return -EACCES;
 	}
 	l->up = true;
 	return 0;
+}
+
+/* Certificate mode: a send failed: whether the peer's alert (it refused our
+ * certificate after our side of the handshake was over) waits to be read. */
+static bool link_refused(struct hanet_link *l)
+{
+	char tmp[64];
+
+	return l->xcred &&
+	       gnutls_record_recv(l->s, tmp, sizeof(tmp)) == GNUTLS_E_FATAL_ALERT_RECEIVED;
 }
 
 int hanet_link_send(struct hanet_link *l, const char *buf, size_t len)
@@ -1048,7 +1573,7 @@ int hanet_link_send(struct hanet_link *l, const char *buf, size_t len)
 		if (w == GNUTLS_E_AGAIN)
 			return -ENOBUFS;
 		if (w < 0)
-			return -EPIPE;
+			return link_refused(l) ? -EACCES : -EPIPE;
 		off += (size_t)w;
 	}
 	return 0;
@@ -1067,6 +1592,10 @@ ssize_t hanet_link_recv(struct hanet_link *l, char *buf, size_t len)
 			return -EAGAIN;
 		if (r == GNUTLS_E_PREMATURE_TERMINATION)
 			return 0;
+		/* In TLS 1.3 the client's handshake is over before the server has checked
+		 * the client's certificate: its refusal comes as an alert after. */
+		if (r == GNUTLS_E_FATAL_ALERT_RECEIVED && l->xcred)
+			return -EACCES;
 		return -EBADMSG;
 	}
 }
@@ -1079,6 +1608,7 @@ void hanet_link_free(struct hanet_link *l)
 		gnutls_deinit(l->s);
 	if (l->cred)
 		gnutls_psk_free_client_credentials(l->cred);
+	cred_put(l->xcred);
 	if (l->fd >= 0)
 		close(l->fd);
 	free(l);

@@ -2,9 +2,10 @@
 /*
  * HA peer control over the network (docs/operations.md, "A pair on two hosts"): the
  * HA verbs of a handover (takeover prepare / commit / done) and the role query (ha)
- * over TCP, in TLS 1.3 with a pre-shared key (GnuTLS), both ends proving that they hold
- * the key. The cryptography is GnuTLS's; this file only frames the console's protocol
- * (a command line; the reply is text, NUL, a status byte, newline) inside the records.
+ * over TCP, in TLS 1.3 with a pre-shared key or with X.509 certificates (GnuTLS), both
+ * ends proving that they hold the key or the certificate's private key. The cryptography is
+ * GnuTLS's; this file only frames the console's protocol (a command line; the reply is text, NUL, a
+ * status byte, newline) inside the records.
  *
  * --ha-listen ADDR:PORT   serve the HA verbs of the peer (the listening side);
  * --ha-peer HOST:PORT     the peer to hand over to (the asking side, ha.c);
@@ -13,7 +14,15 @@
  *                         readable by group or others, in a directory others cannot
  *                         write) and read again by every reload (SIGHUP, `reload`);
  * --ha-psk-identity NAME  the identity this bridge connects as (default: the first line).
+ * --ha-cert FILE, --ha-key FILE, --ha-ca FILE
+ *                         instead of --ha-psk (not both): this bridge's certificate, its
+ *                         private key (checked as the key file), the CA the peer's must
+ *                         chain to; PEM; read again by every reload;
+ * --ha-peer-name NAME     the name the peer's certificate must carry (default: --ha-peer's
+ *                         host).
  *
+ * With --ha-peer set, the listener serves only its address (others: HANET_UNKNOWN,
+ * before TLS); the asking side connects from --ha-listen's address.
  * A connection that is not a peer holding a key of the file is refused within a bounded
  * time, counted by reason (hanet_reason_name), logged once per address and reason; it
  * changes no role. Everything here runs on the control thread.
@@ -34,8 +43,10 @@ struct hanet_link;
 
 /* Why a connection to --ha-listen was refused: ib2roce_ha_peer_refused_total{reason}. */
 enum hanet_reason {
-	HANET_AUTH,	/* a known identity with the wrong key (the PSK binder did not verify) */
-	HANET_UNKNOWN,	/* an identity that is not in the key file (a third host) */
+	HANET_AUTH,	/* a known identity with the wrong key (the PSK binder did not verify);
+			 * a certificate that does not verify or none; ours refused by it */
+	HANET_UNKNOWN,	/* an identity that is not in the key file, or not --ha-peer's address
+			 * (a third host) */
 	HANET_REPLAY,	/* the handshake failed after the client's key was checked: a recorded
 			 * session played again, or records altered on the way */
 	HANET_GARBAGE,	/* not TLS 1.3 with a PSK, or closed before the handshake */
@@ -78,7 +89,8 @@ void hanet_free(struct hanet *n, struct ctl *c);
 
 /*
  * After the options: check that --ha-peer and --ha-listen have a key (--ha-psk) and
- * that the identity is in it, and listen. 0, or -errno with a message in err.
+ * that the identity is in it, or the three certificate files that make credentials
+ * (not both), and listen. 0, or -errno with a message in err.
  */
 int hanet_start(struct hanet *n, struct ctl *c, char *err, size_t errlen);
 
@@ -98,7 +110,8 @@ void hanet_prom(const struct hanet *n, FILE *f);
  * The asking side (ha.c): a connection to --ha-peer. hanet_link_new starts nothing;
  * hanet_link_connect drives the non-blocking connect and the handshake: 0 when the
  * session is up, -EAGAIN while in progress (call again when the fd is readable or
- * later), -errno on failure (-EACCES: the peer refused our key). send: all or -errno
+ * later), -errno on failure (-EACCES: the peer refused our key or certificate;
+ * -EKEYREJECTED: its certificate does not verify here). send: all or -errno
  * (-ENOBUFS: it would block). recv: bytes, 0 at the end, -EAGAIN, -errno.
  */
 struct hanet_link *hanet_link_new(struct hanet *n);

@@ -156,10 +156,12 @@ if [ "${1:-}" = --fifo ]; then
 			;;
 		*) continue ;;
 		esac
-		apply "$control" "$p" "$state"
-		# The partitions active here (names without blanks: bcom role takes one word).
+		# The partitions active here (names without blanks: bcom role takes one word),
+		# counted before the role command: a SIGTERM that arrives while it runs (the
+		# trap runs when it returns) also stands down the partition it makes active.
 		active=$(for a in $active; do [ "$a" = "$p" ] || printf ' %s' "$a"; done)
 		[ "$state" != MASTER ] || active="$active $p"
+		apply "$control" "$p" "$state"
 	done
 	exit 1
 fi

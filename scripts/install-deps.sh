@@ -11,7 +11,8 @@ set -eu
 # tests run unchanged (tests/simfabric); libibumad-dev: the headers of simfabric's
 # libibumad.so.3. dpkg-dev, debhelper, lintian: the Debian package (debian/) and its
 # test (tests/package). libgnutls28-dev: the HA peer's TLS (control/hanet.c); gnutls-bin:
-# gnutls-cli and psktool, the TLS peer of tests/ha/tls.sh and the key tool of the docs.
+# gnutls-cli, psktool and certtool: the TLS peer of tests/ha/tls.sh, thirdhost.sh, the
+# certificates of tests/ha/certs.sh (certgen.sh) and the key tools of the docs.
 PKGS="build-essential pkg-config meson ninja-build python3
 libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 perftest qperf ucx-utils libfabric-bin libibumad-dev infiniband-diags

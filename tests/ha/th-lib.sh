@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Two "hosts" on one machine for the HA tests (tests/ha/twohost.sh, twohost-upgrade.sh);
-# sourced after ../lib/con.sh and ka-lib.sh.
+# Two "hosts" on one machine for the HA tests (tests/ha/twohost.sh, twohost-upgrade.sh,
+# thirdhost.sh); sourced after ../lib/con.sh and ka-lib.sh (and certgen.sh for th_certs).
 #
 # Host A and host B are network namespaces, each with one interface (th-a-PID, th-b-PID,
 # addresses of TEST-NET-2, 198.51.100.1 and .2/24) cabled to a switch: a Linux bridge
@@ -22,6 +22,7 @@
 
 TH_A=198.51.100.1
 TH_B=198.51.100.2
+TH_C=198.51.100.3
 TH_PORT=7471
 
 # th_init NAME: sf_init NAME, the namespaces, the switch and the cables, the keys, the wrappers that
@@ -80,14 +81,44 @@ EOW
 th_hexkey() { head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
 # th_bridge NAME NGROUPS ARG...: bridge NAME (a or b) in its host with the TLS peer
-# options; the rest as br_bridge.
+# options; the rest as br_bridge. With TH_AUTH=cert, certificates instead of the key
+# file: $SF_TMP/keys/NAME.pem and NAME.key, the CA ca.pem (th_certs), the peer's name
+# checked against --ha-peer's address (its certificate's IP subjectAltName).
 th_bridge() {
-	local name=$1 n=$2 me peer
+	local name=$1 n=$2 me peer k=$SF_TMP/keys
 
 	shift 2
 	if [ "$name" = a ]; then me=$TH_A peer=$TH_B; else me=$TH_B peer=$TH_A; fi
+	if [ "${TH_AUTH:-psk}" = cert ]; then
+		set -- --ha-cert "$k/$name.pem" --ha-key "$k/$name.key" --ha-ca "$k/ca.pem" "$@"
+	else
+		set -- --ha-psk "$k/pair.psk" --ha-psk-identity "$name" "$@"
+	fi
 	IB2ROCE=$SF_TMP/ib2roce-$name br_bridge "$name" "$n" --ha-listen "$me:$TH_PORT" \
-		--ha-peer "$peer:$TH_PORT" --ha-psk "$SF_TMP/keys/pair.psk" --ha-psk-identity "$name" "$@"
+		--ha-peer "$peer:$TH_PORT" "$@"
+}
+
+# th_certs: certificates for TH_AUTH=cert (tests/ha/certgen.sh): the CA ca, a.pem and
+# b.pem (named bridge-a/bridge-b and their host's address).
+th_certs() {
+	cg_ca "$SF_TMP/keys" ca
+	cg_host "$SF_TMP/keys" a ca bridge-a "$TH_A"
+	cg_host "$SF_TMP/keys" b ca bridge-b "$TH_B"
+}
+
+# th_host_c: a third host C on the switch (namespace TH_NSC, address TH_C, interface
+# th-c-PID): not in the pair; TH_RUN_C runs a program there.
+th_host_c() {
+	TH_NSC=ib2roce-thc-$$
+	ip netns add "$TH_NSC"
+	ip link add "th-c-$$" netns "$TH_NSC" type veth peer name "port-c" netns "$TH_NSW"
+	ip -n "$TH_NSW" link set "port-c" master sw
+	ip -n "$TH_NSW" link set "port-c" up
+	ip -n "$TH_NSC" link set lo up
+	ip -n "$TH_NSC" link set "th-c-$$" up
+	ip -n "$TH_NSC" addr add "$TH_C/24" dev "th-c-$$"
+	# shellcheck disable=SC2034 # used by the tests that source this file
+	TH_RUN_C="ip netns exec $TH_NSC"
 }
 
 # th_partition on|off: host B's switch port off the switch (both hosts keep their link
@@ -115,9 +146,11 @@ th_kill_host() {
 # th_exit: the exit trap: th_cleanup, sf_cleanup (which exits: in a subshell), th_rmfab;
 # exits with the test's status.
 th_exit() {
-	local rc
+	local rc=$? # first: a bare `local rc` would make $? 0 and every failure a pass
 
+	set +e
 	th_cleanup
+	(exit "$rc") # sf_cleanup exits with the status it finds
 	(sf_cleanup)
 	rc=$?
 	th_rmfab
@@ -138,7 +171,7 @@ th_cleanup() {
 	local rc=$? ns pids
 
 	! declare -F ka_stop >/dev/null || ka_stop
-	for ns in "$TH_NSA" "$TH_NSB" "$TH_NSW"; do
+	for ns in "$TH_NSA" "$TH_NSB" "$TH_NSW" ${TH_NSC:+"$TH_NSC"}; do
 		pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
 		# shellcheck disable=SC2086 # a list of pids
 		[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
