@@ -23,6 +23,7 @@
 #include "console.h"
 #include "ctl.h"
 #include "groupopts.h"
+#include "groups.h"
 #include "ha.h"
 #include "daemon.h"
 #include "fwd.h"
@@ -598,6 +599,8 @@ int app_control(struct app *a)
 	}
 	/* The modules register their commands, timers and hooks (loop.h). */
 	r = console_init(&a->ctl);
+	if (!r)
+		r = groups_init(&a->ctl);
 	if (!r)
 		r = show_init(&a->ctl);
 	if (!r)

@@ -20,7 +20,6 @@
 #include "console.h"
 #include "ctl.h"
 #include "featcmd.h"
-#include "ha.h"
 #include "log.h"
 #include "loop.h"
 #include "options.h"
@@ -99,8 +98,15 @@ void console_complete(struct ctl *c, uint64_t token, const char *report, bool ok
 		conserver_complete(c->con->srv, token, report, ok);
 }
 
-/* The handover of shutdown is over: its report, then the stop. */
-static void shutdown_done(struct ctl *c, void *arg, int rc, const char *report)
+/* What may hold the console's shutdown (console_on_shutdown): one module (HA). */
+static console_hold_fn *shutdown_hold;
+
+void console_on_shutdown(console_hold_fn *fn)
+{
+	shutdown_hold = fn;
+}
+
+void console_shutdown_done(struct ctl *c, void *arg, int rc, const char *report)
 {
 	char *text = NULL;
 
@@ -119,13 +125,11 @@ static int cmd_shutdown(struct ctl *c, char *args, FILE *out)
 	if (concmd_no_args("shutdown", args, out))
 		return -1;
 	log_notice("console: shutdown: stopping the bridge");
-	/* As SIGTERM: with a peer, make-before-break first (the loop serving on meanwhile);
-	 * if the peer cannot take over, the bridge stops anyway (what it asked for): each
-	 * partition's outcome is said. */
-	if (c->ha && ha_peer(c->ha)) {
-		uint64_t token = console_defer(c);
-		int r = ha_handover(c->ha, c, NULL, "console shutdown", true, shutdown_done,
-				    (void *)(uintptr_t)token, out);
+	/* As SIGTERM: with an HA peer, make-before-break first (the loop serving on
+	 * meanwhile; shutdown_hold, ha.c); if the peer cannot take over, the bridge stops
+	 * anyway (what it asked for): each partition's outcome is said. */
+	if (shutdown_hold) {
+		int r = shutdown_hold(c, out);
 
 		if (r == 1)
 			return CONSOLE_PENDING;
@@ -166,38 +170,6 @@ static int cmd_disable(struct ctl *c, char *args, FILE *out)
 	return set_feature(false, args, out);
 }
 
-/* The reload's report is the reply, and logged as SIGHUP's is (ctl.c do_reload). */
-static int cmd_reload(struct ctl *c, char *args, FILE *out)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
-	int r;
-
-	if (concmd_no_args("reload", args, out))
-		return -1;
-	if (!c->reload) {
-		fprintf(out, "reload: not available\n");
-		return -1;
-	}
-	f = open_memstream(&buf, &len);
-	if (!f) {
-		fprintf(out, "reload: out of memory\n");
-		return -1;
-	}
-	log_notice("console: reloading the configuration");
-	r = ctl_reload(c, f);
-	if (fclose(f)) {
-		fprintf(out, "reload: out of memory\n");
-		free(buf);
-		return -1;
-	}
-	fputs(buf, out);
-	log_text(r ? LOG_ERR : LOG_NOTICE, "reload: ", buf);
-	free(buf);
-	return r ? -1 : 0;
-}
-
 static int cmd_config(struct ctl *c, char *args, FILE *out)
 {
 	if (concmd_no_args("config", args, out))
@@ -218,7 +190,6 @@ static const struct console_cmd console_cmds[] = {
 	{{"help", "[command]", "this list", false}, cmd_help},
 	{{"exit", NULL, "same as quit", false}, cmd_quit},
 	{{"quit", NULL, "leave the console (the bridge keeps running)", false}, cmd_quit},
-	{{"reload", NULL, "re-read the configuration (as SIGHUP)", false}, cmd_reload},
 	{{"shutdown", NULL, "stop the bridge (leave groups, final counters); never abbreviated",
 	  true},
 	 cmd_shutdown},

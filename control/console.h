@@ -41,8 +41,8 @@ struct console_cmd {
  */
 int console_cmd_register(const struct console_cmd *table);
 
-/* The console's own commands (help, quit, shutdown, reload, config, enable, disable) and
- * its pass after every batch of events (loop.h). Before the loop runs. 0 or -errno. */
+/* The console's own commands (help, quit, shutdown, config, enable, disable) and its
+ * pass after every batch of events (loop.h). Before the loop runs. 0 or -errno. */
 int console_init(struct ctl *c);
 
 /* A deferred reply for the command running now (console_complete), 0: none possible
@@ -51,6 +51,20 @@ uint64_t console_defer(struct ctl *c);
 
 /* The deferred reply of token: report, the command failed unless ok. */
 void console_complete(struct ctl *c, uint64_t token, const char *report, bool ok);
+
+/*
+ * shutdown as SIGTERM: a module above the console (HA: the peer takes the active
+ * partitions first) may hold it. fn returns 1 when it holds the stop (the reply comes
+ * later: it calls console_shutdown_done with the token of console_defer as arg), -EBUSY
+ * when the command fails (the reason written to out), else 0: stop now. One holder; NULL
+ * takes it back. Before the loop runs.
+ */
+typedef int console_hold_fn(struct ctl *c, FILE *out);
+void console_on_shutdown(console_hold_fn *fn);
+
+/* A held shutdown is over (the signature of ha_done_fn): report and "stopping the
+ * bridge" are the reply of the token arg, then the loop stops. */
+void console_shutdown_done(struct ctl *c, void *arg, int rc, const char *report);
 
 struct console_cfg {
 	const char *path; /* socket path (NULL with listen_fd from systemd) */

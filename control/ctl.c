@@ -2,9 +2,11 @@
 /*
  * The control thread's context (ctl.h): set up the rdma_cm ids of both sides, register
  * the control plane's parts with the loop (loop.h: the joins of joins.c, the --workers 0
- * data path of evmode.c, the run-time groups of groups.c, queue pairs in the error state,
- * the aging of senders and PGM streams, SIGHUP's reload, the events command, the loop's
- * heartbeat), run the loop, and close what it opened.
+ * data path of evmode.c, queue pairs in the error state, the aging of senders and PGM
+ * streams, SIGHUP's reload, the events and reload commands, the loop's heartbeat), run
+ * the loop, and close what it opened. The run-time groups (groups.c) register from
+ * app/start.c: ctl.c calls no other file of control/ but those below it (layout in
+ * docs/architecture.md).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +20,6 @@
 #include "console.h"
 #include "ctl.h"
 #include "evmode.h"
-#include "groups.h"
 #include "joins.h"
 #include "log.h"
 #include "loop.h"
@@ -34,8 +35,8 @@ static const struct console_cmd ctl_cmds[];
 /*
  * The control thread's own registrations (loop.h), timers in the order they run at a
  * tick: the joins' (joins.c), queue pairs in the error state, the event-driven data
- * path's (evmode.c, --workers 0), the aging of senders and PGM streams; run-time groups
- * (groups.c); SIGHUP; the events command.
+ * path's (evmode.c, --workers 0), the aging of senders and PGM streams; SIGHUP; the
+ * events and reload commands.
  */
 static int ctl_register(struct ctl *c)
 {
@@ -56,8 +57,7 @@ static int ctl_register(struct ctl *c)
 	loop_timer_what(t, "idle senders and PGM streams");
 	if (loop_on_reload(reload_hook, c))
 		return -ENOMEM;
-	r = groups_init(c);
-	return r ? r : console_cmd_register(ctl_cmds);
+	return console_cmd_register(ctl_cmds);
 }
 
 int ctl_init(struct ctl *c, struct bridge *br, char *err, size_t errlen)
@@ -205,6 +205,38 @@ static void aging_tick(void *arg, uint64_t now)
 	}
 }
 
+/* The reload's report is the reply, and logged as SIGHUP's is (do_reload). */
+static int cmd_reload(struct ctl *c, char *args, FILE *out)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (concmd_no_args("reload", args, out))
+		return -1;
+	if (!c->reload) {
+		fprintf(out, "reload: not available\n");
+		return -1;
+	}
+	f = open_memstream(&buf, &len);
+	if (!f) {
+		fprintf(out, "reload: out of memory\n");
+		return -1;
+	}
+	log_notice("console: reloading the configuration");
+	r = ctl_reload(c, f);
+	if (fclose(f)) {
+		fprintf(out, "reload: out of memory\n");
+		free(buf);
+		return -1;
+	}
+	fputs(buf, out);
+	log_text(r ? LOG_ERR : LOG_NOTICE, "reload: ", buf);
+	free(buf);
+	return r ? -1 : 0;
+}
+
 /* The registered timers (loop.h), then READY's deadline and the joins waiting to retry. */
 static int cmd_events(struct ctl *c, char *args, FILE *out)
 {
@@ -217,6 +249,7 @@ static int cmd_events(struct ctl *c, char *args, FILE *out)
 
 static const struct console_cmd ctl_cmds[] = {
 	{{"events", NULL, "the control thread's timers", false}, cmd_events},
+	{{"reload", NULL, "re-read the configuration (as SIGHUP)", false}, cmd_reload},
 	{{NULL, NULL, NULL, false}, NULL},
 };
 

@@ -8,7 +8,7 @@
 
 struct ctl;
 
-/* Register the join and leave commands. From ctl_init. 0 or -errno. */
+/* Register the join and leave commands. From app/start.c (app_control). 0 or -errno. */
 int groups_init(struct ctl *c);
 
 #endif /* CONTROL_GROUPS_H */

@@ -250,6 +250,9 @@ static int opt_peer_control(void *ctx, const char *arg, char *err, size_t errlen
 	return 0;
 }
 
+/* What hanet (the TLS transport, below ha) serves of HA: the peer's verbs. */
+static const struct hanet_ops ha_net_ops = {ha_show, ha_role_set, ha_takeover_confirm};
+
 struct ha *ha_opts_register(void)
 {
 	struct ha *ha = calloc(1, sizeof(*ha));
@@ -278,7 +281,7 @@ struct ha *ha_opts_register(void)
 			goto fail;
 		}
 	}
-	ha->net = hanet_opts_register(ha);
+	ha->net = hanet_opts_register(ha, &ha_net_ops);
 	if (!ha->net)
 		goto fail;
 	return ha;
@@ -1269,6 +1272,15 @@ static void console_done(struct ctl *c, void *arg, int rc, const char *report)
 	console_complete(c, (uint64_t)(uintptr_t)arg, report, !rc);
 }
 
+/* The console's shutdown with a peer (console_on_shutdown): a handover first, as SIGTERM. */
+static int shutdown_hold(struct ctl *c, FILE *out)
+{
+	if (!ha_peer(c->ha))
+		return 0;
+	return ha_handover(c->ha, c, NULL, "console shutdown", true, console_shutdown_done,
+			   (void *)(uintptr_t)console_defer(c), out);
+}
+
 static int cmd_role(struct ctl *c, char *args, FILE *out)
 {
 	char *a = concmd_word(&args), *b = concmd_word(&args), *role = b ? b : a;
@@ -1341,6 +1353,8 @@ static int ha_register(struct ctl *c)
 {
 	int r = console_cmd_register(ha_cmds);
 
+	if (!r)
+		console_on_shutdown(shutdown_hold);
 	if (!r && (loop_on_stop(ha_stop_hook, c) || loop_on_exit(ha_exit_hook, c) ||
 		   loop_on_group(ha_group_hook, c) || loop_on_pass(ha_pass, c)))
 		r = -ENOMEM;

@@ -132,6 +132,7 @@ struct sess {
 
 struct hanet {
 	struct ha *ha;
+	const struct hanet_ops *ops; /* the verbs, served by ha.c */
 	struct ctl *c;
 	struct hanet_addr peer, listen;
 	bool have_peer, have_listen;
@@ -673,7 +674,7 @@ static int psk_lookup(gnutls_session_t s, const char *username, gnutls_datum_t *
 	return 0;
 }
 
-struct hanet *hanet_opts_register(struct ha *ha)
+struct hanet *hanet_opts_register(struct ha *ha, const struct hanet_ops *ops)
 {
 	struct hanet *n = calloc(1, sizeof(*n));
 	const struct opt_def defs[] = {
@@ -708,6 +709,7 @@ struct hanet *hanet_opts_register(struct ha *ha)
 	if (!n)
 		return NULL;
 	n->ha = ha;
+	n->ops = ops;
 	n->lfd = -1;
 	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {
 		int r = opt_register(&defs[i]);
@@ -768,7 +770,7 @@ static void pend_undo(struct hanet *n, struct ctl *c, struct sess *s, const char
 	snprintf(reason, sizeof(reason), "takeover undone (the peer %s)", why);
 	f = open_memstream(&buf, &len);
 	if (f) {
-		ha_role_set(n->ha, c, s->pend_part, true, reason, f);
+		n->ops->role_set(n->ha, c, s->pend_part, true, reason, f);
 		fclose(f);
 	}
 	free(buf);
@@ -850,7 +852,7 @@ static bool sess_line(struct hanet *n, struct ctl *c, struct sess *s, char *line
 	}
 	verb = concmd_word(&args);
 	if (verb && !strcmp(verb, "ha") && !concmd_word(&args)) {
-		ha_show(n->ha, c, out);
+		n->ops->show(n->ha, c, out);
 		rc = 0;
 	} else if (verb && !strcmp(verb, "takeover")) {
 		/* Its words from a copy: ha_takeover_confirm parses args itself. */
@@ -881,7 +883,7 @@ static bool sess_line(struct hanet *n, struct ctl *c, struct sess *s, char *line
 			if (commit && s->pend_part[0])
 				pend_undo(n, c, s, "committed another before confirming");
 			s->armed = false;
-			rc = ha_takeover_confirm(n->ha, c, args, out, sess_confirm, s);
+			rc = n->ops->takeover(n->ha, c, args, out, sess_confirm, s);
 			if (!rc && commit && s->armed && part && id) {
 				snprintf(s->pend_part, sizeof(s->pend_part), "%s", part);
 				snprintf(s->pend_id, sizeof(s->pend_id), "%s", id);

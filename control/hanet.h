@@ -62,10 +62,26 @@ extern const char *const hanet_reason_name[HANET_NREASONS];
 #define HANET_SESSIONS 8
 
 /*
- * Register --ha-peer, --ha-listen, --ha-psk, --ha-psk-identity. ha is handed to the
- * verbs (ha_takeover_confirm). NULL with errno.
+ * What hanet serves of HA (ha.c, the protocol above this transport: hanet calls no ha_*
+ * function, docs/architecture.md, Layout): the peer's `ha` (ha_show), a pending commit
+ * undone (ha_role_set), takeover prepare|commit (ha_takeover_confirm, confirm being
+ * ha.h's ha_confirm_fn). Each gets the ha given to hanet_opts_register.
  */
-struct hanet *hanet_opts_register(struct ha *ha);
+struct hanet_ops {
+	void (*show)(struct ha *ha, struct ctl *c, FILE *out);
+	int (*role_set)(struct ha *ha, struct ctl *c, const char *name, bool standby,
+			const char *reason, FILE *out);
+	int (*takeover)(struct ha *ha, struct ctl *c, char *args, FILE *out,
+			int (*confirm)(void *ctx, struct ctl *c, void (*undo)(void *arg),
+				       void *arg),
+			void *ctx);
+};
+
+/*
+ * Register --ha-peer, --ha-listen, --ha-psk, --ha-psk-identity. ha and ops (kept: static)
+ * serve the verbs. NULL with errno.
+ */
+struct hanet *hanet_opts_register(struct ha *ha, const struct hanet_ops *ops);
 
 /* Close the listener and every connection (a takeover awaiting its `done` is undone
  * first if c is not NULL); NULL is a no-op. */

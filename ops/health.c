@@ -5,7 +5,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <systemd/sd-daemon.h>
 
 #include "concmd.h"
 #include "console.h"
@@ -14,7 +13,6 @@
 #include "log.h"
 #include "loop.h"
 #include "placement.h"
-#include "show.h"
 #include "state.h"
 
 /* One line per condition: its name, and what its failing means (health.h). */
@@ -185,11 +183,19 @@ bool health_print(struct ctl *c, FILE *out)
 
 /* ---- The health timer and command ---- */
 
+/* Told of every change of the failing conditions (health_on_change). */
+static health_change_fn *on_change;
+
+void health_on_change(health_change_fn *fn)
+{
+	on_change = fn;
+}
+
 /*
  * Once a second after show_tick: the NICs' drop counters sampled (ctl_nic_sample); a
  * worker that stalls is logged in every mode (and once more when it moves again), a
- * condition that fails or recovers is logged, and systemd's STATUS= follows every
- * change at once.
+ * condition that fails or recovers is logged, and every change is told at once to the
+ * hook of health_on_change (notify.c: systemd's STATUS=).
  */
 static void health_tick(void *arg, uint64_t now)
 {
@@ -220,12 +226,8 @@ static void health_tick(void *arg, uint64_t now)
 		else
 			log_notice("health: %s ok again", health_cond_name[k]);
 	}
-	if (h.failed != c->health_failed && c->sd && c->ready) {
-		char sum[256];
-
-		show_summary(c, sum, sizeof(sum));
-		sd_notifyf(0, "STATUS=%s", sum);
-	}
+	if (h.failed != c->health_failed && on_change)
+		on_change(c);
 	c->health_failed = h.failed;
 }
 

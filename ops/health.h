@@ -90,9 +90,18 @@ bool health_print(struct ctl *c, FILE *out);
 
 /*
  * Register the health timer (once a second, after the rates: the NICs' drop counters,
- * the conditions; a stalled worker and every change logged, systemd STATUS on a change)
+ * the conditions; a stalled worker and every change logged, health_on_change's hook
+ * told of a change)
  * and the health command with the loop. Before the loop runs. 0 or -errno.
  */
 int health_init(struct ctl *c);
+
+/*
+ * The failing conditions changed (the health timer): fn(c) right after, before
+ * c->health_failed takes the new set (notify.c: systemd's STATUS=, which is above health
+ * in ops/: docs/architecture.md, Layout). One hook; NULL takes it back. Before the loop.
+ */
+typedef void health_change_fn(struct ctl *c);
+void health_on_change(health_change_fn *fn);
 
 #endif /* CONTROL_HEALTH_H */

@@ -377,6 +377,12 @@ uint64_t metrics_http_refused(const struct metrics_http *m)
 	return m ? m->refused : 0;
 }
 
+/* report's ib2roce_metrics_refused_total (report_on_refused). */
+static uint64_t refused_of(const struct ctl *c)
+{
+	return metrics_http_refused(c->mh);
+}
+
 struct metrics_http *metrics_http_open(struct ctl *c, const struct metrics_http_cfg *cfg, char *err,
 				       size_t errlen)
 {
@@ -410,6 +416,7 @@ struct metrics_http *metrics_http_open(struct ctl *c, const struct metrics_http_
 	if (loop_watch(m->lfd, EPOLLIN, listen_fd, m) || loop_on_pass(metrics_http_pass, c))
 		goto fail;
 	c->mh = m;
+	report_on_refused(refused_of);
 	log_info("metrics on http://%s:%u/metrics%s", ip, (unsigned)cfg->port,
 		 cfg->nallow ? " (clients in the allow-list)" : " (loopback clients)");
 	return m;

@@ -11,11 +11,12 @@
 
 #include "bridge.h"
 #include "ctl.h"
+#include "health.h"
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
-#include "show.h"
 #include "state.h"
+#include "summary.h"
 
 /* The statistics line (every statint seconds), then systemd's STATUS=. */
 static void stats_timer(void *arg, uint64_t now)
@@ -116,6 +117,17 @@ static void notify_ready(struct ctl *c, uint32_t missing, const char *names, boo
 	sd_notifyf(0, "%sSTATUS=%s", late ? "" : "READY=1\n", sum);
 }
 
+/* A health condition failed or recovered (health_on_change): STATUS= at once. */
+static void notify_health(struct ctl *c)
+{
+	char sum[256];
+
+	if (!c->sd || !c->ready)
+		return;
+	show_summary(c, sum, sizeof(sum));
+	sd_notifyf(0, "STATUS=%s", sum);
+}
+
 static void notify_exit(void *arg)
 {
 	struct ctl *c = arg;
@@ -145,5 +157,6 @@ int notify_init(struct ctl *c)
 	loop_timer_follow(t, stats_period);
 	loop_timer_what(t, "statistics line, systemd STATUS");
 	c->on_ready = notify_ready;
+	health_on_change(notify_health);
 	return loop_on_exit(notify_exit, c);
 }

@@ -18,7 +18,6 @@
 #include "health.h"
 #include "log.h"
 #include "loop.h"
-#include "metrics_http.h"
 #include "placement.h"
 #include "report.h"
 #include "capture.h"
@@ -26,6 +25,14 @@
 #include "show.h"
 #include "show_priv.h"
 #include "version_line.h"
+
+/* GET /metrics' refused connections (report_on_refused: metrics_http.c, above us). */
+static report_count_fn *refused_count;
+
+void report_on_refused(report_count_fn *fn)
+{
+	refused_count = fn;
+}
 
 /* ---- the final counters (also the console's stats) ---- */
 
@@ -923,7 +930,8 @@ static void prom_control(FILE *f, struct ctl *c)
 	fprintf(f, "ib2roce_capture_dropped_total %" PRIu64 "\n", cc.dropped_total);
 	prom_head(f, "ib2roce_metrics_refused_total", "counter",
 		  "Connections to --metrics-port refused: the client is not in the allow-list.");
-	fprintf(f, "ib2roce_metrics_refused_total %" PRIu64 "\n", metrics_http_refused(c->mh));
+	fprintf(f, "ib2roce_metrics_refused_total %" PRIu64 "\n",
+		refused_count ? refused_count(c) : 0);
 	prom_head(f, "ib2roce_reloads_total", "counter",
 		  "Configuration reloads by outcome: ok, refused (nothing changed), failed "
 		  "(some changes not applied).");

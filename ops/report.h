@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct ctl;
@@ -19,6 +20,14 @@ struct ctl;
  * statistics; the first at the first tick) with the loop. 0 or -errno.
  */
 int report_init(struct ctl *c);
+
+/*
+ * The connections GET /metrics refused (ib2roce_metrics_refused_total): metrics_http.c,
+ * which is above report in ops/ (it serves report_prometheus), registers its count when
+ * it opens (docs/architecture.md, Layout). None registered: 0. Control thread.
+ */
+typedef uint64_t report_count_fn(const struct ctl *c);
+void report_on_refused(report_count_fn *fn);
 
 /*
  * The final counters (printed at shutdown, and the console's "stats"): one line per

@@ -82,10 +82,4 @@ int show_senders(struct ctl *c, const char *arg, FILE *out);
  */
 void show_tsi(struct ctl *c, const char *filter, FILE *out);
 
-/*
- * The one-line summary (systemd STATUS=), raw counters, prefixed with "waiting for
- * joins: " or "UNHEALTHY (conditions): " (health.h); always terminated, truncated.
- */
-void show_summary(struct ctl *c, char *buf, size_t len);
-
 #endif /* CONTROL_SHOW_H */
