@@ -113,13 +113,7 @@ static int part_add(struct ha *ha, const char *name)
 
 static bool name_ok(const char *s, size_t n)
 {
-	if (!n || n >= HA_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
-			return false;
-	return true;
+	return hanet_word_ok(s, n, HA_NAME_MAX);
 }
 
 /* --partition NAME:GROUP[,GROUP...] */

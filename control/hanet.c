@@ -193,15 +193,20 @@ static int hexval(char ch)
 	return -1;
 }
 
-static bool ident_ok(const char *s, size_t n)
+bool hanet_word_ok(const char *s, size_t n, size_t max)
 {
-	if (!n || n >= HANET_ID_MAX)
+	if (!n || n >= max)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
 		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.'))
 			return false;
 	return true;
+}
+
+static bool ident_ok(const char *s, size_t n)
+{
+	return hanet_word_ok(s, n, HANET_ID_MAX);
 }
 
 /* One line "IDENTITY:HEXKEY" into k. 0 or -EINVAL with a message naming the line. */

@@ -121,4 +121,8 @@ int hanet_link_send(struct hanet_link *l, const char *buf, size_t len);
 ssize_t hanet_link_recv(struct hanet_link *l, char *buf, size_t len);
 void hanet_link_free(struct hanet_link *l);
 
+/* A partition name or a key identity: 1 to max-1 characters of [A-Za-z0-9_.-] (words
+ * that travel in the peer protocol's lines). */
+bool hanet_word_ok(const char *s, size_t n, size_t max);
+
 #endif /* CONTROL_HANET_H */
