@@ -344,7 +344,7 @@ static void test_delivery(void)
 {
 	struct ep rx, tx, tx4;
 	struct ibv_ah_attr aa = {0}, back;
-	struct ibv_ah *ah6, *ahu;
+	struct ibv_ah *ah6, *ah4, *ahu;
 	struct sockaddr_in g4;
 	struct rdma_cm_event *ev;
 	union ibv_gid mg;
@@ -380,9 +380,9 @@ static void test_delivery(void)
 	ah6 = ibv_create_ah(tx.pd, &aa);
 	OK(ah6 != NULL, "ibv_create_ah with an IPv6 GRH on RoCE");
 	OK(ah6 && !send_to(&tx, ah6, 0xffffff, 0x66), "post an IPv6 multicast datagram");
-	OK(!send_to(&tx4, ibv_create_ah(tx4.pd, &ev->param.ud.ah_attr), ev->param.ud.qp_num,
-		       0x44),
-	      "post an IPv4 multicast datagram to the same receiver");
+	ah4 = ibv_create_ah(tx4.pd, &ev->param.ud.ah_attr);
+	OK(ah4 && !send_to(&tx4, ah4, ev->param.ud.qp_num, 0x44),
+	   "post an IPv4 multicast datagram to the same receiver");
 	rdma_ack_cm_event(ev);
 
 	for (int i = 0; i < 2; i++) {
@@ -440,6 +440,8 @@ static void test_delivery(void)
 		ibv_destroy_ah(ahu);
 	if (ah6)
 		ibv_destroy_ah(ah6);
+	if (ah4)
+		ibv_destroy_ah(ah4);
 	ibv_detach_mcast(rx.id->qp, &mg, 0);
 	rdma_leave_multicast(rx.id, (struct sockaddr *)&g4);
 	rdma_leave_multicast(tx4.id, (struct sockaddr *)&g4);
