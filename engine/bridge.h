@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
@@ -125,8 +126,9 @@ struct group {
 	struct ibv_ah *_Atomic ah_out[NSIDES];
 	uint32_t qkey_out[NSIDES];
 	_Atomic uint32_t ready; /* bit s: forwarding from side s is on; GROUP_STANDBY */
-	/* Written by the pair's worker only: packets forwarded from side s. */
-	uint64_t fwd_pkts[NSIDES];
+	/* Written by the pair's worker only: packets forwarded from side s. The four
+	 * counters in one cache line (aligned to their 32 bytes): a packet writes one. */
+	uint64_t fwd_pkts[NSIDES] __attribute__((aligned(32)));
 	uint64_t fwd_bytes[NSIDES];
 	/* Control thread only: fwd_pkts at the last console "zap", when each side joined. */
 	uint64_t fwd_zap[NSIDES];
@@ -139,6 +141,12 @@ struct group {
 	uint32_t weight; /* control thread: "#w=N", its share of a worker's load (1..) */
 	struct rcu_head rcu;
 } __attribute__((aligned(64)));
+
+/* The data path's per-packet write to a group: one cache line (thousands of groups
+ * interleaved miss it per packet; docs/benchmarks.md, issue 28). */
+_Static_assert(offsetof(struct group, fwd_pkts) / 64 ==
+		       (offsetof(struct group, fwd_bytes) + sizeof(uint64_t) * NSIDES - 1) / 64,
+	       "a group's forwarding counters share one cache line");
 
 /* A packet waiting for send-queue space. */
 struct backlog_ent {

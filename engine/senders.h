@@ -14,6 +14,7 @@
 #define ENGINE_SENDERS_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <urcu/urcu-qsbr.h>
 #include <urcu/rculfhash.h>
@@ -33,14 +34,19 @@ enum sender_state {
 struct sender {
 	struct cds_lfht_node node;
 	struct sender_key key;
+	/* What the data path writes per packet, in the record's first cache line with the
+	 * key it compares (offsets 40-63): one line per packet, not two. */
 	uint64_t pkts;
 	uint64_t bytes;
-	uint64_t first_ns;
 	uint64_t last_ns;
+	uint64_t first_ns;
 	_Atomic uint32_t state;
 	uint32_t worker;
 	struct rcu_head rcu;
 } __attribute__((aligned(64)));
+
+_Static_assert(offsetof(struct sender, last_ns) + sizeof(uint64_t) <= 64,
+	       "the per-packet fields of a sender record share its first cache line");
 
 struct sender_slab {
 	struct sender *rec;
