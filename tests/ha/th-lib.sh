@@ -181,71 +181,15 @@ th_cleanup() {
 }
 
 # th_ka_start N BRIDGE PART:VRID:PRIO...: keepalived N (1 in host A for bridge a, 2 in
-# host B for bridge b), one VRRP instance per partition, unicast to the other host.
+# host B for bridge b), one VRRP instance per partition, unicast to the other host
+# (ka_launch of ../lib/ka.sh).
 th_ka_start() {
-	local n=$1 b=$2 ns ifc src peer sock p part vrid prio
-	local conf=$SF_TMP/ka$n.conf
+	local n=$1 b=$2
 
 	shift 2
-	sock=$SF_TMP/$b.sock
 	if [ "$n" = 1 ]; then
-		ns=$TH_NSA ifc=th-a-$$ src=$TH_A peer=$TH_B
+		ka_launch 1 "$TH_NSA" "th-a-$$" "$TH_A" "$TH_B" 0 "$SF_TMP/$b.sock" "$@"
 	else
-		ns=$TH_NSB ifc=th-b-$$ src=$TH_B peer=$TH_A
+		ka_launch "$n" "$TH_NSB" "th-b-$$" "$TH_B" "$TH_A" 0 "$SF_TMP/$b.sock" "$@"
 	fi
-	cat >"$conf" <<EOC
-global_defs {
-	router_id ka$n
-	script_user root
-	enable_script_security
-	vrrp_version 3
-	vrrp_rt_priority 50
-	vrrp_rlimit_rttime 500000
-	vrrp_no_swap
-	vrrp_garp_master_repeat 1
-	vrrp_garp_master_delay 0
-	vrrp_notify_fifo $SF_TMP/ka$n.fifo
-	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --health-file $SF_TMP/ka$n.health --fifo $sock"
-}
-track_file ib2roce_health_file {
-	file "$SF_TMP/ka$n.health"
-	weight 0
-}
-vrrp_script ib2roce_health {
-	script "$BCOM --control $sock health"
-	interval 1
-	timeout 2
-	fall 1
-	rise 2
-}
-EOC
-	for p in "$@"; do
-		IFS=: read -r part vrid prio <<<"$p"
-		cat >>"$conf" <<EOC
-vrrp_instance ib2roce_$part {
-	state BACKUP
-	interface $ifc
-	virtual_router_id $vrid
-	priority $prio
-	advert_int 0.01
-	unicast_src_ip $src
-	unicast_peer {
-		$peer
-	}
-	track_script {
-		ib2roce_health
-	}
-	track_file {
-		ib2roce_health_file
-	}
-	virtual_ipaddress {
-		192.0.2.$vrid/32
-	}
-}
-EOC
-	done
-	ip netns exec "$ns" "$KA" --dont-fork --log-console --log-detail --vrrp \
-		-f "$conf" -p "$SF_TMP/ka$n-main.pid" -r "$SF_TMP/ka$n-vrrp.pid" \
-		-c "$SF_TMP/ka$n-chk.pid" >"$SF_TMP/ka$n.out" 2>&1 &
-	echo $! >"$SF_TMP/ka$n.pid"
 }

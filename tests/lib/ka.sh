@@ -123,21 +123,17 @@ ka_wait_healthy() {
 		br_fail "bridge $1 did not become healthy: $(cat "$SF_TMP/bcom.out")" "$1"
 }
 
-# ka_start N BRIDGE PART:VRID:PRIO...: keepalived N (1: the test's namespace, 2: namespace 2)
-# for bridge BRIDGE, one VRRP instance per partition. Its log in $SF_TMP/kaN.out.
-ka_start() {
-	local n=$1 b=$2 ns ifc src peer sock p part vrid prio
+# ka_launch N NS IFC SRC PEER TRACK SOCK PART:VRID:PRIO...: write keepalived N's
+# configuration (the settings of ha/keepalived.conf.example; unicast VRRP from SRC to PEER
+# on interface IFC; TRACK 1: also track the bridge's process, told apart from the other
+# bridge's by its command line) for the bridge whose console socket is SOCK, one VRRP
+# instance per partition, and start it in network namespace NS ("": this one). Its log
+# in $SF_TMP/kaN.out. ka_start (one host) and th_ka_start (tests/ha/th-lib.sh, two) use it.
+ka_launch() {
+	local n=$1 ns=$2 ifc=$3 src=$4 peer=$5 track=$6 sock=$7 p part vrid prio
 	local conf=$SF_TMP/ka$n.conf
 
-	shift 2
-	sock=$SF_TMP/$b.sock
-	if [ "$n" = 1 ]; then
-		ns="" ifc=kav1-$$ src=169.254.77.1 peer=169.254.77.2
-	else
-		ns=$KA_NS2 ifc=kav2-$$ src=169.254.77.2 peer=169.254.77.1
-	fi
-	# The settings of ha/keepalived.conf.example; the bridge's process is told apart
-	# from the other bridge's by its command line (both run the same program here).
+	shift 7
 	cat >"$conf" <<EOC
 global_defs {
 	router_id ka$n
@@ -153,7 +149,7 @@ global_defs {
 	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --health-file $SF_TMP/ka$n.health --fifo $sock"
 }
 EOC
-	[ -n "$ns" ] || cat >>"$conf" <<EOC
+	[ "$track" != 1 ] || cat >>"$conf" <<EOC
 vrrp_track_process ib2roce_process {
 	process "$IB2ROCE" --debug --control "$sock"
 	param_match partial
@@ -188,7 +184,7 @@ vrrp_instance ib2roce_$part {
 		$peer
 	}
 EOC
-		[ -n "$ns" ] || printf '\ttrack_process {\n\t\tib2roce_process\n\t}\n' >>"$conf"
+		[ "$track" != 1 ] || printf '\ttrack_process {\n\t\tib2roce_process\n\t}\n' >>"$conf"
 		cat >>"$conf" <<EOC
 	track_script {
 		ib2roce_health
@@ -206,6 +202,19 @@ EOC
 		-f "$conf" -p "$SF_TMP/ka$n-main.pid" -r "$SF_TMP/ka$n-vrrp.pid" \
 		-c "$SF_TMP/ka$n-chk.pid" >"$SF_TMP/ka$n.out" 2>&1 &
 	echo $! >"$SF_TMP/ka$n.pid"
+}
+
+# ka_start N BRIDGE PART:VRID:PRIO...: keepalived N (1: the test's namespace, 2: namespace 2)
+# for bridge BRIDGE, one VRRP instance per partition (ka_launch).
+ka_start() {
+	local n=$1 b=$2
+
+	shift 2
+	if [ "$n" = 1 ]; then
+		ka_launch 1 "" "kav1-$$" 169.254.77.1 169.254.77.2 1 "$SF_TMP/$b.sock" "$@"
+	else
+		ka_launch "$n" "$KA_NS2" "kav2-$$" 169.254.77.2 169.254.77.1 0 "$SF_TMP/$b.sock" "$@"
+	fi
 }
 
 # ka_check_conf N: keepalived N complained about no line of its configuration (every
