@@ -70,14 +70,6 @@ void log_text(int prio, const char *prefix, char *text)
 	snprintf(logbuf, sizeof(logbuf), "%s%s", prefix, text);
 }
 
-/* The fuzzed bridge has no configuration to reload (c->reload is NULL there). */
-int ctl_reload(struct ctl *c, FILE *out)
-{
-	(void)c;
-	(void)out;
-	return -ENOSYS;
-}
-
 /* The loop (control/loop.c): nothing is watched here, the events are made up below. */
 int loop_watch(int fd, unsigned events, loop_fd_fn *fn, void *arg)
 {
@@ -217,6 +209,7 @@ static const struct console_cmd module_cmds[] = {
 	{{"join", "group [both|in|out]", "", false}, stub_join},
 	{{"leave", "group", "", false}, stub_leave},
 	{{"multicast", NULL, "", false}, stub_line},
+	{{"reload", NULL, "", false}, stub_line},
 	{{"role", "[partition] active|standby", "", false}, stub_line},
 	{{"senders", "[N]", "", false}, stub_senders},
 	{{"stats", "[--json]", "", false}, stub_line},
@@ -228,27 +221,6 @@ static const struct console_cmd module_cmds[] = {
 	{{"zap", NULL, "", false}, stub_line},
 	{{NULL, NULL, NULL, false}, NULL},
 };
-
-/* shutdown with a peer hands over first (control/ha.c): here there is none. */
-int ha_handover(struct ha *ha, struct ctl *c, const char *name, const char *why, bool stopping,
-		ha_done_fn *done, void *arg, FILE *out)
-{
-	(void)done;
-	(void)arg;
-	(void)ha;
-	(void)c;
-	(void)name;
-	(void)why;
-	(void)stopping;
-	fprintf(out, "handover: no peer (--ha-peer-control)\n");
-	return -EINVAL;
-}
-
-const char *ha_peer(const struct ha *ha)
-{
-	(void)ha;
-	return NULL;
-}
 
 /* ---- The harness ---- */
 
