@@ -8,6 +8,13 @@
  * connection with the same framing (--ha-peer). A handover (ha_handover) is a state machine
  * that the control loop drives (ha_fd, ha_pass), bounded by one deadline, with a
  * non-blocking socket and a fixed reply buffer; ha.h says what it guarantees and how.
+ *
+ * Why one file of ~1 300 lines: the partitions' roles, the handover's state machine and
+ * the peer's side of it (takeover prepare/commit/done, the undo of a stale commit) read
+ * and change the same struct ha under the same rules (one prepared id, the 2 s commit
+ * window, the drain before standby); split, each half would need the other's private
+ * state. What is not the protocol is elsewhere: the TLS transport in hanet.c, the
+ * console's framing in lib/conserver.c.
  */
 #include <errno.h>
 #include <inttypes.h>

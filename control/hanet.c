@@ -3,6 +3,12 @@
  * hanet.c - the HA verbs over TCP in TLS 1.3 with a pre-shared key or X.509
  * certificates (hanet.h).
  *
+ * Why one file of ~1 600 lines: it is the one place that holds GnuTLS state (credentials
+ * for both modes, the listener's sessions, the asking side's link) and its rules (TLS 1.3
+ * only, bounded handshakes, refusals counted once per address and reason, key files
+ * checked and reloaded); ha.c above it sees only a link (hanet_link_*) and three
+ * callbacks (struct hanet_ops), so the protocol never meets a GnuTLS call.
+ *
  * Why GnuTLS with a PSK (docs/operations.md says the same for operators): a pair of
  * bridges is two known machines, not a public service; a key shared by the two (made
  * with `psktool` or any 32 random bytes) authenticates both ends in one handshake
