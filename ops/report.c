@@ -286,7 +286,8 @@ static void json_ha(struct jw *j, struct ctl *c)
 		jw_open(j, NULL, '{');
 		jw_string(j, "name", p->name);
 		jw_string(j, "role", p->standby ? "standby" : "active");
-		jw_u64(j, "groups", p->ngroups);
+		/* Counted now: groups joined or left at run time since the last count. */
+		jw_u64(j, "groups", ha_part_ngroups(c->ha, c, i));
 		jw_i64(j, "since", p->since_wall);
 		jw_u64(j, "since_s", (now - p->since_ms) / 1000);
 		jw_u64(j, "transitions", p->transitions);

@@ -124,6 +124,10 @@ promtool check metrics <"$prom" >"$SF_TMP/promtool.out" 2>&1 ||
 
 # join: every form; duplicates across syntaxes refused, naming both.
 con_expect_in "$(con_ok bridge join ff12::6)" "^joining ff12::6 \(both\)$" "join ff12::6"
+# Not in partition p6: another IPv6 group (all of them had the IPv4 address 0).
+[ "$(con_json bridge '.ha.partitions[] | select(.name == "p6") | .groups')" = 2 ] ||
+	br_fail "partition p6 after join ff12::6: $(con_json bridge '.ha.partitions')" bridge
+con_expect_in "$(con_ok bridge ha)" "^p6 +active +2 " "ha: p6 holds 2 groups"
 con_expect_in "$(con_ok bridge join 'ff12::8=239.1.2.20#roceqkey=0x33' in)" \
 	"^joining ff12::8=239.1.2.20#roceqkey=0x33 \(in\)$" "join ff12::8=239.1.2.20"
 con_wait_json bridge '.groups[] | select(.group == "ff12::8=239.1.2.20#roceqkey=0x33") | .ib.state + .roce.state' joinedjoined
