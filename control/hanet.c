@@ -1188,9 +1188,42 @@ static void listen_fd(void *arg, unsigned events)
 }
 
 /*
- * After a reload (ok: it went through): the files it read (staged_files, each checked by
- * its option) become the credentials. A key that is not the certificate's is found only
- * here, when the three are put together: logged, and the old credentials stay.
+ * A reload's pass over the options read the files (staged_files, each checked on its
+ * own by its option): whether the three make credentials (the key is the certificate's,
+ * the CA's certificates are taken). Options come one at a time, so only the whole parse
+ * can tell: app/reload.c asks after each pass, before anything changes. On a refusal the
+ * staged files go (the old credentials stay) and err names the files.
+ */
+int hanet_reload_check(struct hanet *n, char *err, size_t errlen)
+{
+	struct hanet_file f[HANET_NFILES];
+	struct hanet_cred *c;
+	bool any = false;
+
+	if (!n)
+		return 0;
+	for (int i = 0; i < HANET_NFILES; i++)
+		any |= n->staged_files[i].d.data != NULL;
+	/* Certificates given to a bridge started without: certs_reloaded says a restart
+	 * takes them. */
+	if (!any || !n->cred)
+		return 0;
+	for (int i = 0; i < HANET_NFILES; i++)
+		f[i] = n->staged_files[i].d.data ? n->staged_files[i] : n->files[i];
+	c = cred_make(f, err, errlen);
+	if (!c) {
+		for (int i = 0; i < HANET_NFILES; i++)
+			hfile_clear(&n->staged_files[i]);
+		return -EINVAL;
+	}
+	cred_put(c);
+	return 0;
+}
+
+/*
+ * After a reload (ok: it went through): the files it read (staged_files, checked
+ * together by hanet_reload_check) become the credentials. Should they still not make
+ * credentials (a file changed between the check and now): logged, the old ones stay.
  * Sessions and links keep the credentials they started with (cred_put frees them).
  */
 static void certs_reloaded(struct hanet *n, bool ok)

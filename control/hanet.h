@@ -94,6 +94,15 @@ void hanet_free(struct hanet *n, struct ctl *c);
  */
 int hanet_start(struct hanet *n, struct ctl *c, char *err, size_t errlen);
 
+/*
+ * After a reload's parse of the options (app/reload.c), before it changes anything: the
+ * certificate files it read make credentials together (--ha-key is --ha-cert's key,
+ * --ha-ca's certificates are taken). 0 (also: nothing read, NULL n), or -EINVAL with one
+ * message naming the files in err; the files read are then dropped, the old
+ * credentials stay.
+ */
+int hanet_reload_check(struct hanet *n, char *err, size_t errlen);
+
 /* --ha-peer as given, NULL when not set. */
 const char *hanet_peer(const struct hanet *n);
 
