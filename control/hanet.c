@@ -1188,11 +1188,12 @@ static void listen_fd(void *arg, unsigned events)
 }
 
 /*
- * A reload's pass over the options read the files (staged_files, each checked on its
- * own by its option): whether the three make credentials (the key is the certificate's,
- * the CA's certificates are taken). Options come one at a time, so only the whole parse
- * can tell: app/reload.c asks after each pass, before anything changes. On a refusal the
- * staged files go (the old credentials stay) and err names the files.
+ * A reload's pass over the options read the files (staged_files, staged: each checked on
+ * its own by its option): whether the three make credentials (the key is the
+ * certificate's, the CA's certificates are taken), and whether they keep the pair's mode
+ * (a key file or certificates). Options come one at a time, so only the whole parse can
+ * tell: app/reload.c asks after each pass, before anything changes. On a refusal what
+ * was read goes (the old credentials stay) and err names the files.
  */
 int hanet_reload_check(struct hanet *n, char *err, size_t errlen)
 {
@@ -1204,20 +1205,45 @@ int hanet_reload_check(struct hanet *n, char *err, size_t errlen)
 		return 0;
 	for (int i = 0; i < HANET_NFILES; i++)
 		any |= n->staged_files[i].d.data != NULL;
-	/* Certificates given to a bridge started without: certs_reloaded says a restart
-	 * takes them. */
+	/* The mode of a running pair (hanet_start: a key file or certificates) changes only
+	 * with a restart, as the start refuses both at once. Without --ha-peer and
+	 * --ha-listen nothing uses either. */
+	if (n->have_peer || n->have_listen) {
+		if (any && !n->cred) {
+			int i = n->staged_files[HANET_CERT].d.data  ? HANET_CERT
+				: n->staged_files[HANET_KEY].d.data ? HANET_KEY
+								    : HANET_CA;
+
+			opt_errf(err, errlen, -EINVAL,
+				 "%s %s: the reload gives certificates to a pair that "
+				 "authenticates with --ha-psk: only a restart changes that",
+				 hfile_opt[i], n->staged_files[i].path);
+			goto refused;
+		}
+		if (n->have_staged && n->cred) {
+			opt_errf(err, errlen, -EINVAL,
+				 "ha-psk %s: the reload gives a key file to a pair that "
+				 "authenticates with certificates (--ha-cert): only a restart "
+				 "changes that",
+				 n->staged_path);
+			goto refused;
+		}
+	}
 	if (!any || !n->cred)
 		return 0;
 	for (int i = 0; i < HANET_NFILES; i++)
 		f[i] = n->staged_files[i].d.data ? n->staged_files[i] : n->files[i];
 	c = cred_make(f, err, errlen);
-	if (!c) {
-		for (int i = 0; i < HANET_NFILES; i++)
-			hfile_clear(&n->staged_files[i]);
-		return -EINVAL;
-	}
+	if (!c)
+		goto refused;
 	cred_put(c);
 	return 0;
+refused:
+	for (int i = 0; i < HANET_NFILES; i++)
+		hfile_clear(&n->staged_files[i]);
+	keys_clear(&n->staged);
+	n->have_staged = false;
+	return -EINVAL;
 }
 
 /*

@@ -37,6 +37,8 @@ reload_refused() {
 # 4. A reload with a key file open to others, with a key of another certificate, with a
 #    CA file that does not parse: each refused with one line, the credentials kept; the
 #    right files back by SIGHUP (a renewal): the handover goes through.
+# 5. A reload that would change a running pair's mode (a key file for certificates, or
+#    certificates for a key file) is refused with one line, nothing changed.
 # Asserts counts and roles, never times.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
@@ -216,6 +218,52 @@ for _ in $(seq 50); do
 done
 grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 7$' "$SF_TMP/b.prom" ||
 	br_fail "metrics: auth not 7: $(grep ha_peer_refused "$SF_TMP/b.prom")" b
+# 5. A running pair keeps its mode: a reload that gives a key file to a pair with
+#    certificates, or certificates to a pair with a key file, is refused with one line
+#    and changes nothing (bridge x, configured by a file: a reload reads it again).
+px=$((pa + 2))
+printf 'ha-listen 127.0.0.1:%s\nha-peer 127.0.0.1:%s\nha-peer-name bridge-b\n' "$px" "$pb" >"$SF_TMP/x.base"
+xconf() {
+	cp "$SF_TMP/x.base" "$SF_TMP/x.conf"
+	for m in "$@"; do
+		case $m in
+		cert) printf 'ha-cert %s\nha-key %s\nha-ca %s\n' "$d/a.pem" "$d/a.key" "$d/ca.pem" ;;
+		psk) printf 'ha-psk %s\n' "$d/a.psk" ;;
+		esac >>"$SF_TMP/x.conf"
+	done
+}
+# x_refused PATTERN WHAT: x's reload refused with one line matching PATTERN; x's listener
+# line (its mode) as before.
+x_refused() {
+	local before
+
+	con_must x ha
+	before=$(grep '^ha_listen ' "$SF_TMP/bcom.out")
+	con_must_exit x 1 reload >/dev/null
+	{ [ "$(grep -c . "$SF_TMP/bcom.out")" = 1 ] && grep -q "$1" "$SF_TMP/bcom.out"; } ||
+		br_fail "reload of x with $2: not one line '$1': $(cat "$SF_TMP/bcom.out")" x
+	con_must x ha
+	[ "$(grep '^ha_listen ' "$SF_TMP/bcom.out")" = "$before" ] ||
+		br_fail "reload of x with $2 changed it: $(cat "$SF_TMP/bcom.out")" x
+}
+xconf cert
+br_bridge x 1 -d sim_ib2 -r sim_roce2 -m 239.1.5.9 -c "$SF_TMP/x.conf"
+xconf cert psk
+x_refused "ha-psk .*a.psk: the reload gives a key file to a pair that authenticates with certificates (--ha-cert): only a restart changes that; nothing changed$" \
+	"a key file added"
+xconf psk
+x_refused "ha-psk .*a.psk: the reload gives a key file to a pair that authenticates with certificates" \
+	"a key file instead of the certificates"
+xconf cert
+con_must x reload
+br_stop x
+xconf psk
+br_bridge x 1 -d sim_ib2 -r sim_roce2 -m 239.1.5.9 -c "$SF_TMP/x.conf"
+xconf cert
+x_refused "ha-cert .*a.pem: the reload gives certificates to a pair that authenticates with --ha-psk: only a restart changes that; nothing changed$" \
+	"certificates instead of the key file"
+br_stop x
+
 br_stop a
 br_stop b
 allow=$(br_nic a IB)
