@@ -24,6 +24,7 @@
 #include "ctl.h"
 #include "groupopts.h"
 #include "ha.h"
+#include "hanet.h"
 #include "daemon.h"
 #include "fwd.h"
 #include "health.h"
@@ -343,6 +344,9 @@ int reload(struct ctl *c, FILE *out)
 	feat_reload_mode(true, true, out);
 	ret = reparse(&shadow, &r, err, sizeof(err));
 	feat_reload_mode(false, false, NULL);
+	/* Files that pass one at a time but not together (a key of another certificate). */
+	if (!ret && c->ha)
+		ret = hanet_reload_check(ha_net(c->ha), err, sizeof(err));
 	if (ret) {
 		fprintf(out, "%s; nothing changed\n", err);
 		ret = -ECANCELED; /* refused (ctl_reload) */
@@ -369,6 +373,8 @@ int reload(struct ctl *c, FILE *out)
 	feat_reload_mode(true, false, out);
 	ret = reparse(&shadow, &r, err, sizeof(err));
 	feat_reload_mode(false, false, NULL);
+	if (!ret && c->ha)
+		ret = hanet_reload_check(ha_net(c->ha), err, sizeof(err));
 	if (ret) { /* the files changed between the two passes */
 		fprintf(out, "%s\n", err);
 		ret = -ECANCELED; /* nothing changed either: refused */

@@ -1188,9 +1188,68 @@ static void listen_fd(void *arg, unsigned events)
 }
 
 /*
- * After a reload (ok: it went through): the files it read (staged_files, each checked by
- * its option) become the credentials. A key that is not the certificate's is found only
- * here, when the three are put together: logged, and the old credentials stay.
+ * A reload's pass over the options read the files (staged_files, staged: each checked on
+ * its own by its option): whether the three make credentials (the key is the
+ * certificate's, the CA's certificates are taken), and whether they keep the pair's mode
+ * (a key file or certificates). Options come one at a time, so only the whole parse can
+ * tell: app/reload.c asks after each pass, before anything changes. On a refusal what
+ * was read goes (the old credentials stay) and err names the files.
+ */
+int hanet_reload_check(struct hanet *n, char *err, size_t errlen)
+{
+	struct hanet_file f[HANET_NFILES];
+	struct hanet_cred *c;
+	bool any = false;
+
+	if (!n)
+		return 0;
+	for (int i = 0; i < HANET_NFILES; i++)
+		any |= n->staged_files[i].d.data != NULL;
+	/* The mode of a running pair (hanet_start: a key file or certificates) changes only
+	 * with a restart, as the start refuses both at once. Without --ha-peer and
+	 * --ha-listen nothing uses either. */
+	if (n->have_peer || n->have_listen) {
+		if (any && !n->cred) {
+			int i = n->staged_files[HANET_CERT].d.data  ? HANET_CERT
+				: n->staged_files[HANET_KEY].d.data ? HANET_KEY
+								    : HANET_CA;
+
+			opt_errf(err, errlen, -EINVAL,
+				 "%s %s: the reload gives certificates to a pair that "
+				 "authenticates with --ha-psk: only a restart changes that",
+				 hfile_opt[i], n->staged_files[i].path);
+			goto refused;
+		}
+		if (n->have_staged && n->cred) {
+			opt_errf(err, errlen, -EINVAL,
+				 "ha-psk %s: the reload gives a key file to a pair that "
+				 "authenticates with certificates (--ha-cert): only a restart "
+				 "changes that",
+				 n->staged_path);
+			goto refused;
+		}
+	}
+	if (!any || !n->cred)
+		return 0;
+	for (int i = 0; i < HANET_NFILES; i++)
+		f[i] = n->staged_files[i].d.data ? n->staged_files[i] : n->files[i];
+	c = cred_make(f, err, errlen);
+	if (!c)
+		goto refused;
+	cred_put(c);
+	return 0;
+refused:
+	for (int i = 0; i < HANET_NFILES; i++)
+		hfile_clear(&n->staged_files[i]);
+	keys_clear(&n->staged);
+	n->have_staged = false;
+	return -EINVAL;
+}
+
+/*
+ * After a reload (ok: it went through): the files it read (staged_files, checked
+ * together by hanet_reload_check) become the credentials. Should they still not make
+ * credentials (a file changed between the check and now): logged, the old ones stay.
  * Sessions and links keep the credentials they started with (cred_put frees them).
  */
 static void certs_reloaded(struct hanet *n, bool ok)

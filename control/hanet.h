@@ -94,6 +94,16 @@ void hanet_free(struct hanet *n, struct ctl *c);
  */
 int hanet_start(struct hanet *n, struct ctl *c, char *err, size_t errlen);
 
+/*
+ * After a reload's parse of the options (app/reload.c), before it changes anything: the
+ * certificate files it read make credentials together (--ha-key is --ha-cert's key,
+ * --ha-ca's certificates are taken), and a running pair keeps its mode (no certificates
+ * for a pair with --ha-psk, no key file for one with certificates). 0 (also: nothing
+ * read, NULL n), or -EINVAL with one message naming the files in err; what was read is
+ * then dropped, the old keys or credentials stay.
+ */
+int hanet_reload_check(struct hanet *n, char *err, size_t errlen);
+
 /* --ha-peer as given, NULL when not set. */
 const char *hanet_peer(const struct hanet *n);
 

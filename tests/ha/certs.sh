@@ -3,6 +3,28 @@
 # --ha-peer-name; control/hanet.c, docs/operations.md "Certificates instead of a key"),
 # both bridges on this host (127.0.0.1), certificates made here with certtool
 # (tests/ha/certgen.sh):
+# reload_refused PATTERN WHAT: a's reload is refused with one line matching PATTERN;
+# nothing changed: the refusals and the reloads it counts, its credentials (still
+# a's --ha-ca of the other CA: its handover fails on b's certificate).
+reload_refused() {
+	local n0 r0
+
+	n0=$(grep -c "reload: .*nothing changed" "$SF_TMP/a.err") || n0=0
+	r0=$(grep -c "ha-cert .*: read again" "$SF_TMP/a.err") || r0=0
+	con_must_exit a 1 reload >/dev/null
+	{ [ "$(grep -c . "$SF_TMP/bcom.out")" = 1 ] && grep -q "$1" "$SF_TMP/bcom.out"; } ||
+		br_fail "reload with $2: not one line '$1': $(cat "$SF_TMP/bcom.out")" a
+	[ "$(grep -c "reload: .*nothing changed" "$SF_TMP/a.err")" -gt "$n0" ] ||
+		br_fail "reload with $2: the refusal not logged" a
+	con_must_exit a 1 handover >/dev/null
+	grep -q "its certificate does not verify" "$SF_TMP/bcom.out" ||
+		br_fail "reload with $2 changed the credentials: $(cat "$SF_TMP/bcom.out")" a
+	[ "$(grep -c "ha-cert .*: read again" "$SF_TMP/a.err")" = "$r0" ] ||
+		br_fail "reload with $2: the certificates were read again" a
+	ha_role_is a default active
+	ha_role_is b default standby
+}
+
 # 1. Start-up checks: a private key readable by others, a key that is not the
 #    certificate's, a missing --ha-ca, --ha-psk with --ha-cert: exit 2, one line.
 # 2. A handover a -> b in certificate mode during a stream: zero loss (a's NIC drops
@@ -12,9 +34,11 @@
 #    refused by b, counted (auth), logged once each with GnuTLS's verdict; roles unchanged
 #    on both sides. a's --ha-ca of another CA (a refuses b's certificate): a's handover
 #    fails as "its certificate does not verify"; b counts a's alert (auth).
-# 4. A reload with a key file open to others is refused and keeps the credentials, one
-#    with a key of another certificate is logged and keeps them; the right files back
-#    by SIGHUP (a renewal): the handover goes through.
+# 4. A reload with a key file open to others, with a key of another certificate, with a
+#    CA file that does not parse: each refused with one line, the credentials kept; the
+#    right files back by SIGHUP (a renewal): the handover goes through.
+# 5. A reload that would change a running pair's mode (a key file for certificates, or
+#    certificates for a key file) is refused with one line, nothing changed.
 # Asserts counts and roles, never times.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
@@ -145,8 +169,8 @@ ha_role_is b default standby
 
 # 4. A reload with a private key open to others: refused, the credentials stay (still
 #    the other CA: the handover still fails on a's side); one with a key that is not the
-#    certificate's: logged, the credentials stay; then the right files (a renewal) by
-#    SIGHUP: the handover goes through.
+#    certificate's, one with a CA file that does not parse: the same; then the right
+#    files (a renewal) by SIGHUP: the handover goes through.
 use a
 chmod 644 "$d/a-cur.key"
 con_must_exit a 1 reload >/dev/null
@@ -155,20 +179,20 @@ grep -q "a-cur.key: mode 0644 gives group or others access" "$SF_TMP/bcom.out" |
 con_must_exit a 1 handover >/dev/null
 grep -q "its certificate does not verify" "$SF_TMP/bcom.out" ||
 	br_fail "the refused reload changed the credentials: $(cat "$SF_TMP/bcom.out")" a
-# A key that is not the certificate's: each file passes its own checks, the reload goes
-# through, the pair is refused when the credentials are made: logged, the old stay.
+# A key that is not the certificate's: each file passes its own checks, the three
+# together do not: the reload is refused (one line naming both files), nothing changed.
 cp "$d/b.key" "$d/a-cur.key"
 chmod 600 "$d/a-cur.key"
-con_must a reload
-for _ in $(seq 50); do
-	grep -q "ha-cert .*a-cur.pem with ha-key .*a-cur.key: .*the old ones stay" "$SF_TMP/a.err" && break
-	sleep 0.1
-done
-grep -q "ha-cert .*a-cur.pem with ha-key .*a-cur.key: .*the old ones stay" "$SF_TMP/a.err" ||
-	br_fail "a key not of the certificate: not logged" a
-con_must_exit a 1 handover >/dev/null
-grep -q "its certificate does not verify" "$SF_TMP/bcom.out" ||
-	br_fail "a mismatched key changed the credentials: $(cat "$SF_TMP/bcom.out")" a
+reload_refused "ha-cert .*a-cur.pem with ha-key .*a-cur.key: .*; nothing changed$" \
+	"a key not of the certificate"
+# A CA file that does not parse (a PEM block of garbage after the CA): refused the same.
+use a
+{
+	cat "$d/ca.pem"
+	printf -- '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n'
+} >"$d/a-ca.pem"
+reload_refused "ha-ca .*a-ca.pem: not a PEM certificate: .*; nothing changed$" \
+	"a CA file that does not parse"
 use a
 c0=$(grep -c 'ha-cert .*a-cur.pem, ha-key .*: read again' "$SF_TMP/a.err") || c0=0
 kill -HUP "$(sf_child "$(br_pid a)")"
@@ -184,16 +208,62 @@ grep -q '^handover: 2 of 2 partitions handed over$' "$SF_TMP/bcom.out" ||
 ha_role_is a default standby
 ha_role_is b default active
 ha_role_is b p2 active
-refused_is b auth 6
+refused_is b auth 7
 for r in unknown_peer replay garbage stall protocol busy; do
 	refused_is b "$r" 0
 done
 for _ in $(seq 50); do
-	grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 6$' "$SF_TMP/b.prom" && break
+	grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 7$' "$SF_TMP/b.prom" && break
 	sleep 0.1
 done
-grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 6$' "$SF_TMP/b.prom" ||
-	br_fail "metrics: auth not 6: $(grep ha_peer_refused "$SF_TMP/b.prom")" b
+grep -q '^ib2roce_ha_peer_refused_total{reason="auth"} 7$' "$SF_TMP/b.prom" ||
+	br_fail "metrics: auth not 7: $(grep ha_peer_refused "$SF_TMP/b.prom")" b
+# 5. A running pair keeps its mode: a reload that gives a key file to a pair with
+#    certificates, or certificates to a pair with a key file, is refused with one line
+#    and changes nothing (bridge x, configured by a file: a reload reads it again).
+px=$((pa + 2))
+printf 'ha-listen 127.0.0.1:%s\nha-peer 127.0.0.1:%s\nha-peer-name bridge-b\n' "$px" "$pb" >"$SF_TMP/x.base"
+xconf() {
+	cp "$SF_TMP/x.base" "$SF_TMP/x.conf"
+	for m in "$@"; do
+		case $m in
+		cert) printf 'ha-cert %s\nha-key %s\nha-ca %s\n' "$d/a.pem" "$d/a.key" "$d/ca.pem" ;;
+		psk) printf 'ha-psk %s\n' "$d/a.psk" ;;
+		esac >>"$SF_TMP/x.conf"
+	done
+}
+# x_refused PATTERN WHAT: x's reload refused with one line matching PATTERN; x's listener
+# line (its mode) as before.
+x_refused() {
+	local before
+
+	con_must x ha
+	before=$(grep '^ha_listen ' "$SF_TMP/bcom.out")
+	con_must_exit x 1 reload >/dev/null
+	{ [ "$(grep -c . "$SF_TMP/bcom.out")" = 1 ] && grep -q "$1" "$SF_TMP/bcom.out"; } ||
+		br_fail "reload of x with $2: not one line '$1': $(cat "$SF_TMP/bcom.out")" x
+	con_must x ha
+	[ "$(grep '^ha_listen ' "$SF_TMP/bcom.out")" = "$before" ] ||
+		br_fail "reload of x with $2 changed it: $(cat "$SF_TMP/bcom.out")" x
+}
+xconf cert
+br_bridge x 1 -d sim_ib2 -r sim_roce2 -m 239.1.5.9 -c "$SF_TMP/x.conf"
+xconf cert psk
+x_refused "ha-psk .*a.psk: the reload gives a key file to a pair that authenticates with certificates (--ha-cert): only a restart changes that; nothing changed$" \
+	"a key file added"
+xconf psk
+x_refused "ha-psk .*a.psk: the reload gives a key file to a pair that authenticates with certificates" \
+	"a key file instead of the certificates"
+xconf cert
+con_must x reload
+br_stop x
+xconf psk
+br_bridge x 1 -d sim_ib2 -r sim_roce2 -m 239.1.5.9 -c "$SF_TMP/x.conf"
+xconf cert
+x_refused "ha-cert .*a.pem: the reload gives certificates to a pair that authenticates with --ha-psk: only a restart changes that; nothing changed$" \
+	"certificates instead of the key file"
+br_stop x
+
 br_stop a
 br_stop b
 allow=$(br_nic a IB)

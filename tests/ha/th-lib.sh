@@ -149,6 +149,8 @@ th_exit() {
 	local rc=$? # first: a bare `local rc` would make $? 0 and every failure a pass
 
 	set +e
+	# TH_KEEP_LOGS=DIR: the bridges' and keepalived's logs copied there (bench/ha-hostdeath.sh).
+	[ -z "${TH_KEEP_LOGS:-}" ] || cp "$SF_TMP"/*.err "$SF_TMP"/ka?.out "$TH_KEEP_LOGS"/ 2>/dev/null
 	th_cleanup
 	(exit "$rc") # sf_cleanup exits with the status it finds
 	(sf_cleanup)

@@ -14,7 +14,12 @@
 #    link down) during a stream on B's partition: a takes every partition; the loss printed,
 #    asserted only bounded. TH_DEATH_RUNS (default 1) repeats it (host B started again
 #    between runs) and TH_RATE sets the stream's rate (packets/s, default 2000): bench/ha-hostdeath.sh runs it 10
-#    times at 10 and 100 kpps for docs/operations.md.
+#    times at 10 and 100 kpps for docs/operations.md. Each run prints where the stream
+#    went on the survivor (received, forwarded, dropped as standby, its control-thread
+#    stalls); a run that loses more than a second also prints when each step came.
+#    TH_XSTALL=MS stops a's control thread that long as B dies (fault injection: the
+#    signature of a survivor that cannot serve its console); TH_KEEP_LOGS=DIR keeps the
+#    bridges' and keepalived's logs (th-lib.sh).
 # Counts and roles asserted, never times.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
@@ -47,6 +52,11 @@ start_b() {
 nic_ib() {
 	con_must "$1" stats --json
 	jq '.sides[0].nic_rx_dropped // 0' "$SF_TMP/bcom.out"
+}
+# a_ib: bridge a's IB side counters "rx fwd standby drops" and its control-thread
+# stalls (stats --json).
+a_ib() {
+	con_json a '"\(.sides[0].rx_pkts) \(.sides[0].fwd_pkts) \(.sides[0].standby) \(.sides[0].drops) \(.ctl_stalls)"'
 }
 # one_active PARTITION: exactly one bridge active for it (both answer).
 one_active() {
@@ -107,8 +117,13 @@ for run in $(seq "$TH_DEATH_RUNS"); do
 	ka_wait_healthy a
 	m=$((KA_RATE * 6))
 	nic0=$(nic_ib a)
+	read -r rx0 fwd0 sb0 dr0 st0 <<<"$(a_ib)"
 	ka_stream s3 "$g1" "$m"
 	sleep 2
+	# TH_XSTALL=MS: a's control thread stopped that long as host B dies (the fault
+	# injection ctlstall), to show what a survivor that cannot serve its console loses.
+	[ -z "${TH_XSTALL:-}" ] || con_must a enable ctlstall="$TH_XSTALL"
+	tkill=$(date +%T.%3N)
 	th_kill_host b
 	rm -f "$SF_TMP/ka2.pid"
 	ka_wait_role a default active
@@ -121,13 +136,23 @@ for run in $(seq "$TH_DEATH_RUNS"); do
 	# that a slow survivor adds, not the failover's: printed apart.
 	nic=$(($(nic_ib a) - nic0))
 	sf_log "hostdeath rate=$KA_RATE lost=$KA_LOST ms=$((KA_LOST * 1000 / KA_RATE)) nic_drops=$nic"
-	# More than a second lost: what the survivor did with the stream (seen once, in 7 of
-	# 10 runs of one series at 100 000 packets/s, not since: its cause is not known).
+	# Where the stream went on the survivor during the run: what a received on IB,
+	# forwarded, dropped as standby (its role was late), dropped otherwise; and its
+	# control thread's stalls (a stall delays `role active`: docs/operations.md).
+	read -r rx1 fwd1 sb1 dr1 st1 <<<"$(a_ib)"
+	sf_log "hostdeath run $run: a IB rx=$((rx1 - rx0)) fwd=$((fwd1 - fwd0)) standby=$((sb1 - sb0)) drops=$((dr1 - dr0)) of $m; ctl_stalls +$((st1 - st0))"
+	# More than a second lost: what the survivor did with the stream (seen in 7 of 10
+	# runs of one series at 100 000 packets/s, not since: docs/operations.md).
 	if [ "$KA_LOST" -gt "$KA_RATE" ]; then
 		con_must a stats
 		sf_log "hostdeath run $run lost more than 1 s; a: $(grep -E 'rx_pkts|standby' "$SF_TMP/bcom.out" | tr '\n' ' ')"
 		con_must a ha
 		sf_log "hostdeath run $run: a's ha: $(tr '\n' ' ' <"$SF_TMP/bcom.out")"
+		# When each step came after the kill (at $tkill): keepalived 1's transitions,
+		# bridge a's role changes, the listener's summary.
+		sf_log "hostdeath run $run: killed at $tkill; keepalived 1: $(grep -E 'Entering|FAULT' "$SF_TMP/ka1.out" | tail -6 | tr '\n' ' ')"
+		sf_log "hostdeath run $run: a: $(grep -E 'partition|stalled|warning|error' "$SF_TMP/a.err" | tail -8 | tr '\n' ' ')"
+		sf_log "hostdeath run $run: listener: $BR_SUMMARY; sender: $(grep '^mcpkt: sent=' "$SF_TMP/s3_send.out")"
 	fi
 	ip -n "$TH_NSB" link set "th-b-$$" up
 	start_b
