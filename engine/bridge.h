@@ -435,6 +435,18 @@ struct side_ctx {
 	int gid_index;
 	uint32_t ipv4;	  /* RoCE: our address (network order); IB: 0 */
 	uint32_t netmask; /* RoCE: interface netmask (network order), 0 = unknown: no check */
+	/*
+	 * RoCE, IPv6 groups (docs/architecture.md "RoCEv2 over IPv6"): the RoCEv2 GID entries
+	 * of the port's global IPv6 address and of its link-local one (index -1: none), the
+	 * netdev's ifindex (GID table, 0: unknown), and the interface's IPv6 prefix as two
+	 * words each (net6, mask6: what foreign_source compares; mask6 0: unknown, no check).
+	 */
+	union ibv_gid gid6;
+	int gid6_index;
+	union ibv_gid gid6ll;
+	int gid6ll_index;
+	uint32_t ifindex;
+	uint64_t net6[2], mask6[2];
 	uint16_t pkey;
 	uint32_t mtu;
 	uint32_t lkey; /* pool's MR on this side */
@@ -483,6 +495,8 @@ struct bridge_cfg {
 	uint32_t sig_every;
 	uint32_t peers[64]; /* RoCE addresses of other bridges (network order) */
 	uint32_t npeers;
+	union ibv_gid peers6[64]; /* their IPv6 RoCE addresses (--peer with an IPv6 address) */
+	uint32_t npeers6;
 	bool allow_foreign; /* accept RoCE sources outside the interface subnet */
 	uint32_t max_senders;
 };
