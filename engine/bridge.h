@@ -106,6 +106,10 @@ struct group_side {
 	struct ibv_ah *ah; /* sends to the group on this side */
 	uint32_t qkey;
 	int last_error;
+	/* RoCE side of an IPv6 group (control/joins.c join_roce_v6): the socket holding its
+	 * MLD membership on the port's netdev, when mld. */
+	bool mld;
+	int mld_fd;
 };
 
 struct group {
@@ -557,6 +561,8 @@ struct bridge {
 	_Atomic uint32_t cap_gen;
 	_Atomic uint32_t cap_sides; /* bit s: capture what side s receives */
 	_Atomic uint32_t cap_group; /* only this group address (network order), 0: all */
+	/* only this group, for groups without an IPv4 address (IPv6 on RoCE); NULL: all */
+	const struct group *_Atomic cap_gptr;
 	_Atomic uint32_t cap_snap;  /* payload bytes to copy at most */
 	/* Packets forwarded by groups no longer bridged (left at run time), per input side. */
 	_Atomic uint64_t left_fwd_pkts[NSIDES];

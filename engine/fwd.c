@@ -1444,8 +1444,9 @@ static __attribute__((noinline)) void rx_capture_done(struct burst *b, struct ca
 						      const struct group *g, enum drop_reason why)
 {
 	uint32_t want = atomic_load_explicit(&b->br->cap_group, memory_order_relaxed);
+	const struct group *wg = atomic_load_explicit(&b->br->cap_gptr, memory_order_relaxed);
 
-	if (want && (!g || g->addr != want))
+	if ((want && (!g || g->addr != want)) || (wg && g != wg))
 		return; /* not taken: the record is written over by the next one */
 	r->group = g ? g->addr : 0;
 	r->verdict = (uint8_t)why;

@@ -66,9 +66,10 @@ static uint32_t ipv4_netmask(uint32_t addr)
 
 /*
  * The IPv6 prefix of the interface holding addr (16 bytes) as two words each: net (the
- * address masked) and mask; mask all 0 when no interface has it (no foreign check).
+ * address masked) and mask; mask all 0 when no interface has it (no foreign check). Sets
+ * *ifindex to that interface's when it is still 0 (the GID table did not say).
  */
-static void ipv6_prefix(const uint8_t *addr, uint64_t net[2], uint64_t mask[2])
+static void ipv6_prefix(const uint8_t *addr, uint64_t net[2], uint64_t mask[2], uint32_t *ifindex)
 {
 	struct ifaddrs *ifa, *i;
 	uint8_t m[16] = {0}, a[16];
@@ -81,6 +82,8 @@ static void ipv6_prefix(const uint8_t *addr, uint64_t net[2], uint64_t mask[2])
 			continue;
 		if (!memcmp(((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr.s6_addr, addr, 16)) {
 			memcpy(m, ((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr.s6_addr, 16);
+			if (!*ifindex)
+				*ifindex = if_nametoindex(i->ifa_name);
 			break;
 		}
 	}
@@ -114,7 +117,7 @@ static bool side_try_port(struct side_ctx *sd, struct ibv_context *ctx, uint8_t 
 	if (sd->side == SIDE_ROCE) {
 		sd->netmask = ipv4_netmask(sd->ipv4);
 		if (sd->gid6_index >= 0)
-			ipv6_prefix(sd->gid6.raw, sd->net6, sd->mask6);
+			ipv6_prefix(sd->gid6.raw, sd->net6, sd->mask6, &sd->ifindex);
 	}
 	sd->pattr = pp.pattr;
 	sd->port = port;
