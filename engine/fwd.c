@@ -508,6 +508,22 @@ static inline __attribute__((always_inline)) void burst_peer_post(struct burst *
 	out->st.tx_bytes += len;
 }
 
+/*
+ * The PGM stream table's key of a group (pgm/stream.h: opaque to it): the IPv4 address
+ * (host order) of an IPv4 group; an IPv6 group on RoCE (address 0) its RoCE address's
+ * two halves folded, with bit 63 set so that no IPv4 key equals it.
+ */
+static inline uint64_t group_pgm_key(const struct group *g)
+{
+	uint64_t hi, lo;
+
+	if (__builtin_expect(g->addr != 0, 1))
+		return ntohl(g->addr);
+	memcpy(&hi, g->mgid[SIDE_ROCE].raw, 8);
+	memcpy(&lo, g->mgid[SIDE_ROCE].raw + 8, 8);
+	return (hi ^ lo ^ (lo >> 32)) | 1ull << 63;
+}
+
 /* ---- classification and the discard rules ---- */
 
 /*
@@ -961,7 +977,7 @@ static __attribute__((noinline)) bool rx_pgm_inspect(struct bridge *br, struct c
 	ch->st.pgm_pkts++;
 	if (r == PGM_BAD_CHECKSUM)
 		ch->st.pgm_bad_csum++;
-	pgm_stream_key_from_packet(&key, &pkt, ntohl(g->addr));
+	pgm_stream_key_from_packet(&key, &pkt, group_pgm_key(g));
 	if (!pgm_stream_update(br->pgm, &key, ch->side, &pkt, now, &v) &&
 	    pgm_verdict_drop(v, (enum pgm_dup_policy)atomic_load_explicit(&br->pgm_dups,
 									  memory_order_relaxed)))
@@ -1324,7 +1340,7 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 		 */
 		if (why == RUN_ODATA) {
 			if (pgm_stream_odata_next(b->br->pgm, &f->pgm, p + BR_GRH_LEN, len,
-						  ntohl(f->g->addr), side, now)) {
+						  group_pgm_key(f->g), side, now)) {
 				pgm_next++; /* PGM_OK, passed */
 				goto send;
 			}
