@@ -35,8 +35,10 @@ fi
 grep -q "'ff02::1' is not a unicast IPv6 address" "$SF_TMP/badpeer.out" ||
 	br_fail "--peer ff02::1: no message naming it" badpeer
 
+capdir=$SF_TMP/cap
+mkdir -m 0750 "$capdir"
 br_bridge bridge 4 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g1" -m "$g2" -m "$g3" -m "$g4" \
-	--peer fd00:0:0:1::9 --peer 198.19.0.9
+	--peer fd00:0:0:1::9 --peer 198.19.0.9 --capture-dir "$capdir"
 for g in "$g1" "$g2" "$g4"; do
 	grep -q "RoCE joined $g (IPv6, GID index 5)" "$SF_TMP/bridge.err" ||
 		br_fail "bridge: $g not joined on RoCE with the IPv6 RoCE v2 GID (index 5)" bridge
@@ -66,8 +68,13 @@ tools_listen on_ib -d sim_ib2 -m "$g1" -m "$g2ib" -m "$g3" -D 60
 # IB -> RoCE: n packets to each group; then RoCE -> IB. Each until the bridge handled all.
 tools_send ib_tx -d sim_ib1 -m "$g1" -m "$g2ib" -m "$g3" -n "$n" --rate 20000
 con_wait_json bridge '.sides[0].fwd_pkts' $((3 * n))
+# RoCE -> IB captured, only the group ff0e::1234 (an IPv6 group: the filter by group).
+con_expect_in "$(con_ok bridge capture start v6.pcapng group "$g1" side roce)" "" "capture start"
+con_expect_in "$(con_ok bridge capture status)" "group $g1" "capture status names the group"
 tools_send roce_tx -r sim_roce1 -m "$g1" -m "$g2roce" -m "$g3" -n "$n" --rate 20000
 con_wait_json bridge '.sides[1].fwd_pkts' $((3 * n))
+con_wait_json bridge '.capture.written' "$n"
+con_expect_in "$(con_ok bridge capture stop)" "stopped: $n packets written, 0 captures dropped" "capture stop"
 tools_stop on_roce
 tools_stop on_ib
 
@@ -86,6 +93,33 @@ for g in "$g1" "$g2roce"; do
 done
 grep -Eq "^id:[0-9]+ +$g3 +198\.19\.0\.1/0x[0-9a-f]+ +$n " "$SF_TMP/on_roce.out" ||
 	br_fail "on_roce: no stream of $n packets from 198.19.0.1 on $g3" on_roce
+
+# The capture as tshark reads it: Ethernet (33:33 + the group's last 32 bits, RFC 2464) /
+# IPv6 / UDP 4791 / InfiniBand BTH+DETH, the RoCE sender's address, each one's comment.
+t() { tshark -n -r "$@" 2>"$SF_TMP/tshark.err" || br_fail "tshark: $(cat "$SF_TMP/tshark.err")" bridge; }
+f=$capdir/v6.pcapng
+k=$(t "$f" -Y "ipv6.dst == $g1 && udp.dstport == 4791 && infiniband.bth.opcode == 100 && eth.dst == 33:33:00:00:12:34 && ipv6.src == fd00:0:0:1::2" | wc -l)
+[ "$k" = "$n" ] || br_fail "tshark: $k Ethernet/IPv6/UDP 4791 RoCE frames to $g1 from fd00:0:0:1::2, expected $n" bridge
+k=$(t "$f" -Y "frame.comment contains \"forwarded group $g1\"" | wc -l)
+[ "$k" = "$n" ] || br_fail "tshark: $k frames with the comment 'forwarded group $g1', expected $n" bridge
+k=$(t "$f" | wc -l)
+[ "$k" = "$n" ] || br_fail "tshark: $k frames, expected $n (the group filter)" bridge
+line=$(t "$f" -c 1 -T fields -E separator=' ' -e frame.protocols -e infiniband.deth.q_key -e ipv6.hlim)
+case "$line" in
+"eth:ethertype:ipv6:udp:infiniband"*" 0x0000000001234567 64") ;;
+*) br_fail "tshark: first frame '$line'" bridge ;;
+esac
+
+# PGM in an IPv6 group, RoCE -> IB: the SPMs carry the sender's IPv6 address (path NLA
+# AFI 2); the bridge's inspection parses every packet as PGM (nothing malformed) and the
+# listener reads them back.
+tools_listen pgm_ib -d sim_ib3 -m "$g1" -D 60
+tools_send pgm_tx -r sim_roce1 -m "$g1" -n "$n" --pgm --rate 20000 --spm-interval 20
+spm_tx=$(sed -n 's/^mcsender: .* spm=\([0-9]*\) .*/\1/p' "$SF_TMP/pgm_tx.out")
+[ "$spm_tx" -gt 0 ] || br_fail "mcsender sent no SPM" pgm_tx
+con_wait_json bridge '.sides[1].fwd_pkts' $((4 * n + spm_tx))
+tools_stop pgm_ib
+tools_expect pgm_ib received="$n" lost=0 dup=0 pgm_bad=0 spm="$spm_tx" streams=1
 
 # mckey on IB with the native MGID, both ways through the bridge (its payloads are
 # "other" to mclisten: not mcsender's), and mckey's own rdma_cm
@@ -115,13 +149,21 @@ grep -q 'failure joining: Unknown error 524' "$SF_TMP/mk_roce.out" ||
 br_stop bridge
 for g in "$g1" "$g2" "$g3"; do
 	br_expect_group bridge "$g" ib_to_roce "$n"
+done
+br_expect_group bridge "$g1" roce_to_ib $((2 * n + spm_tx))
+for g in "$g2" "$g3"; do
 	br_expect_group bridge "$g" roce_to_ib "$n"
 done
 br_expect_group bridge "$g4" ib_to_roce "$c"
 br_expect_group bridge "$g4" roce_to_ib "$c"
+br_expect bridge IB rx_pkts $((3 * n + c))
+br_expect bridge IB fwd_pkts $((3 * n + c))
+br_expect bridge RoCE rx_pkts $((4 * n + spm_tx + c))
+br_expect bridge RoCE fwd_pkts $((4 * n + spm_tx + c))
+# The plain payloads are not PGM; the PGM ones (and their IPv6 NLAs) parse.
+br_expect bridge RoCE pgm_pkts $((n + spm_tx))
+br_expect bridge RoCE pgm_malformed 0
 for s in IB RoCE; do
-	br_expect bridge "$s" rx_pkts $((3 * n + c))
-	br_expect bridge "$s" fwd_pkts $((3 * n + c))
 	br_expect bridge "$s" drops 0
 done
 br_conservation bridge sim_ib0 sim_roce0
