@@ -893,7 +893,8 @@ static void prom_ha(FILE *f, struct ctl *c)
 	prom_head(f, "ib2roce_peer_configured", "gauge",
 		  "1 when the bridge has a peer (--ha-peer-control or --peer): drops for the "
 		  "reasons loop and peer_bridge are then expected.");
-	fprintf(f, "ib2roce_peer_configured %d\n", ha_peer(c->ha) || c->br->cfg.npeers);
+	fprintf(f, "ib2roce_peer_configured %d\n",
+		ha_peer(c->ha) || c->br->cfg.npeers || c->br->cfg.npeers6);
 	prom_head(f, "ib2roce_role", "gauge",
 		  "HA role of the partition on this bridge: 1 active, 0 standby "
 		  "(partitions with groups only).");

@@ -51,6 +51,24 @@ static void test_spm(void)
 	CHECK_EQ(n, 48);
 	CHECK_EQ(pgm_parse(b, (size_t)n, 0, &pkt), PGM_OK);
 	CHECK(nla_eq(&pkt.u.spm.nla, &v6));
+	/* pgm_nla_ipv6 makes the same NLA (AFI 2, 16 bytes as given), on the wire after
+	 * AFI 2 and the reserved field. */
+	{
+		static const uint8_t a6[16] = {0xfd, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
+		struct pgm_nla n6;
+
+		pgm_nla_ipv6(&n6, a6);
+		CHECK_EQ(n6.afi, PGM_AFI_IPV6);
+		CHECK_EQ(n6.len, 16);
+		CHECK(memcmp(n6.addr, a6, 16) == 0);
+		n = pgm_build_spm(b, sizeof(b), &tsi, 7500, 1, 1, 0, &n6);
+		CHECK_EQ(n, 48);
+		CHECK_EQ(b[PGM_HDR_LEN + 12], 0);
+		CHECK_EQ(b[PGM_HDR_LEN + 13], PGM_AFI_IPV6);
+		CHECK(memcmp(b + PGM_HDR_LEN + 16, a6, 16) == 0);
+		CHECK_EQ(pgm_parse(b, (size_t)n, 0, &pkt), PGM_OK);
+		CHECK(nla_eq(&pkt.u.spm.nla, &n6));
+	}
 
 	memset(b, 0x5a, sizeof(b));
 	CHECK_EQ(pgm_build_spm(b, 35, &tsi, 7500, 1, 1, 0, &nla), -ENOSPC);
