@@ -386,6 +386,7 @@ int reload(struct ctl *c, FILE *out)
 		ret = -ECANCELED; /* nothing changed either: refused */
 		goto done;
 	}
+	console_conf_groups(r.want, r.nwant); /* the configuration's groups (unbridged) */
 	for (uint32_t i = 0; i < o->br->ngroups;) {
 		struct group *g = o->br->groups[i];
 		bool keep = false;

@@ -181,6 +181,102 @@ static int cmd_config(struct ctl *c, char *args, FILE *out)
 	return c->config(c, out) ? -1 : 0;
 }
 
+/*
+ * ---- The configuration's groups (unbridged; bcom's Tab after join) ----
+ *
+ * The groups that the configuration names (at start: the groups bridged then; after a
+ * reload that got as far as the groups: the file's), with the MGIDs that
+ * group_spec_same compares, so that a group bridged now under another spelling counts
+ * as bridged. Control thread only.
+ */
+struct conf_group {
+	char spec[sizeof(((struct group *)0)->spec)];
+	enum group_dir dir;
+	union ibv_gid mgid[NSIDES]; /* IB (P_Key 0xffff, as group_spec_same) and RoCE */
+};
+
+static struct conf_group *conf_groups;
+static uint32_t nconf_groups;
+
+void console_conf_groups(struct group *const *v, uint32_t n)
+{
+	struct conf_group *cg = calloc(n ? n : 1, sizeof(*cg));
+
+	if (!cg)
+		return; /* the last list stays: unbridged may offer a stale group */
+	for (uint32_t i = 0; i < n; i++) {
+		memcpy(cg[i].spec, v[i]->spec, sizeof(cg[i].spec));
+		cg[i].spec[sizeof(cg[i].spec) - 1] = 0;
+		cg[i].dir = v[i]->dir;
+		group_mgid_ib(v[i], 0xffff, &cg[i].mgid[SIDE_IB]);
+		group_mgid_roce(v[i], &cg[i].mgid[SIDE_ROCE]);
+	}
+	free(conf_groups);
+	conf_groups = cg;
+	nconf_groups = n;
+}
+
+static int gid_cmp(const void *a, const void *b)
+{
+	return memcmp(a, b, sizeof(union ibv_gid));
+}
+
+/*
+ * unbridged: the configured groups that no group bridged now has the IB MGID or the RoCE
+ * group of (left with leave, or a reload failed to join them), one "spec dir" line each.
+ * The bridged groups' MGIDs are sorted once: 16 000 groups take a moment, not n².
+ */
+static int cmd_unbridged(struct ctl *c, char *args, FILE *out)
+{
+	struct bridge *br = c->br;
+	uint32_t n = br ? br->ngroups : 0, shown = 0;
+	union ibv_gid *have[NSIDES];
+	int w = 5;
+
+	if (concmd_no_args("unbridged", args, out))
+		return -1;
+	have[SIDE_IB] = calloc(n ? n : 1, sizeof(union ibv_gid));
+	have[SIDE_ROCE] = calloc(n ? n : 1, sizeof(union ibv_gid));
+	if (!have[SIDE_IB] || !have[SIDE_ROCE]) {
+		free(have[SIDE_IB]);
+		free(have[SIDE_ROCE]);
+		fprintf(out, "unbridged: out of memory\n");
+		return -1;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		group_mgid_ib(br->groups[i], 0xffff, &have[SIDE_IB][i]);
+		group_mgid_roce(br->groups[i], &have[SIDE_ROCE][i]);
+	}
+	for (int s = 0; s < NSIDES; s++)
+		qsort(have[s], n, sizeof(union ibv_gid), gid_cmp);
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < nconf_groups; i++) {
+			const struct conf_group *g = &conf_groups[i];
+			bool bridged = false;
+
+			for (int s = 0; s < NSIDES && !bridged; s++)
+				bridged = bsearch(&g->mgid[s], have[s], n, sizeof(union ibv_gid),
+						  gid_cmp) != NULL;
+			if (bridged)
+				continue;
+			if (!pass) {
+				int len = (int)strlen(g->spec);
+
+				w = len > w ? len : w;
+				continue;
+			}
+			if (!shown++)
+				fprintf(out, "%-*s  dir\n", w, "group");
+			fprintf(out, "%-*s  %s\n", w, g->spec, group_dir_name[g->dir]);
+		}
+	}
+	if (!shown)
+		fprintf(out, "every configured group is bridged\n");
+	free(have[SIDE_IB]);
+	free(have[SIDE_ROCE]);
+	return 0;
+}
+
 static const struct console_cmd console_cmds[] = {
 	{{"config", NULL,
 	  "the settings a reload cannot change (input of ib2roce --check --running-config)", false},
@@ -190,6 +286,9 @@ static const struct console_cmd console_cmds[] = {
 	{{"help", "[command]", "this list", false}, cmd_help},
 	{{"exit", NULL, "same as quit", false}, cmd_quit},
 	{{"quit", NULL, "leave the console (the bridge keeps running)", false}, cmd_quit},
+	{{"unbridged", NULL,
+	  "the configured groups not bridged now (left, or a reload failed to join them)", false},
+	 cmd_unbridged},
 	{{"shutdown", NULL, "stop the bridge (leave groups, final counters); never abbreviated",
 	  true},
 	 cmd_shutdown},
@@ -284,6 +383,9 @@ static int console_pass(void *arg, uint64_t now)
 int console_init(struct ctl *c)
 {
 	int r = console_cmd_register(console_cmds);
+
+	if (c->br) /* the groups bridged at start are the configuration's */
+		console_conf_groups(c->br->groups, c->br->ngroups);
 
 	return r ? r : loop_on_pass(console_pass, c);
 }

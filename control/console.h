@@ -45,6 +45,13 @@ int console_cmd_register(const struct console_cmd *table);
  * pass after every batch of events (loop.h). Before the loop runs. 0 or -errno. */
 int console_init(struct ctl *c);
 
+/*
+ * The configuration's groups (v[0..n), copied): what unbridged compares with the groups
+ * bridged now. console_init takes the groups bridged at start; a reload gives the file's.
+ */
+struct group;
+void console_conf_groups(struct group *const *v, uint32_t n);
+
 /* A deferred reply for the command running now (console_complete), 0: none possible
  * (no console, or the terminal). */
 uint64_t console_defer(struct ctl *c);

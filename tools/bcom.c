@@ -611,18 +611,32 @@ static void set_handler(int sig, void (*fn)(int))
 /*
  * What Tab completes, asked of the bridge when first needed (readline's callbacks take
  * no context, hence file-static): the commands (help), the features (enable), the
- * groups (multicast, asked again every time: they change).
+ * groups (multicast) and the configured groups not bridged now (unbridged), the last two
+ * asked again every time (they change). The directions of a join and the options of a
+ * group spec are bcom's own (WORDS_DIRS, WORDS_OPTS).
  */
-enum word_kind { WORDS_COMMANDS, WORDS_FEATURES, WORDS_GROUPS, WORDS_N };
+enum word_kind {
+	WORDS_COMMANDS,
+	WORDS_FEATURES,
+	WORDS_GROUPS,
+	WORDS_UNBRIDGED,
+	WORDS_N,
+	WORDS_DIRS = WORDS_N,
+	WORDS_OPTS
+};
 
-static const char *const words_cmd[WORDS_N] = {"help", "enable", "multicast"};
+static const char *const words_cmd[WORDS_N] = {"help", "enable", "multicast", "unbridged"};
+static const char *const words_dirs[] = {"both", "in", "out", NULL};
+/* The options after a spec's '#' or ',' (engine/mgid.c parse_opts; the TOS is a number). */
+static const char *const words_opts[] = {"qkey=", "ibqkey=", "roceqkey=", "w=", NULL};
 static char word_breaks[] = " \t\n"; /* what separates the words Tab completes */
 
 static struct {
 	struct conn *conn;
 	char **w[WORDS_N]; /* NULL-terminated lists */
 	enum word_kind kind;
-	size_t next; /* the generator's position */
+	size_t next;   /* the generator's position */
+	size_t opt_at; /* WORDS_OPTS: the text up to here ("spec#" or "spec#...,") is kept */
 } compl ;
 
 static void words_free(enum word_kind k)
@@ -660,6 +674,8 @@ static char **words_parse(enum word_kind k, char *text)
 		}
 		if (k == WORDS_GROUPS && !strncmp(l, "no multicast groups", 19))
 			break;
+		if (k == WORDS_UNBRIDGED && !strncmp(l, "every configured group", 23))
+			break;
 		nl = realloc(list, (n + 2) * sizeof(*list));
 		if (!nl)
 			break;
@@ -678,7 +694,7 @@ static void words_fetch(enum word_kind k)
 	struct sink out = {.fd = -1};
 	bool nl;
 
-	if (compl .w[k] && k != WORDS_GROUPS)
+	if (compl .w[k] && k != WORDS_GROUPS && k != WORDS_UNBRIDGED)
 		return;
 	words_free(k);
 	if (run_command_to(compl .conn, words_cmd[k], &out, &nl) == REPLY_OK && out.buf)
@@ -686,13 +702,59 @@ static void words_fetch(enum word_kind k)
 	free(out.buf);
 }
 
+/*
+ * The option name opt (words_opts) may follow in the options already in the spec
+ * (text[hash..at), "#" and the options up to the last ","): not one given already, and
+ * qkey= not with ibqkey= or roceqkey= (parse_opts refuses both).
+ */
+static bool opt_fits(const char *text, size_t hash, size_t at, const char *opt)
+{
+	bool both = !strcmp(opt, "qkey="), side = !both && strstr(opt, "qkey=");
+
+	for (size_t i = hash + 1; i < at;) {
+		size_t len = strcspn(text + i, ",");
+		const char *o = text + i;
+
+		if (i + len > at)
+			len = at - i;
+		if (!strncmp(o, opt, strlen(opt)) && len >= strlen(opt))
+			return false;
+		if ((both && (!strncmp(o, "ibqkey=", 7) || !strncmp(o, "roceqkey=", 9))) ||
+		    (side && !strncmp(o, "qkey=", 5)))
+			return false;
+		i += len + 1;
+	}
+	return true;
+}
+
 static char *words_next(const char *text, int state)
 {
 	size_t n = strlen(text);
-	char **w = compl .w[compl .kind];
+	char **w = compl .kind < WORDS_N ? compl .w[compl .kind] : NULL;
 
 	if (!state)
 		compl .next = 0;
+	if (compl .kind == WORDS_DIRS || compl .kind == WORDS_OPTS) {
+		const char *const *fixed = compl .kind == WORDS_DIRS ? words_dirs : words_opts;
+		size_t at = compl .kind == WORDS_OPTS ? compl .opt_at : 0;
+		size_t hash = strcspn(text, "#");
+
+		while (fixed[compl .next]) {
+			const char *cand = fixed[compl .next++];
+			char *full;
+
+			if (strncmp(cand, text + at, n - at) ||
+			    (at && !opt_fits(text, hash, at, cand)))
+				continue;
+			full = malloc(at + strlen(cand) + 1);
+			if (full) {
+				memcpy(full, text, at);
+				strcpy(full + at, cand);
+			}
+			return full;
+		}
+		return NULL;
+	}
 	while (w && w[compl .next]) {
 		const char *cand = w[compl .next++];
 
@@ -702,7 +764,24 @@ static char *words_next(const char *text, int state)
 	return NULL;
 }
 
-/* Tab: the first word is a command; after enable/disable a feature; after leave a group. */
+/* How many words come before the one that starts at start (the command is word 0). */
+static unsigned word_index(const char *buf, int start)
+{
+	unsigned n = 0;
+
+	for (int i = 0; i < start; i++)
+		if (buf[i] != ' ' && buf[i] != '\t' &&
+		    (!i || buf[i - 1] == ' ' || buf[i - 1] == '\t'))
+			n++;
+	return n;
+}
+
+/*
+ * Tab: the first word is a command; after enable/disable a feature; after leave a group;
+ * after join a configured group that is not bridged now (unbridged), then its direction,
+ * and within a spec after its '#' or a ',' the option names (no blank after those: the
+ * value follows).
+ */
 static char **complete(const char *text, int start, int end)
 {
 	const char *line = rl_line_buffer + strspn(rl_line_buffer, " \t");
@@ -710,6 +789,7 @@ static char **complete(const char *text, int start, int end)
 
 	(void)end;
 	rl_attempted_completion_over = 1; /* never file names */
+	rl_completion_append_character = ' ';
 	if (line + cmd >= rl_line_buffer + start)
 		compl .kind = WORDS_COMMANDS;
 	else if ((cmd == 6 && !strncmp(line, "enable", 6)) ||
@@ -717,9 +797,26 @@ static char **complete(const char *text, int start, int end)
 		compl .kind = WORDS_FEATURES;
 	else if (cmd == 5 && !strncmp(line, "leave", 5))
 		compl .kind = WORDS_GROUPS;
-	else
+	else if (cmd == 4 && !strncmp(line, "join", 4)) {
+		unsigned word = word_index(rl_line_buffer, start);
+		const char *hash = strchr(text, '#');
+
+		if (word == 2)
+			compl .kind = WORDS_DIRS;
+		else if (word != 1)
+			return NULL;
+		else if (hash) {
+			const char *comma = strrchr(hash, ',');
+
+			compl .kind = WORDS_OPTS;
+			compl .opt_at = (size_t)((comma ? comma : hash) - text) + 1;
+			rl_completion_append_character = '\0';
+		} else
+			compl .kind = WORDS_UNBRIDGED;
+	} else
 		return NULL;
-	words_fetch(compl .kind);
+	if (compl .kind < WORDS_N)
+		words_fetch(compl .kind);
 	return rl_completion_matches(text, words_next);
 }
 

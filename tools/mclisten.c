@@ -112,6 +112,7 @@ struct listener {
 	uint8_t *mem;
 	uint32_t slot, nbuf;
 	struct ibv_qp **qp;
+	uint32_t *qp_qkey; /* the Q_Key of each QP: its groups' (mct_group_qkey) */
 	uint32_t nqp;
 	struct ibv_recv_wr *rwr;
 	struct ibv_sge *rsge;
@@ -602,7 +603,32 @@ static int setup(struct listener *l, char *err, size_t errlen)
 	l->nic_base = l->nic.avail;
 	gpq = l->port.dattr.max_mcast_qp_attach > 0 ? (uint32_t)l->port.dattr.max_mcast_qp_attach
 						    : 1;
-	l->nqp = (c->ngroups + gpq - 1) / gpq;
+	/*
+	 * The QPs by Q_Key (a QP has one, and drops a datagram with another: qkey_viol):
+	 * each group in turn goes to the last QP of its Q_Key while that has room (gpq
+	 * attachments), else to a new QP. One Q_Key (the default): ngroups / gpq QPs.
+	 */
+	l->qp_qkey = calloc(c->ngroups ? c->ngroups : 1, sizeof(*l->qp_qkey));
+	bufs = calloc(c->ngroups ? c->ngroups : 1, sizeof(*bufs)); /* attachments per QP */
+	if (!l->qp_qkey || !bufs) {
+		free(bufs);
+		return snprintf(err, errlen, "out of memory"), -ENOMEM;
+	}
+	l->nqp = 0;
+	for (uint32_t gi = 0; gi < c->ngroups; gi++) {
+		struct mct_group *g = &c->groups[gi];
+		uint32_t k = mct_group_qkey(&l->port, g), q = l->nqp;
+
+		while (q && (l->qp_qkey[q - 1] != k || bufs[q - 1] >= gpq))
+			q--;
+		if (!q) {
+			q = ++l->nqp;
+			l->qp_qkey[q - 1] = k;
+		}
+		bufs[q - 1]++;
+		g->qp = q - 1;
+	}
+	free(bufs);
 	if (o->rq > (uint32_t)l->port.dattr.max_qp_wr)
 		o->rq = (uint32_t)l->port.dattr.max_qp_wr;
 	l->slot = (MCT_GRH_LEN + l->port.mtu + 63u) & ~63u;
@@ -630,10 +656,19 @@ static int setup(struct listener *l, char *err, size_t errlen)
 		       -errno;
 	}
 	for (uint32_t q = 0; q < l->nqp; q++) {
-		l->qp[q] = mct_qp_create(&l->port, l->cq, 1, o->rq, BR_UDP_QKEY);
+		l->qp[q] = mct_qp_create(&l->port, l->cq, 1, o->rq, l->qp_qkey[q]);
 		if (!l->qp[q]) {
+			r = errno;
 			free(bufs);
-			return snprintf(err, errlen, "create QP: %s", strerror(errno)), -errno;
+			/* The kernel lets only CAP_NET_RAW set a controlled Q_Key (the high bit)
+			 * on a QP (ib_uverbs modify_qp; Linux 6.5: rdma_nl_get_privileged_qkey). */
+			return snprintf(err, errlen, "create QP with Q_Key 0x%08x: %s%s",
+					l->qp_qkey[q], strerror(r),
+					l->qp_qkey[q] & 0x80000000u
+						? " (a controlled Q_Key, high bit set, needs "
+						  "CAP_NET_RAW)"
+						: ""),
+			       -r;
 		}
 		for (uint32_t i = 0; i < o->rq; i++)
 			bufs[i] = q * o->rq + i;
@@ -648,7 +683,7 @@ static int setup(struct listener *l, char *err, size_t errlen)
 	for (uint32_t gi = 0; gi < c->ngroups; gi++) {
 		struct mct_group *g = &c->groups[gi];
 
-		if ((r = ibv_attach_mcast(l->qp[gi / gpq], &g->mgid, (uint16_t)g->mlid)))
+		if ((r = ibv_attach_mcast(l->qp[g->qp], &g->mgid, (uint16_t)g->mlid)))
 			return snprintf(err, errlen, "%s: ibv_attach_mcast: %s", g->spec->spec,
 					strerror(r)),
 			       -r;
@@ -1079,10 +1114,9 @@ static void teardown(struct listener *l)
 	if (l->qp) {
 		for (uint32_t gi = 0; gi < l->c->ngroups; gi++) {
 			struct mct_group *g = &l->c->groups[gi];
-			uint32_t gpq = (uint32_t)l->port.dattr.max_mcast_qp_attach;
 
-			if (g->joined && gpq && l->qp[gi / gpq])
-				ibv_detach_mcast(l->qp[gi / gpq], &g->mgid, (uint16_t)g->mlid);
+			if (g->joined && g->qp < l->nqp && l->qp[g->qp])
+				ibv_detach_mcast(l->qp[g->qp], &g->mgid, (uint16_t)g->mlid);
 		}
 		for (uint32_t q = 0; q < l->nqp; q++)
 			if (l->qp[q])
@@ -1108,6 +1142,7 @@ static void teardown(struct listener *l)
 	free(l->gtab);
 	free(l->g);
 	free(l->qp);
+	free(l->qp_qkey);
 	free(l->rwr);
 	free(l->rsge);
 	free(l->deferred);

@@ -127,8 +127,8 @@ struct sender {
 	uint64_t rng;
 	struct pgm_nla nla;  /* SPM path NLA of IPv4 groups: the port's IPv4 address */
 	struct pgm_nla nla6; /* of IPv6 groups (RoCE): the address the AH sends from */
-	struct mccon *con; /* --control: the console, NULL without */
-	uint64_t rate;	   /* the packet rate in effect (feature sendrate at the start) */
+	struct mccon *con;   /* --control: the console, NULL without */
+	uint64_t rate;	     /* the packet rate in effect (feature sendrate at the start) */
 	uint64_t pps_next, pps_t, pps_sent; /* ppsdisplay: next line, last line and sent then */
 	/* Results. */
 	uint64_t sent, bytes, errors, spm, sq_waits, late_bursts;
@@ -578,6 +578,17 @@ static int setup(struct sender *sd, char *err, size_t errlen)
 		return snprintf(err, errlen, "size %u exceeds the MTU %u of %s", max_size(o),
 				sd->port.mtu, sd->port.dev),
 		       -EMSGSIZE;
+	/* Each work request carries its group's Q_Key (mct_group_qkey); one with the high bit
+	 * set means "the QP's Q_Key" instead (IBTA, as simfabric's SF_QKEY_USE_QP). */
+	for (uint32_t i = 0; i < c->ngroups; i++)
+		if (mct_group_qkey(&sd->port, &c->groups[i]) & 0x80000000u)
+			return snprintf(err, errlen,
+					"%s: Q_Key 0x%08x is a controlled Q_Key (high bit set): a "
+					"send work request cannot carry it (mcsender sends no "
+					"controlled Q_Keys)",
+					c->groups[i].spec->spec,
+					mct_group_qkey(&sd->port, &c->groups[i])),
+			       -EINVAL;
 	if ((r = mct_groups_join(&sd->port, c->groups, c->ngroups, true, err, errlen)))
 		return r;
 	sd->cq = ibv_create_cq(sd->port.ctx, (int)(o->nqps * SQ_DEPTH), NULL, NULL, 0);

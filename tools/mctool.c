@@ -123,6 +123,15 @@ static int add_group(void *ctx, const char *arg, char *err, size_t len)
 		free(g);
 		return r;
 	}
+	/* w= is the bridge's weight of a group: these programs have nothing it could weigh. */
+	for (const char *o = strchr(arg, '#'); o; o = strchr(o + 1, ','))
+		if (!strncmp(o + 1, "w=", 2)) {
+			free(g);
+			return opt_errf(err, len, -EINVAL,
+					"group '%s': w= (the bridge's weight) is not an option of "
+					"%s",
+					arg, c->prog);
+		}
 	for (uint32_t i = 0; i < c->ngroups; i++) {
 		const char *why;
 
@@ -174,8 +183,9 @@ int mct_options_register(struct mct_cfg *c)
 		 opt_device, c, false},
 		{"roce", 'r', "dev[:port]", false, "RoCE device (use the RoCEv2 fabric)", opt_roce,
 		 c, false},
-		{"multicast", 'm', "addr[:port][/fmt][#tos]", false, "a group (also as argument)",
-		 add_group, c, true},
+		{"multicast", 'm', "addr[:port][/fmt][#opts]", false,
+		 "a group (also as argument); opts: tos, qkey=, ibqkey=, roceqkey=", add_group, c,
+		 true},
 		{"mgid", 'l', "fmt", true,
 		 "IB MGID format of the groups that follow (RDMA, IPv4, IPv6, PORT, IB); no "
 		 "argument: list them",
@@ -184,6 +194,10 @@ int mct_options_register(struct mct_cfg *c)
 		 groupopts_port_set, &c->gd, true},
 		{"tos", 't', "n", false, "traffic class of the groups that follow",
 		 groupopts_tos_set, &c->gd, true},
+		{"qkey", 0, "Q", false,
+		 "Q_Key of the groups that follow (default 0x01234567, rdma_cm's; a group's "
+		 "#qkey= wins)",
+		 groupopts_qkey_set, &c->gd, true},
 		{"control", 0, "path", false,
 		 "console socket for bcom (help, status, stats, enable, shutdown) (default: none)",
 		 opt_control, c, false},
@@ -194,7 +208,7 @@ int mct_options_register(struct mct_cfg *c)
 	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++)
 		if ((r = opt_register(&defs[i])))
 			return r;
-	return opt_set_positional("GROUP", "addr[:port][/fmt][#tos]: a multicast group", add_group,
+	return opt_set_positional("GROUP", "addr[:port][/fmt][#opts]: a multicast group", add_group,
 				  c);
 }
 
@@ -477,7 +491,10 @@ int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool se
 			struct mct_group *mg = (struct mct_group *)ev->param.ud.private_data;
 
 			mg->aa = ev->param.ud.ah_attr;
-			mg->qkey = ev->param.ud.qkey;
+			/* The datagrams' Q_Key is the group's (#qkey=, --qkey; rdma_cm's by
+			 * default), not the join's: rdma_cm's record always holds its own. */
+			mg->join_qkey = ev->param.ud.qkey;
+			mg->qkey = mct_group_qkey(p, mg);
 			mg->mgid = mg->aa.grh.dgid;
 			mg->mlid = mg->aa.dlid;
 			if (mg->spec->tos_set)
@@ -498,6 +515,13 @@ int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool se
 			int st = ev->status;
 
 			rdma_ack_cm_event(ev);
+			if (p->fabric == MCT_IB && mct_group_qkey(p, mg) != BR_UDP_QKEY)
+				return errf(err, errlen, st < 0 ? st : -EIO,
+					    "join %s failed: %s (rdma_cm joins with Q_Key 0x%08x; "
+					    "the SA refuses that join when the group exists with "
+					    "another Q_Key, such as the group's 0x%08x)",
+					    mg->spec->spec, strerror(st < 0 ? -st : EIO),
+					    BR_UDP_QKEY, mct_group_qkey(p, mg));
 			return errf(err, errlen, st < 0 ? st : -EIO, "join %s failed: %s",
 				    mg->spec->spec, strerror(st < 0 ? -st : EIO));
 		}
@@ -533,6 +557,11 @@ void mct_port_close(struct mct_port *p, struct mct_group *g, uint32_t n)
 	if (p->ctx)
 		ibv_close_device(p->ctx);
 	memset(p, 0, sizeof(*p));
+}
+
+uint32_t mct_group_qkey(const struct mct_port *p, const struct mct_group *g)
+{
+	return g->spec->qkey[p->fabric == MCT_IB ? SIDE_IB : SIDE_ROCE];
 }
 
 struct ibv_qp *mct_qp_create(struct mct_port *p, struct ibv_cq *cq, uint32_t sq, uint32_t rq,

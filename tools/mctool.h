@@ -72,7 +72,9 @@ struct mct_group {
 	struct group *spec;    /* addr, port, fmt, tos as group_spec_parse() filled them */
 	union ibv_gid mgid;    /* the MGID the fabric uses (from the join) */
 	uint32_t mlid;	       /* IB: the multicast LID */
-	uint32_t qkey;	       /* from the join */
+	uint32_t qkey;	       /* the group's on this fabric (mct_group_qkey) */
+	uint32_t join_qkey;    /* the Q_Key of rdma_cm's join (its record's: 0x01234567) */
+	uint32_t qp;	       /* mclisten: the index of the QP it is attached to */
 	struct ibv_ah *ah;     /* sends to the group */
 	struct ibv_ah_attr aa; /* what the join answered (for attaching) */
 	bool joined;
@@ -162,6 +164,13 @@ void mct_port_close(struct mct_port *p, struct mct_group *g, uint32_t n);
 
 /* mct_cfg_free - free the groups of the configuration. */
 void mct_cfg_free(struct mct_cfg *c);
+
+/*
+ * mct_group_qkey - the Q_Key of group g on the port's fabric: the spec's for that side
+ * (#qkey=, #ibqkey=, #roceqkey=, --qkey; rdma_cm's 0x01234567 by default). The QP that
+ * receives the group has it, and every send work request to the group carries it.
+ */
+uint32_t mct_group_qkey(const struct mct_port *p, const struct mct_group *g);
 
 /*
  * mct_qp_create - a UD QP on the port using cq for both queues, moved to RTS with the
