@@ -195,6 +195,10 @@ struct conf_group {
 	union ibv_gid mgid[NSIDES]; /* IB (P_Key 0xffff, as group_spec_same) and RoCE */
 };
 
+/* The direction as join takes it (groups.c's group_dir_name: console.c calls no module
+ * above it). */
+static const char *const conf_dir[] = {[DIR_BOTH] = "both", [DIR_IN] = "in", [DIR_OUT] = "out"};
+
 static struct conf_group *conf_groups;
 static uint32_t nconf_groups;
 
@@ -267,7 +271,7 @@ static int cmd_unbridged(struct ctl *c, char *args, FILE *out)
 			}
 			if (!shown++)
 				fprintf(out, "%-*s  dir\n", w, "group");
-			fprintf(out, "%-*s  %s\n", w, g->spec, group_dir_name[g->dir]);
+			fprintf(out, "%-*s  %s\n", w, g->spec, conf_dir[g->dir]);
 		}
 	}
 	if (!shown)
