@@ -75,11 +75,14 @@ static int assign_pairs(struct bridge *br)
 	uint32_t n = br->ngroups, nw = br->nworkers, *ord = calloc(n ? n : 1, sizeof(*ord));
 	uint32_t *cnt = calloc(br->npairs, sizeof(*cnt));
 	uint64_t *wload = calloc(nw, sizeof(*wload));
+	/* The Q_Key each pair's channels hold so far (0: no group yet): a QP has one. */
+	uint32_t *kq = calloc(2 * (size_t)br->npairs, sizeof(*kq));
 
-	if (!ord || !cnt || !wload) {
+	if (!ord || !cnt || !wload || !kq) {
 		free(ord);
 		free(cnt);
 		free(wload);
+		free(kq);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i++) { /* insertion sort: stable, by weight descending */
@@ -98,35 +101,96 @@ static int assign_pairs(struct bridge *br)
 		for (uint32_t k = 0; k < br->npairs; k++) {
 			if (cnt[k] >= br->cfg.mcqp)
 				continue;
+			if ((kq[2 * k] && kq[2 * k] != group_qkey(g, SIDE_IB)) ||
+			    (kq[2 * k + 1] && kq[2 * k + 1] != group_qkey(g, SIDE_ROCE)))
+				continue; /* the pair holds groups of other Q_Keys */
 			if (best == UINT32_MAX || wload[k % nw] < wload[best % nw] ||
 			    (k % nw == best % nw && cnt[k] < cnt[best]))
 				best = k;
 		}
-		if (best == UINT32_MAX) { /* bridge_build counted: not reached */
-			best = ord[i] % br->npairs;
+		if (best == UINT32_MAX) {
+			/* Groups of several Q_Keys need more pairs than their count: a pair
+			 * of the least loaded worker, made now (before the workers run). */
+			char why[256];
+			uint32_t wmin = 0;
+			int r;
+
+			for (uint32_t w = 1; w < nw; w++)
+				wmin = wload[w] < wload[wmin] ? w : wmin;
+			r = bridge_pair_add(br, wmin, why, sizeof(why));
+			if (r < 0) {
+				log_err("group %s: no channel pair for Q_Keys 0x%08x/0x%08x: %s",
+					g->spec, group_qkey(g, SIDE_IB), group_qkey(g, SIDE_ROCE),
+					why);
+				free(ord);
+				free(cnt);
+				free(wload);
+				free(kq);
+				return r;
+			}
+			best = (uint32_t)r;
+			{
+				uint32_t *c2 = realloc(cnt, br->npairs * sizeof(*cnt));
+				uint32_t *k2 =
+					c2 ? realloc(kq, 2 * (size_t)br->npairs * sizeof(*kq))
+					   : NULL;
+
+				if (c2)
+					cnt = c2;
+				if (k2)
+					kq = k2;
+				if (!c2 || !k2) {
+					free(ord);
+					free(cnt);
+					free(wload);
+					free(kq);
+					return -ENOMEM;
+				}
+				cnt[best] = 0;
+				kq[2 * best] = kq[2 * best + 1] = 0;
+			}
 		}
 		g->pair = best;
 		cnt[best]++;
+		kq[2 * best] = group_qkey(g, SIDE_IB);
+		kq[2 * best + 1] = group_qkey(g, SIDE_ROCE);
 		wload[best % nw] += g->weight;
 	}
 	free(ord);
 	free(cnt);
 	free(wload);
+	free(kq);
 	return 0;
 }
 
 /* Publish the configured groups on their channel pairs (before the workers run). */
 int place_groups(struct bridge *br, uint32_t *npub)
 {
-	if (assign_pairs(br)) {
-		log_err("placing the groups: out of memory");
-		return -ENOMEM;
+	char err[OPT_ERR_LEN];
+	int r;
+
+	/* A controlled Q_Key the kernel would refuse: the group is refused, with why. */
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		if (group_qkey_check(br, br->groups[i], err, sizeof(err))) {
+			log_err("%s", err);
+			return -EPERM;
+		}
+	}
+	r = assign_pairs(br);
+	if (r) {
+		if (r == -ENOMEM)
+			log_err("placing the groups: out of memory");
+		return r;
 	}
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		struct group *g = br->groups[i];
 
 		g->out_chan[SIDE_IB] = br->sd[SIDE_IB].chan[g->pair];
 		g->out_chan[SIDE_ROCE] = br->sd[SIDE_ROCE].chan[g->pair];
+		if (group_qkeys_apply(br, g, err, sizeof(err))) {
+			log_err("%s", err);
+			return -EPERM;
+		}
 		group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
 		group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
 		if (group_publish(br, g)) {

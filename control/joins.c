@@ -23,6 +23,7 @@
 #include "joins.h"
 #include "log.h"
 #include "loop.h"
+#include "sajoin.h"
 #include "setup.h"
 
 #define JOIN_RETRY_MIN_MS 500
@@ -74,12 +75,41 @@ static void group_update_ready(struct bridge *br, struct group *g)
 	bridge_flows_stale(br);
 }
 
+void join_retry_later(struct group *g, int s, int err)
+{
+	uint64_t backoff = JOIN_RETRY_MIN_MS << (g->js[s].tries < 7 ? g->js[s].tries : 6);
+
+	g->js[s].last_error = err;
+	g->js[s].state = JOIN_IDLE;
+	g->js[s].next_try_ms =
+		mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
+}
+
 void join_issue(struct ctl *c, struct group *g, int s)
 {
 	struct side_ctx *sd = &c->br->sd[s];
 	struct rdma_cm_join_mc_attr_ex ja;
 	struct sockaddr_storage ss;
 
+	/* IB with a Q_Key that is not rdma_cm's: rdma_cm would ask the SA for its own
+	 * (cma_join_ib_multicast), which the group refuses; join through the SA with the
+	 * group's Q_Key (sajoin.c). */
+	g->js[s].sa = false;
+	if (s == SIDE_IB && sajoin_wanted(g)) {
+		int r;
+
+		g->js[s].tries++;
+		r = sajoin_issue(c, g);
+		if (r) {
+			join_retry_later(g, s, -r);
+			log_warn("%s SA join of %s failed: %s; retrying", side_name[s], g->spec,
+				 strerror(-r));
+			return;
+		}
+		g->js[s].sa = true;
+		g->js[s].state = JOIN_PENDING;
+		return;
+	}
 	memset(&ja, 0, sizeof(ja));
 	ja.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
 	ja.addr = join_addr(c, g, s, &ss);
@@ -87,14 +117,10 @@ void join_issue(struct ctl *c, struct group *g, int s)
 						: RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
 	g->js[s].tries++;
 	if (rdma_join_multicast_ex(sd->cm_id, &ja, join_ctx(g, s))) {
-		uint64_t backoff = JOIN_RETRY_MIN_MS << (g->js[s].tries < 7 ? g->js[s].tries : 6);
+		int e = errno;
 
-		g->js[s].last_error = errno;
-		g->js[s].state = JOIN_IDLE;
-		g->js[s].next_try_ms =
-			mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
-		log_warn("%s join of %s failed: %s; retrying", side_name[s], g->spec,
-			 strerror(errno));
+		join_retry_later(g, s, e);
+		log_warn("%s join of %s failed: %s; retrying", side_name[s], g->spec, strerror(e));
 		return;
 	}
 	g->js[s].state = JOIN_PENDING;
@@ -169,8 +195,11 @@ void join_drop(struct ctl *c, struct group *g, int s, bool leave)
 	}
 	ah_retire(js->ah);
 	js->ah = NULL;
-	if (leave && joined && sd->cm_id)
+	if (leave && joined && js->sa)
+		sajoin_leave(c, g);
+	else if (leave && joined && sd->cm_id)
 		rdma_leave_multicast(sd->cm_id, join_addr(c, g, s, &ss));
+	js->sa = false;
 }
 
 /* Is g still one of our groups? (events may name a group removed meanwhile) */
@@ -185,17 +214,23 @@ static bool group_known(struct ctl *c, const struct group *g)
 static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 {
 	struct rdma_ud_param *ud = &ev->param.ud;
-	struct ibv_ah_attr aa = ud->ah_attr;
-	struct side_ctx *sd;
 	struct group *g;
 	int s;
 
 	g = join_group((void *)ud->private_data, &s);
 	if (!group_known(c, g))
 		return; /* left at run time while the answer was on its way */
-	sd = &c->br->sd[s];
-	if (g->js[s].state != JOIN_PENDING)
+	if (g->js[s].state != JOIN_PENDING || g->js[s].sa)
 		return;
+	join_complete(c, g, s, &ud->ah_attr, ud->qkey);
+}
+
+void join_complete(struct ctl *c, struct group *g, int s, const struct ibv_ah_attr *attr,
+		   uint32_t qkey)
+{
+	struct ibv_ah_attr aa = *attr;
+	struct side_ctx *sd = &c->br->sd[s];
+
 	if (s == SIDE_IB)
 		aa.grh.hop_limit = BR_IB_MARKER_HOP_LIMIT;
 	if (g->tos_set)
@@ -211,7 +246,7 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 		return;
 	}
 	g->js[s].mlid = aa.dlid;
-	g->js[s].qkey = ud->qkey;
+	g->js[s].qkey = qkey;
 	g->js[s].tries = 0;
 	/* The MGID the fabric uses (AF_IB: ours; AF_INET on RoCE: ::ffff:a.b.c.d). */
 	if (memcmp(aa.grh.dgid.raw, g->mgid[s].raw, 16)) {
@@ -234,7 +269,10 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 		g->js[s].attached = true;
 		g->out_chan[s]->ngroups++;
 	}
-	g->qkey_out[s] = ud->qkey;
+	/* Sends onto side s carry the group's Q_Key there (the DETH's, from the WR): rdma_cm's
+	 * answer on RoCE is always RDMA_UDP_QKEY (no SA on Ethernet: the Q_Key is what the
+	 * group's members agreed on, "#qkey"); on IB the SA's record holds it. */
+	g->qkey_out[s] = group_qkey(g, s);
 	atomic_store_explicit(&g->ah_out[s], g->js[s].ah, memory_order_release);
 	g->js[s].state = JOIN_DONE;
 	g->joined_ms[s] = mono_ms();
@@ -272,7 +310,7 @@ static void on_cm_event(struct ctl *c, int s)
 			int gs;
 			struct group *g = join_group((void *)ev->param.ud.private_data, &gs);
 
-			if (!group_known(c, g))
+			if (!group_known(c, g) || g->js[gs].sa)
 				break;
 			log_ctx(LOG_WARNING, c->br->sd[gs].dev, g->spec,
 				"%s %s: multicast error %d (%s); joining again", side_name[gs],
