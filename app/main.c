@@ -23,7 +23,7 @@ int main(int argc, char **argv)
 		.o = {.br = &a.br,
 		      .ctl = &a.ctl,
 		      .cfg = &a.br.cfg,
-		      .gd = {.fmt = MGID_RDMA, .port = DEFAULT_PORT, .tos = -1},
+		      .gd = {.fmt = MGID_RDMA, .port = DEFAULT_PORT, .tos = -1, .qkey = BR_UDP_QKEY},
 		      .control_cpu = -1},
 		.ccfg = {.listen_fd = -1, .admit_gid = (gid_t)-1},
 		.report = -1,

@@ -55,7 +55,7 @@ static int add_group(struct opts *o, const char *spec, enum group_dir dir, char 
 	if (!g)
 		return opt_errf(err, len, -ENOMEM, "out of memory");
 	memset(g, 0, sizeof(*g));
-	r = group_spec_parse(g, spec, o->gd.fmt, o->gd.port, o->gd.tos, err, len);
+	r = group_spec_parse(g, spec, o->gd.fmt, o->gd.port, o->gd.tos, o->gd.qkey, err, len);
 	if (r) {
 		free(g);
 		return r;
@@ -64,11 +64,12 @@ static int add_group(struct opts *o, const char *spec, enum group_dir dir, char 
 	{
 		struct group **v = o->reloading ? o->want : br->groups;
 		uint32_t n = o->reloading ? o->nwant : br->ngroups;
-		struct group *dup = group_array_find(v, n, g->addr);
+		const char *why = NULL;
+		struct group *dup = group_array_find_same(v, n, g, &why);
 
 		if (dup) {
-			opt_errf(err, len, -EINVAL, "group '%s': address already bridged by '%s'",
-				 spec, dup->spec);
+			opt_errf(err, len, -EINVAL, "group '%s': its %s is already bridged by '%s'",
+				 spec, why, dup->spec);
 			free(g);
 			return -EINVAL;
 		}
@@ -409,12 +410,12 @@ int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		{"roce", 'r', "dev[:port]", false,
 		 "RoCE device (default: first active port with a RoCEv2 IPv4 GID)", opt_roce, o,
 		 false},
-		{"multicast", 'm', "addr[:port][/fmt][#tos[,w=N]|#w=N]", false,
-		 "bridge a group both ways", opt_multicast, o, true},
-		{"inbound", 'i', "addr[:port][/fmt][#tos[,w=N]|#w=N]", false,
+		{"multicast", 'm', "group[#opts]", false, "bridge a group both ways", opt_multicast,
+		 o, true},
+		{"inbound", 'i', "group[#opts]", false,
 		 "bridge a group IB -> RoCE only (RoCE side joins send-only)", opt_inbound, o,
 		 true},
-		{"outbound", 'o', "addr[:port][/fmt][#tos[,w=N]|#w=N]", false,
+		{"outbound", 'o', "group[#opts]", false,
 		 "bridge a group RoCE -> IB only (IB side joins send-only)", opt_outbound, o, true},
 		{"mgid", 'l', "fmt", true,
 		 "IB MGID format of the groups that follow (RDMA, IPv4, IPv6, PORT, IB); no "
@@ -424,6 +425,9 @@ int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 groupopts_port_set, &o->gd, true},
 		{"tos", 't', "n", false, "traffic class of the groups that follow",
 		 groupopts_tos_set, &o->gd, true},
+		{"qkey", 0, "Q", false,
+		 "Q_Key of the groups that follow, both sides (default 0x01234567, rdma_cm's)",
+		 groupopts_qkey_set, &o->gd, true},
 		{"cores", 'k', "n", false, "busy-polling worker threads (same as --workers)",
 		 opt_workers, o, false},
 		{"workers", 0, "n", false,
@@ -692,8 +696,8 @@ int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 	for (size_t i = 0; i < sizeof(feats) / sizeof(feats[0]); i++)
 		if ((r = feat_register(&feats[i])))
 			return r;
-	return opt_set_positional("addr[:port][/fmt][#tos[,w=N]|#w=N]",
-				  "groups bridged both ways (like -m)", opt_multicast, o);
+	return opt_set_positional("group[#opts]", "groups bridged both ways (like -m)",
+				  opt_multicast, o);
 }
 
 /* What the engine's configuration holds before the options are applied. */

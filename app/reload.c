@@ -49,9 +49,20 @@
 
 struct app_live live;
 
+/*
+ * Is the running group a what the file's group b asks for? Both sides' identities (an
+ * IPv4 address, an IPv6 group, a native MGID), the direction, port, format, traffic
+ * class and Q_Keys: any difference is a change of the group (left, then joined again).
+ * The weight is not: it is taken over in place.
+ */
 static bool same_group(const struct group *a, const struct group *b)
 {
-	return a->addr == b->addr && a->dir == b->dir && a->port == b->port && a->fmt == b->fmt &&
+	return a->addr == b->addr && a->ib_addr == b->ib_addr && a->roce_v6 == b->roce_v6 &&
+	       a->ib_native == b->ib_native &&
+	       (!a->ib_native || !memcmp(&a->mgid[SIDE_IB], &b->mgid[SIDE_IB], 16)) &&
+	       (!a->roce_v6 || !memcmp(&a->mgid[SIDE_ROCE], &b->mgid[SIDE_ROCE], 16)) &&
+	       a->qkey[SIDE_IB] == b->qkey[SIDE_IB] && a->qkey[SIDE_ROCE] == b->qkey[SIDE_ROCE] &&
+	       a->dir == b->dir && a->port == b->port && a->fmt == b->fmt &&
 	       a->tos_set == b->tos_set && (!a->tos_set || a->tos == b->tos);
 }
 

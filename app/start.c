@@ -517,6 +517,7 @@ int app_parse(struct app *a, int argc, char **argv)
 	a->ctl.def_fmt = a->o.gd.fmt;
 	a->ctl.def_port = a->o.gd.port;
 	a->ctl.def_tos = a->o.gd.tos;
+	a->ctl.def_qkey = a->o.gd.qkey;
 	a->ctl.metrics_path = a->o.metrics[0] ? a->o.metrics : NULL;
 	a->ctl.reload = reload;
 	a->ctl.config = config_print;

@@ -72,9 +72,11 @@ struct ctl {
 	/* The monotonic PGM gap counters last reported (report.c: never lower). */
 	uint64_t pgm_gaps_reported, pgm_missed_reported;
 	int (*config)(struct ctl *c, FILE *out); /* the settings a reload cannot change */
-	/* Defaults of groups joined at run time (the last -l, -p, -t of the command line). */
+	/* Defaults of groups joined at run time (the last -l, -p, -t, --qkey of the command
+	 * line). */
 	int def_fmt, def_tos;
 	uint16_t def_port;
+	uint32_t def_qkey;
 	/* The argument of each side's rdma_cm, async and completion fds (loop_watch). */
 	struct ctl_side {
 		struct ctl *c;

@@ -181,11 +181,13 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 		}
 	}
 	{
-		struct group *dup = group_array_find(br->groups, br->ngroups, g->addr);
+		const char *why = NULL;
+		struct group *dup = group_array_find_same(br->groups, br->ngroups, g, &why);
 
 		if (dup) {
-			r = opt_errf(err, errlen, -EEXIST, "%s is already bridged as '%s'", g->spec,
-				     dup->spec);
+			r = opt_errf(err, errlen, -EEXIST,
+				     "%s is already bridged as '%s' (the same %s)", g->spec,
+				     dup->spec, why);
 			goto fail;
 		}
 	}
@@ -239,8 +241,8 @@ int ctl_group_add(struct ctl *c, const char *spec, enum group_dir dir, char *err
 	if (!g)
 		return opt_errf(err, errlen, -ENOMEM, "out of memory");
 	memset(g, 0, sizeof(*g));
-	r = group_spec_parse(g, spec, (enum mgid_fmt)c->def_fmt, c->def_port, c->def_tos, err,
-			     errlen);
+	r = group_spec_parse(g, spec, (enum mgid_fmt)c->def_fmt, c->def_port, c->def_tos,
+			     c->def_qkey, err, errlen);
 	if (r) {
 		free(g);
 		return r;
@@ -306,8 +308,8 @@ static int cmd_join(struct ctl *c, char *args, FILE *out)
 	enum group_dir dir = DIR_BOTH;
 
 	if (!spec) {
-		fprintf(out,
-			"join: usage: join addr[:port][/fmt][#tos[,w=N]|#w=N] [both|in|out]\n");
+		fprintf(out, "join: usage: join group[#opts] [both|in|out] (group: "
+			     "addr[:port][/fmt], ipv6-group or ib=roce)\n");
 		return -1;
 	}
 	if (d) {

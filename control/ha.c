@@ -155,7 +155,7 @@ static int opt_partition(void *ctx, const char *arg, char *err, size_t errlen)
 		struct ha_map *m;
 
 		memset(g, 0, sizeof(*g));
-		r = group_spec_parse(g, tok, MGID_RDMA, 4711, -1, err, errlen);
+		r = group_spec_parse(g, tok, MGID_RDMA, 4711, -1, BR_UDP_QKEY, err, errlen);
 		if (r)
 			goto out;
 		for (uint32_t i = 0; i < ha->nmap; i++) {
@@ -549,7 +549,7 @@ int ha_takeover_confirm(struct ha *ha, struct ctl *c, char *args, FILE *out, ha_
 			void *ctx)
 {
 	char *verb = concmd_word(&args), *name = concmd_word(&args), *id = concmd_word(&args);
-	char why[160], reason[96];
+	char why[256], reason[96]; /* why names a group spec (128) */
 	struct ha_part *p;
 	bool commit;
 	int idx, r;

@@ -118,13 +118,32 @@ struct group_side {
 
 struct group {
 	struct cds_lfht_node node[NSIDES]; /* side->groups, keyed by mgid[side] */
-	struct cds_lfht_node addr_node;	   /* bridge->groups_by_addr, keyed by addr */
-	char spec[80];
-	uint32_t addr; /* IPv4 group address, network order */
-	uint16_t port;
-	uint8_t fmt; /* enum mgid_fmt */
+	struct cds_lfht_node addr_node;	   /* bridge->groups_by_addr, keyed by ib_addr */
+	char spec[128];			   /* as given (IPv6 specs are long) */
+	/*
+	 * The group model (issue 25, docs/ib2roce.7 "Group model"); group_spec_parse sets:
+	 * - addr: the RoCE side's IPv4 group, network order; 0 when roce_v6.
+	 * - roce_v6: the RoCE side is an IPv6 multicast group; mgid[SIDE_ROCE] holds its
+	 *   address (its GID on RoCEv2), set at parse time.
+	 * - ib_native: the IB MGID was given in the spec (an IPv6 multicast address or
+	 *   "MGID=..."); mgid[SIDE_IB] holds it from parse time and group_mgid_ib returns
+	 *   it. Else the MGID is made from ib_addr, fmt (and port for PORT) and the P_Key.
+	 * - ib_addr: the IPv4 address the IB MGID is made from; 0 when ib_native. Equal to
+	 *   addr for a plain IPv4 spec; groups_by_addr is keyed by it (DROP_MGID_FORMAT).
+	 * - qkey[s]: the Q_Key on side s: the QP that receives the group on side s uses
+	 *   qkey[s], and the bridge sends onto side s with qkey[s]. Default BR_UDP_QKEY.
+	 * mgid[s] is the per-side key everywhere (tables, joins): ::ffff:a.b.c.d on RoCE
+	 * for IPv4, the IPv6 address for roce_v6; the made or given MGID on IB.
+	 */
+	uint32_t addr;
+	uint32_t ib_addr;
+	uint32_t qkey[NSIDES];
+	uint16_t port; /* UDP port: the PORT MGID format, pid file names */
+	uint8_t fmt;   /* enum mgid_fmt of an IPv4 IB side (MGID_RDMA when ib_native) */
 	uint8_t tos;
 	bool tos_set;
+	bool roce_v6;
+	bool ib_native;
 	enum group_dir dir;
 	union ibv_gid mgid[NSIDES];
 	uint32_t pair;			  /* channel pair */
@@ -544,20 +563,41 @@ struct bridge {
 /* ---- mgid.c: group specs and MGIDs ---- */
 
 /*
- * Parse "addr[:port][/fmt][#opt[,opt]]" into g (addr, port, fmt, tos, weight): an opt
- * is the traffic class (the reference's "#tos") or "w=N", the group's weight when the
- * groups are spread over the workers (1..GROUP_WEIGHT_MAX, default 1). Defaults from the
- * arguments. Returns 0 or -EINVAL with a message.
+ * Parse a group specification into g (the group model fields above, spec, port, fmt,
+ * tos, weight, qkey); the other fields are not touched. The forms:
+ * - "A[:port][/fmt][#opts]": A an IPv4 multicast address (not 224.0.0.0/24), both
+ *   sides from it (the reference's syntax).
+ * - "G[#opts]": G an IPv6 multicast address (ff00::/8): the IB MGID and the RoCE IPv6
+ *   group are these same 128 bits (perftest's case).
+ * - "L=R[#opts]": L the IB side, an MGID in IPv6 notation (first byte ff) or
+ *   "A[:port][/fmt]"; R the RoCE side, an IPv4 or IPv6 multicast address only.
+ * opts, comma-separated, each at most once: the traffic class (the reference's "#tos"),
+ * "w=N" the weight when the groups are spread over the workers (1..GROUP_WEIGHT_MAX,
+ * default 1), "qkey=Q" (both sides), "ibqkey=Q", "roceqkey=Q" (one side; not with
+ * qkey=), Q decimal or 0x hex, 32 bits. Defaults from the arguments (def_tos -1: none).
+ * Returns 0 or -EINVAL with a one-line message naming the spec in err. Any thread.
  */
 #define GROUP_WEIGHT_MAX 1000000u
 int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, uint16_t def_port,
-		     int def_tos, char *err, size_t errlen);
+		     int def_tos, uint32_t def_qkey, char *err, size_t errlen);
 
-/* The IB MGID of a group in its format with P_Key pkey (host order). */
+/* A Q_Key: decimal or 0x hex digits, 32 bits. 0 or -EINVAL. */
+int group_qkey_parse(const char *s, uint32_t *qkey);
+
+/* The IB MGID of a group: the given one (ib_native), else made in its format with P_Key
+ * pkey (host order). mgid may be &g->mgid[SIDE_IB]. */
 void group_mgid_ib(const struct group *g, uint16_t pkey, union ibv_gid *mgid);
 
-/* The RoCEv2 MGID ::ffff:a.b.c.d. */
+/* The RoCEv2 MGID: the IPv6 group (roce_v6), else ::ffff:a.b.c.d. mgid may be
+ * &g->mgid[SIDE_ROCE]. */
 void group_mgid_roce(const struct group *g, union ibv_gid *mgid);
+
+/*
+ * Do a and b (parsed, mgid[] not yet made for a P_Key) bridge the same group: the same
+ * IB MGID or the same RoCE group? The reason in why ("IB MGID", "RoCE group"), if
+ * true. Any thread.
+ */
+bool group_spec_same(const struct group *a, const struct group *b, const char **why);
 
 /* Format name lookup; -1 if unknown. */
 int mgid_fmt_parse(const char *name);
@@ -573,12 +613,18 @@ unsigned long mgid_hash(const union ibv_gid *gid);
  */
 struct group *group_lookup(struct side_ctx *sd, const union ibv_gid *gid);
 
-/* Find by IPv4 group address (any side): for the "MGID format mismatch" verdict. */
+/* Find by the IPv4 address an IB MGID is made from (ib_addr; groups with a native MGID
+ * are not in this table): for the "MGID format mismatch" verdict. */
 struct group *group_lookup_addr(struct bridge *br, uint32_t addr);
 
 /* Arrays of groups of the control thread (bridge->groups, a reload's wanted groups). */
 
-/* The group among v[0..n) with IPv4 address addr, or NULL. */
+/* The group among v[0..n) that bridges the same group as g (group_spec_same: the same
+ * IB MGID or RoCE group), or NULL; why as group_spec_same's. g itself is skipped. */
+struct group *group_array_find_same(struct group *const *v, uint32_t n, const struct group *g,
+				    const char **why);
+
+/* The group among v[0..n) with IPv4 address addr (the RoCE side's), or NULL. */
 struct group *group_array_find(struct group *const *v, uint32_t n, uint32_t addr);
 
 /* Append g to *v (n entries, room for *cap; grown as needed). 0 or -ENOMEM. */

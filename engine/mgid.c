@@ -4,7 +4,9 @@
  * "#tos,w=N" with a weight) and the
  * MGIDs a group has on each side.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,72 +40,133 @@ int mgid_fmt_parse(const char *name)
 	return -1;
 }
 
-static int spec_err(char *err, size_t errlen, const char *spec, const char *why)
+static int spec_err(char *err, size_t errlen, const char *spec, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int spec_err(char *err, size_t errlen, const char *spec, const char *fmt, ...)
 {
+	char why[192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
 	snprintf(err, errlen, "group '%s': %s", spec, why);
 	return -EINVAL;
 }
 
-int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, uint16_t def_port,
-		     int def_tos, char *err, size_t errlen)
+int group_qkey_parse(const char *s, uint32_t *qkey)
 {
-	char buf[sizeof(g->spec)], *p, *port = NULL, *fmt = NULL, *tos = NULL;
-	struct in_addr a;
-	bool tos_set = false, weight_set = false;
+	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+	const char *d = hex ? s + 2 : s;
+	unsigned long long v;
+	char *end;
 
-	if (strlen(spec) >= sizeof(buf))
-		return spec_err(err, errlen, spec, "too long");
-	strcpy(buf, spec);
-	if ((p = strchr(buf, '#'))) {
-		*p = 0;
-		tos = p + 1;
-	}
+	/* Digits only: strtoull alone would take a sign, blanks, and octal for "010". */
+	if (!*d || !(hex ? isxdigit((unsigned char)*d) : isdigit((unsigned char)*d)))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(d, &end, hex ? 16 : 10);
+	if (*end || errno || v > UINT32_MAX)
+		return -EINVAL;
+	*qkey = (uint32_t)v;
+	return 0;
+}
+
+/* An address that can only be IPv6 text: two colons or more (IPv4 has at most one). */
+static bool looks_ipv6(const char *s)
+{
+	const char *c = strchr(s, ':');
+
+	return c && strchr(c + 1, ':');
+}
+
+/*
+ * "a.b.c.d[:port][/fmt]" in buf (modified): the IPv4 checks of every IPv4 group, then
+ * the port and format if allow_pf, else refused. what names the side in messages.
+ */
+static int parse_ipv4(char *buf, const char *spec, const char *what, bool allow_pf, uint32_t *addr,
+		      uint16_t *port, uint8_t *fmt, char *err, size_t errlen)
+{
+	char *p, *ports = NULL, *fmts = NULL;
+	struct in_addr a;
+
 	if ((p = strchr(buf, '/'))) {
 		*p = 0;
-		fmt = p + 1;
+		fmts = p + 1;
 	}
 	if ((p = strchr(buf, ':'))) {
 		*p = 0;
-		port = p + 1;
+		ports = p + 1;
 	}
 	if (inet_pton(AF_INET, buf, &a) != 1)
-		return spec_err(err, errlen, spec, "not an IPv4 address");
+		return spec_err(err, errlen, spec, "%snot an IPv4 address", what);
 	if ((ntohl(a.s_addr) >> 28) != 0xe)
-		return spec_err(err, errlen, spec, "not a multicast address (224.0.0.0/4)");
+		return spec_err(err, errlen, spec, "%snot a multicast address (224.0.0.0/4)", what);
 	/* RFC 5771: the Local Network Control Block is never forwarded by routers. */
 	if ((ntohl(a.s_addr) & 0xffffff00) == 0xe0000000)
 		return spec_err(err, errlen, spec,
-				"224.0.0.0/24 is link-local network control (RFC 5771), never "
-				"forwarded");
-	g->addr = a.s_addr;
-	g->port = def_port;
-	if (port) {
+				"%s224.0.0.0/24 is link-local network control (RFC 5771), never "
+				"forwarded",
+				what);
+	if ((ports || fmts) && !allow_pf)
+		return spec_err(err, errlen, spec,
+				"%sthe RoCE side is an address only (:port and /fmt go on an "
+				"IPv4 IB side)",
+				what);
+	*addr = a.s_addr;
+	if (ports) {
 		char *end;
-		unsigned long v = strtoul(port, &end, 10);
+		unsigned long v = strtoul(ports, &end, 10);
 
-		if (!*port || *end || v == 0 || v > 65535)
+		if (!*ports || *end || *ports == '-' || v == 0 || v > 65535)
 			return spec_err(err, errlen, spec, "port must be 1..65535");
-		g->port = (uint16_t)v;
+		*port = (uint16_t)v;
 	}
-	g->fmt = (uint8_t)def_fmt;
-	if (fmt) {
-		int f = mgid_fmt_parse(fmt);
+	if (fmts) {
+		int f = mgid_fmt_parse(fmts);
 
 		if (f < 0)
 			return spec_err(err, errlen, spec,
 					"unknown MGID format (RDMA, IPv4, IPv6, PORT, IB)");
-		g->fmt = (uint8_t)f;
+		*fmt = (uint8_t)f;
 	}
-	g->tos_set = def_tos >= 0;
-	g->tos = def_tos >= 0 ? (uint8_t)def_tos : 0;
-	g->weight = 1;
-	/* "#tos", "#w=N", "#tos,w=N": each option once. */
-	for (char *opt = tos, *next; opt; opt = next) {
+	return 0;
+}
+
+/* An IPv6 multicast address (ff00::/8) in buf: an MGID on IB, a group on RoCE. */
+static int parse_ipv6(const char *buf, const char *spec, const char *what, bool ib,
+		      union ibv_gid *gid, char *err, size_t errlen)
+{
+	if (strchr(buf, '/'))
+		return spec_err(err, errlen, spec,
+				"%s/fmt applies to IPv4 groups only (an MGID is used as given)",
+				what);
+	if (inet_pton(AF_INET6, buf, gid->raw) != 1)
+		return spec_err(err, errlen, spec, "%s'%s' is not an %s", what, buf,
+				ib ? "MGID in IPv6 notation" : "IPv6 address");
+	if (gid->raw[0] != 0xff)
+		return spec_err(err, errlen, spec, "%s%s", what,
+				ib ? "IB MGID must start with ff"
+				   : "not an IPv6 multicast address (ff00::/8)");
+	return 0;
+}
+
+/* One option after '#': "qkey=", "ibqkey=", "roceqkey=", "w=", or the traffic class. */
+static int parse_opts(struct group *g, char *opts, const char *spec, char *err, size_t errlen)
+{
+	static const char *const qkey_opt[] = {"qkey=", "ibqkey=", "roceqkey="};
+	bool tos_set = false, weight_set = false, qkey_set[3] = {false, false, false};
+
+	for (char *opt = opts, *next; opt; opt = next) {
 		char *end;
 		unsigned long v;
+		size_t q;
 
 		if ((next = strchr(opt, ',')))
 			*next++ = 0;
+		if (!*opt)
+			return spec_err(err, errlen, spec, "empty option after '#' or ','");
 		if (!strncmp(opt, "w=", 2)) {
 			if (weight_set)
 				return spec_err(err, errlen, spec, "weight given twice");
@@ -114,14 +177,127 @@ int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, u
 			weight_set = true;
 			continue;
 		}
+		for (q = 0; q < 3; q++)
+			if (!strncmp(opt, qkey_opt[q], strlen(qkey_opt[q])))
+				break;
+		if (q < 3) {
+			uint32_t k;
+
+			if (qkey_set[q])
+				return spec_err(err, errlen, spec, "%.*s given twice",
+						(int)strlen(qkey_opt[q]) - 1, qkey_opt[q]);
+			if (group_qkey_parse(opt + strlen(qkey_opt[q]), &k))
+				return spec_err(err, errlen, spec,
+						"%.*s must be a 32-bit Q_Key (decimal or 0x hex)",
+						(int)strlen(qkey_opt[q]) - 1, qkey_opt[q]);
+			if ((q == 0 && (qkey_set[1] || qkey_set[2])) || (q > 0 && qkey_set[0]))
+				return spec_err(err, errlen, spec,
+						"qkey= sets both sides: not with ibqkey= or "
+						"roceqkey=");
+			qkey_set[q] = true;
+			if (q != 2)
+				g->qkey[SIDE_IB] = k;
+			if (q != 1)
+				g->qkey[SIDE_ROCE] = k;
+			continue;
+		}
+		if (strchr(opt, '='))
+			return spec_err(err, errlen, spec,
+					"unknown option '%s' (TOS, w=, qkey=, ibqkey=, roceqkey=)",
+					opt);
 		if (tos_set)
 			return spec_err(err, errlen, spec, "TOS given twice");
 		v = strtoul(opt, &end, 0);
-		if (!*opt || *end || *opt == '-' || v > 255)
-			return spec_err(err, errlen, spec, "TOS must be 0..255 (or w=N, the weight)");
+		if (*end || *opt == '-' || v > 255)
+			return spec_err(
+				err, errlen, spec,
+				"TOS must be 0..255 (or w=N, qkey=Q, ibqkey=Q, roceqkey=Q)");
 		g->tos = (uint8_t)v;
 		g->tos_set = true;
 		tos_set = true;
+	}
+	return 0;
+}
+
+int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, uint16_t def_port,
+		     int def_tos, uint32_t def_qkey, char *err, size_t errlen)
+{
+	char buf[sizeof(g->spec)], *p, *opts = NULL, *roce = NULL;
+	int r;
+
+	if (strlen(spec) >= sizeof(buf))
+		return spec_err(err, errlen, spec, "too long (at most %zu characters)",
+				sizeof(buf) - 1);
+	strcpy(buf, spec);
+	if ((p = strchr(buf, '#'))) {
+		*p = 0;
+		opts = p + 1;
+	}
+	if ((p = strchr(buf, '='))) {
+		*p = 0;
+		roce = p + 1;
+		if (strchr(roce, '='))
+			return spec_err(err, errlen, spec, "more than one '='");
+		if (!*buf || !*roce)
+			return spec_err(err, errlen, spec,
+					"expected IB=RoCE, both sides given (an MGID or IPv4 "
+					"address '=' an IPv4 or IPv6 group)");
+	}
+	g->addr = 0;
+	g->ib_addr = 0;
+	g->port = def_port;
+	g->fmt = (uint8_t)def_fmt;
+	g->roce_v6 = false;
+	g->ib_native = false;
+	memset(g->mgid, 0, sizeof(g->mgid));
+	g->tos_set = def_tos >= 0;
+	g->tos = def_tos >= 0 ? (uint8_t)def_tos : 0;
+	g->weight = 1;
+	g->qkey[SIDE_IB] = g->qkey[SIDE_ROCE] = def_qkey;
+
+	/* The IB side (or the whole group without '='). */
+	if (looks_ipv6(buf)) {
+		r = parse_ipv6(buf, spec, roce ? "IB side: " : "", true, &g->mgid[SIDE_IB], err,
+			       errlen);
+		if (r)
+			return r;
+		g->ib_native = true;
+		g->fmt = MGID_RDMA; /* not used: the MGID is as given */
+		if (!roce) {
+			/* Multicast is all the IB check asked; the RoCE side's is the same. */
+			g->roce_v6 = true;
+			g->mgid[SIDE_ROCE] = g->mgid[SIDE_IB];
+		}
+	} else {
+		r = parse_ipv4(buf, spec, roce ? "IB side: " : "", true, &g->ib_addr, &g->port,
+			       &g->fmt, err, errlen);
+		if (r)
+			return r;
+		if (!roce)
+			g->addr = g->ib_addr;
+	}
+	/* The RoCE side of "L=R". */
+	if (roce) {
+		if (looks_ipv6(roce)) {
+			r = parse_ipv6(roce, spec, "RoCE side: ", false, &g->mgid[SIDE_ROCE], err,
+				       errlen);
+			if (r)
+				return r;
+			g->roce_v6 = true;
+		} else {
+			uint16_t port = 0;
+			uint8_t fmt = 0;
+
+			r = parse_ipv4(roce, spec, "RoCE side: ", false, &g->addr, &port, &fmt, err,
+				       errlen);
+			if (r)
+				return r;
+		}
+	}
+	if (opts) {
+		r = parse_opts(g, opts, spec, err, errlen);
+		if (r)
+			return r;
 	}
 	snprintf(g->spec, sizeof(g->spec), "%s", spec);
 	return 0;
@@ -129,9 +305,14 @@ int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, u
 
 void group_mgid_ib(const struct group *g, uint16_t pkey, union ibv_gid *m)
 {
-	uint32_t ip = ntohl(g->addr);
+	uint32_t ip = ntohl(g->ib_addr);
 	uint16_t sig;
 
+	if (g->ib_native) {
+		if (m != &g->mgid[SIDE_IB])
+			*m = g->mgid[SIDE_IB];
+		return;
+	}
 	memset(m, 0, sizeof(*m));
 	m->raw[0] = 0xff;
 	m->raw[1] = g->fmt == MGID_RDMA ? MGID_SCOPE_LINK_TRANSIENT : MGID_SCOPE_SITE_TRANSIENT;
@@ -170,8 +351,33 @@ void group_mgid_ib(const struct group *g, uint16_t pkey, union ibv_gid *m)
 
 void group_mgid_roce(const struct group *g, union ibv_gid *m)
 {
+	if (g->roce_v6) {
+		if (m != &g->mgid[SIDE_ROCE])
+			*m = g->mgid[SIDE_ROCE];
+		return;
+	}
 	memset(m, 0, sizeof(*m));
 	m->raw[10] = 0xff;
 	m->raw[11] = 0xff;
 	memcpy(&m->raw[12], &g->addr, 4);
+}
+
+bool group_spec_same(const struct group *a, const struct group *b, const char **why)
+{
+	union ibv_gid ma, mb;
+
+	/* The P_Key is the bridge's, the same for every group: any one compares. */
+	group_mgid_ib(a, 0xffff, &ma);
+	group_mgid_ib(b, 0xffff, &mb);
+	if (!memcmp(ma.raw, mb.raw, sizeof(ma.raw))) {
+		*why = "IB MGID";
+		return true;
+	}
+	group_mgid_roce(a, &ma);
+	group_mgid_roce(b, &mb);
+	if (!memcmp(ma.raw, mb.raw, sizeof(ma.raw))) {
+		*why = "RoCE group";
+		return true;
+	}
+	return false;
 }

@@ -45,7 +45,7 @@ static int group_match_addr(struct cds_lfht_node *node, const void *key)
 {
 	const struct group *g = caa_container_of(node, struct group, addr_node);
 
-	return g->addr == *(const uint32_t *)key;
+	return g->ib_addr == *(const uint32_t *)key;
 }
 
 struct group *group_lookup(struct side_ctx *sd, const union ibv_gid *gid)
@@ -83,8 +83,9 @@ int group_publish(struct bridge *br, struct group *g)
 		cds_lfht_del(br->sd[SIDE_IB].groups, &g->node[SIDE_IB]);
 		return -EEXIST;
 	}
-	cds_lfht_add_unique(br->groups_by_addr, mix64(g->addr), group_match_addr, &g->addr,
-			    &g->addr_node);
+	/* Not unique: "239.1.2.3" and "239.1.2.3/IPv4=ff12::1" share it (two MGIDs). */
+	if (g->ib_addr)
+		cds_lfht_add(br->groups_by_addr, mix64(g->ib_addr), &g->addr_node);
 	return 0;
 }
 
@@ -94,7 +95,17 @@ void group_unpublish(struct bridge *br, struct group *g)
 	atomic_fetch_add(&br->groups_epoch, 1);
 	cds_lfht_del(br->sd[SIDE_IB].groups, &g->node[SIDE_IB]);
 	cds_lfht_del(br->sd[SIDE_ROCE].groups, &g->node[SIDE_ROCE]);
-	cds_lfht_del(br->groups_by_addr, &g->addr_node);
+	if (g->ib_addr)
+		cds_lfht_del(br->groups_by_addr, &g->addr_node);
+}
+
+struct group *group_array_find_same(struct group *const *v, uint32_t n, const struct group *g,
+				    const char **why)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (v[i] != g && group_spec_same(v[i], g, why))
+			return v[i];
+	return NULL;
 }
 
 struct group *group_array_find(struct group *const *v, uint32_t n, uint32_t addr)

@@ -11,6 +11,7 @@ void groupopts_defaults_init(struct groupopts_defaults *d, uint16_t port)
 	d->fmt = MGID_RDMA;
 	d->port = port;
 	d->tos = -1;
+	d->qkey = BR_UDP_QKEY;
 	d->list_fmts = false;
 }
 
@@ -72,4 +73,15 @@ int groupopts_tos_set(void *ctx, const char *arg, char *err, size_t len)
 	if (!r)
 		((struct groupopts_defaults *)ctx)->tos = (int)v;
 	return r;
+}
+
+int groupopts_qkey_set(void *ctx, const char *arg, char *err, size_t len)
+{
+	uint32_t q;
+
+	if (group_qkey_parse(arg, &q))
+		return opt_errf(err, len, -EINVAL, "'%s' is not a 32-bit Q_Key (decimal or 0x hex)",
+				arg);
+	((struct groupopts_defaults *)ctx)->qkey = q;
+	return 0;
 }

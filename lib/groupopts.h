@@ -15,15 +15,18 @@
 
 #include "bridge.h" /* enum mgid_fmt */
 
-/* What -l, -p and -t set: how the groups that follow are parsed (group_spec_parse). */
+/* What -l, -p, -t and --qkey set: how the groups that follow are parsed
+ * (group_spec_parse). */
 struct groupopts_defaults {
 	enum mgid_fmt fmt; /* -l: MGID format */
 	uint16_t port;	   /* -p: UDP port */
 	int tos;	   /* -t: traffic class, -1 = the join's */
+	uint32_t qkey;	   /* --qkey: Q_Key of both sides (BR_UDP_QKEY, rdma_cm's) */
 	bool list_fmts;	   /* -l without a format: list them (the parse then asks to exit) */
 };
 
-/* groupopts_defaults_init - RDMA format, port, no traffic class, no listing. */
+/* groupopts_defaults_init - RDMA format, port, no traffic class, rdma_cm's Q_Key, no
+ * listing. */
 void groupopts_defaults_init(struct groupopts_defaults *d, uint16_t port);
 
 /*
@@ -40,5 +43,7 @@ int groupopts_dev_parse(const char *arg, char *dev, size_t devlen, uint8_t *port
 int groupopts_mgid_set(void *ctx, const char *arg, char *err, size_t len);
 int groupopts_port_set(void *ctx, const char *arg, char *err, size_t len);
 int groupopts_tos_set(void *ctx, const char *arg, char *err, size_t len);
+/* --qkey Q: the Q_Key of the groups that follow (both sides), decimal or 0x hex. */
+int groupopts_qkey_set(void *ctx, const char *arg, char *err, size_t len);
 
 #endif /* LIB_GROUPOPTS_H */

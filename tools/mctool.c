@@ -116,7 +116,7 @@ static int add_group(void *ctx, const char *arg, char *err, size_t len)
 	if (!g)
 		return opt_errf(err, len, -ENOMEM, "out of memory");
 	memset(g, 0, sizeof(*g));
-	r = group_spec_parse(g, arg, c->gd.fmt, c->gd.port, c->gd.tos, err, len);
+	r = group_spec_parse(g, arg, c->gd.fmt, c->gd.port, c->gd.tos, c->gd.qkey, err, len);
 	if (r) {
 		free(g);
 		return r;

@@ -80,7 +80,7 @@ C
 conf range 1 "workers: '\.\.\.' is out of range 0\.\.64" <<'C'
 workers 99
 C
-conf dupgroup 2 "multicast: group '\.\.\.': address already bridged by '\.\.\.'" <<'C'
+conf dupgroup 2 "multicast: group '\.\.\.': its IB MGID is already bridged by '\.\.\.'" <<'C'
 multicast 239.1.2.3
 multicast 239.1.2.3:5000
 C

@@ -67,6 +67,7 @@ static union ibv_gid roce_mgid(uint32_t addr)
 static void group_init(struct group *g, uint32_t addr, enum group_dir dir, uint32_t ready)
 {
 	g->addr = addr;
+	g->ib_addr = addr; /* the IB MGID is made from it (groups_by_addr) */
 	g->dir = dir;
 	g->mgid[SIDE_IB] = ib_mgid(0x401b, addr);
 	g->mgid[SIDE_ROCE] = roce_mgid(addr);

@@ -122,8 +122,8 @@ static int stub_join(struct ctl *c, char *args, FILE *out)
 		return -1;
 	}
 	memset(&g, 0, sizeof(g));
-	r = group_spec_parse(&g, spec, (enum mgid_fmt)c->def_fmt, c->def_port, c->def_tos, err,
-			     sizeof(err));
+	r = group_spec_parse(&g, spec, (enum mgid_fmt)c->def_fmt, c->def_port, c->def_tos,
+			     c->def_qkey, err, sizeof(err));
 	if (r) {
 		REQUIRE(r < 0 && memchr(err, 0, sizeof(err)) && err[0]);
 		fprintf(out, "join: %s\n", err);
@@ -323,6 +323,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fixture_setup();
 	ctl.br = &br;
 	ctl.def_port = 4711;
+	ctl.def_qkey = BR_UDP_QKEY;
 	REQUIRE(console_init(&ctl) == 0 && console_cmd_register(module_cmds) == 0);
 	return 0;
 }
