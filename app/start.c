@@ -94,6 +94,34 @@ static int assign_pairs(struct bridge *br)
 		}
 		ord[j] = i;
 	}
+	/* Each Q_Key combination first reserves the pairs its groups need (ceil(n / mcqp),
+	 * consecutive pairs: over the workers in turn), in the order its first group comes;
+	 * bridge_build counted them. A single combination (the usual case) reserves its
+	 * share and may use the rest as before. */
+	{
+		uint32_t next = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			const struct group *g = br->groups[ord[i]];
+			uint32_t qi = group_qkey(g, SIDE_IB), qr = group_qkey(g, SIDE_ROCE),
+				 cnt_c = 0;
+			bool seen = false;
+
+			for (uint32_t k = 0; k < next && !seen; k++)
+				seen = kq[2 * k] == qi && kq[2 * k + 1] == qr;
+			if (seen)
+				continue;
+			for (uint32_t j = 0; j < n; j++)
+				cnt_c += group_qkey(br->groups[j], SIDE_IB) == qi &&
+					 group_qkey(br->groups[j], SIDE_ROCE) == qr;
+			for (uint32_t p = 0;
+			     p < (cnt_c + br->cfg.mcqp - 1) / br->cfg.mcqp && next < br->npairs;
+			     p++, next++) {
+				kq[2 * next] = qi;
+				kq[2 * next + 1] = qr;
+			}
+		}
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct group *g = br->groups[ord[i]];
 		uint32_t best = UINT32_MAX;
@@ -115,9 +143,20 @@ static int assign_pairs(struct bridge *br)
 			uint32_t wmin = 0;
 			int r;
 
+			sigset_t ss, old;
+
 			for (uint32_t w = 1; w < nw; w++)
 				wmin = wload[w] < wload[wmin] ? w : wmin;
+			/* bridge_pair_add retires the old views with call_rcu, whose helper
+			 * thread starts on first use with this thread's signal mask: block what
+			 * the loop's signalfd takes (loop.c), or a SIGINT could kill us there. */
+			sigemptyset(&ss);
+			sigaddset(&ss, SIGHUP);
+			sigaddset(&ss, SIGINT);
+			sigaddset(&ss, SIGTERM);
+			pthread_sigmask(SIG_BLOCK, &ss, &old);
 			r = bridge_pair_add(br, wmin, why, sizeof(why));
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
 			if (r < 0) {
 				log_err("group %s: no channel pair for Q_Keys 0x%08x/0x%08x: %s",
 					g->spec, group_qkey(g, SIDE_IB), group_qkey(g, SIDE_ROCE),

@@ -166,7 +166,6 @@ struct group {
 	uint32_t part;
 	bool standby;
 	uint32_t weight; /* control thread: "#w=N", its share of a worker's load (1..) */
-	uint32_t qkey[NSIDES]; /* Q_Key per side ("#qkey="); 0: rdma_cm's BR_UDP_QKEY */
 	struct rcu_head rcu;
 } __attribute__((aligned(64)));
 

@@ -617,6 +617,37 @@ static void wside_destroy(struct wside *ws)
 	memset(ws, 0, sizeof(*ws));
 }
 
+/*
+ * The pairs the configured groups need: ceil(n / mcqp) for the n groups of each (IB, RoCE)
+ * Q_Key combination (br->groups when it holds them, else ngroups of rdma_cm's).
+ */
+static uint32_t bridge_qkey_pairs(const struct bridge *br, uint32_t ngroups, uint32_t mcqp)
+{
+	uint32_t pairs = 0;
+
+	if (!br->groups || br->ngroups != ngroups)
+		return (ngroups + mcqp - 1) / mcqp;
+	for (uint32_t i = 0; i < ngroups; i++) {
+		const struct group *g = br->groups[i];
+		uint32_t n = 0;
+		bool first = true;
+
+		for (uint32_t j = 0; j < ngroups && first; j++) {
+			const struct group *h = br->groups[j];
+
+			if (group_qkey(h, SIDE_IB) != group_qkey(g, SIDE_IB) ||
+			    group_qkey(h, SIDE_ROCE) != group_qkey(g, SIDE_ROCE))
+				continue;
+			if (j < i)
+				first = false; /* counted with its first group */
+			n++;
+		}
+		if (first)
+			pairs += (n + mcqp - 1) / mcqp;
+	}
+	return pairs;
+}
+
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 {
 	struct bridge_cfg *c = &br->cfg;
@@ -636,8 +667,9 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		br->sd[s].srq = br->sd[s].dattr.max_srq > 0;
 	}
 	/* A whole number of pairs per worker: the groups, dealt round-robin over the pairs
-	 * (pair k belongs to worker k % nw), are spread evenly over the workers. */
-	br->npairs = (ngroups + mcqp - 1) / mcqp;
+	 * (pair k belongs to worker k % nw), are spread evenly over the workers. A QP has
+	 * one Q_Key: each combination of the groups' Q_Keys needs pairs of its own. */
+	br->npairs = bridge_qkey_pairs(br, ngroups, mcqp);
 	br->npairs = (br->npairs + nw - 1) / nw * nw;
 	if (br->npairs < nw)
 		br->npairs = nw;

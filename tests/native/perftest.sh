@@ -12,11 +12,14 @@
 # gave (send_bw.c), so one pair cannot span the fabrics on different MGIDs; the
 # same-128-bits case (an IPv6 group on RoCE) is the one that lets it.
 #
-# Accounting, exact: each client sent COUNT (its port's xmit_pkts); the bridge received
-# COUNT on each side and forwarded COUNT each way (side and group counters, its ports'
-# xmit_pkts), dropped nothing as a loop (perftest's GRH hop limit is 255: the reference's
-# rule dropped all of it); no port counts a Q_Key violation (the issue: every perftest
-# packet was qkey_viol); every server got its COUNT.
+# Accounting, exact: each client sent COUNT (its port's xmit_pkts); the bridge's ports
+# received COUNT each (rcv_pkts: its QPs have perftest's Q_Key) and the bridge forwarded
+# COUNT each way (side and group counters, its ports' xmit_pkts), dropped nothing as a
+# loop (perftest's GRH hop limit is 255: the reference's rule dropped all of it); no port
+# counts a Q_Key violation (the issue: every perftest packet was qkey_viol), the servers'
+# ports included, where the bridged copies arrive with the Q_Key the bridge sent (how
+# many of them a server's QP was still attached for depends on the two pairs' timing:
+# the counters are logged); every server got its COUNT.
 #
 # Then the issue's failure, reproduced: the same group without "#qkey" on RoCE: every
 # datagram the RoCE client sends is dropped by the bridge's NIC for its Q_Key (the RoCE
@@ -96,10 +99,16 @@ sf_expect_counter sim_ib2 xmit_pkts "$count"
 sf_expect_counter sim_roce2 xmit_pkts "$count"
 sf_expect_counter sim_ib0 xmit_pkts "$count"
 sf_expect_counter sim_roce0 xmit_pkts "$count"
+# The bridge's QPs took every perftest datagram of their fabric (perftest's Q_Key; the
+# NIC blocks the bridge's own copies, so nothing else arrives there).
+sf_expect_counter sim_ib0 rcv_pkts "$count"
+sf_expect_counter sim_roce0 rcv_pkts "$count"
 for d in sim_ib0 sim_ib1 sim_ib2 sim_roce0 sim_roce1 sim_roce2; do
 	sf_expect_counter "$d" qkey_viol 0
 done
 "$SIMFAB" counters >"$out/counters-1.txt" 2>&1
+sf_log "counters after the two pairs:
+$(cat "$out/counters-1.txt")"
 
 # Without "#qkey": the bridge's RoCE QP has rdma_cm's Q_Key; perftest's datagrams are
 # dropped by its NIC (qkey_viol), the bridge itself sees nothing.
