@@ -85,6 +85,77 @@ void join_retry_later(struct group *g, int s, int err)
 		mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
 }
 
+static bool group_known(struct ctl *c, const struct group *g);
+
+/* The SA's answers to IB joins with a group's own Q_Key (sajoin.c): complete or retry. */
+static void sa_fd(void *arg, unsigned events)
+{
+	struct ctl *c = arg;
+	struct side_ctx *sd = &c->br->sd[SIDE_IB];
+	struct sajoin_answer a;
+
+	(void)events;
+	while (sajoin_recv(sd, &a) == 1) {
+		struct group *g = NULL;
+
+		for (uint32_t i = 0; i < c->br->ngroups && !g; i++) {
+			struct group_side *js = &c->br->groups[i]->js[SIDE_IB];
+
+			if (js->sa && js->state == JOIN_PENDING && js->sa_tid == a.tid)
+				g = c->br->groups[i];
+		}
+		if (!g)
+			continue; /* answered after the group left or joined anew */
+		if (a.err) {
+			join_retry_later(g, SIDE_IB, a.err);
+			log_ctx(LOG_WARNING, sd->dev, g->spec, "IB SA join of %s: %s; retrying",
+				g->spec, strerror(a.err));
+		} else if (a.status) {
+			/* Logged once per status, then retried quietly with back-off. */
+			if (g->js[SIDE_IB].sa_status != a.status)
+				log_ctx(LOG_ERR, sd->dev, g->spec,
+					"IB SA join of %s with Q_Key 0x%08x refused: status "
+					"0x%04x, "
+					"%s; retrying",
+					g->spec, group_qkey(g, SIDE_IB), a.status,
+					sajoin_status_str(a.status));
+			g->js[SIDE_IB].sa_status = a.status;
+			join_retry_later(g, SIDE_IB, EINVAL);
+		} else if (a.qkey != group_qkey(g, SIDE_IB)) {
+			/* Not what we asked for: an SA that ignores the component mask. */
+			log_ctx(LOG_ERR, sd->dev, g->spec,
+				"IB %s: the SA joined the group with Q_Key 0x%08x, not 0x%08x; "
+				"leaving",
+				g->spec, a.qkey, group_qkey(g, SIDE_IB));
+			g->js[SIDE_IB].state = JOIN_DONE; /* so that join_drop leaves */
+			join_drop(c, g, SIDE_IB, true);
+			join_retry_later(g, SIDE_IB, EPROTO);
+		} else {
+			g->js[SIDE_IB].sa_status = 0;
+			join_complete(c, g, SIDE_IB, &a.aa, a.qkey);
+		}
+	}
+}
+
+/* Open the SA agent of the IB port and watch its descriptor (once). 0 or -errno. */
+static int sa_watch(struct ctl *c, struct side_ctx *sd)
+{
+	static bool watched; /* control thread only */
+	int r;
+
+	if (watched)
+		return 0;
+	r = sajoin_open(sd);
+	if (r)
+		return r;
+	if (loop_watch(sajoin_fd(), EPOLLIN, sa_fd, c))
+		return -errno;
+	watched = true;
+	log_ctx(LOG_INFO, sd->dev, NULL, "IB %s port %u: SA agent for joins with own Q_Keys",
+		sd->dev, sd->port);
+	return 0;
+}
+
 void join_issue(struct ctl *c, struct group *g, int s)
 {
 	struct side_ctx *sd = &c->br->sd[s];
@@ -99,7 +170,9 @@ void join_issue(struct ctl *c, struct group *g, int s)
 		int r;
 
 		g->js[s].tries++;
-		r = sajoin_issue(c, g);
+		r = sa_watch(c, sd);
+		if (!r)
+			r = sajoin_send(sd, g, true, &g->js[s].sa_tid);
 		if (r) {
 			join_retry_later(g, s, -r);
 			log_warn("%s SA join of %s failed: %s; retrying", side_name[s], g->spec,
@@ -195,9 +268,14 @@ void join_drop(struct ctl *c, struct group *g, int s, bool leave)
 	}
 	ah_retire(js->ah);
 	js->ah = NULL;
-	if (leave && joined && js->sa)
-		sajoin_leave(c, g);
-	else if (leave && joined && sd->cm_id)
+	if (leave && joined && js->sa) {
+		uint32_t tid;
+		int r = sajoin_send(sd, g, false, &tid);
+
+		if (r)
+			log_ctx(LOG_WARNING, sd->dev, g->spec, "IB SA leave of %s: %s", g->spec,
+				strerror(-r));
+	} else if (leave && joined && sd->cm_id)
 		rdma_leave_multicast(sd->cm_id, join_addr(c, g, s, &ss));
 	js->sa = false;
 }

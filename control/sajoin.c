@@ -19,11 +19,12 @@
  * REQUIRED_MC_CREATE_COMP_MASK, so that the join can also create the group). The SA
  * answers with the group's record (copy_from_create_mc_rec): MLID, Q_Key, SL, flow
  * label, TClass, from which the AH is made as the kernel makes rdma_cm's
- * (ib_init_ah_from_mcmember). Unlike perftest the request is not waited for: the umad
- * descriptor is watched by the loop and the answer, matched by transaction id, completes
- * the join (join_complete) or retries it with back-off. A Delete leaves. An SA join lives
- * as long as the port's registration: after a port, LID, SM or re-register event the
- * joins code drops and joins every group again (side_rejoin), SA joins included.
+ * (ib_init_ah_from_mcmember). Unlike perftest the request is not waited for: joins.c
+ * watches the umad descriptor in the loop and reads the answers (sajoin_recv), matched to
+ * their group by transaction id. A Delete leaves. An SA join lives as long as the port's
+ * registration: after a port, LID, SM or re-register event joins.c drops and joins every
+ * group again (side_rejoin), SA joins included. This file only speaks to the SA: it
+ * holds no join state and calls nothing of joins.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,9 +39,6 @@
 
 #include "bridge.h"
 #include "ctl.h"
-#include "joins.h"
-#include "log.h"
-#include "loop.h"
 #include "sajoin.h"
 
 #define SA_QP	      1
@@ -59,7 +57,6 @@
 
 /* The IB port's umad agent (control thread only): opened on first use. */
 static struct {
-	struct ctl *c;
 	int port;  /* umad port id, -1 when not open */
 	int agent; /* SA agent */
 	int fd;
@@ -71,8 +68,7 @@ bool sajoin_wanted(const struct group *g)
 	return group_qkey(g, SIDE_IB) != BR_UDP_QKEY;
 }
 
-/* A MAD status's meaning (IBA 15.2.1.1 SA class-specific status, bits 8-14). */
-static const char *sa_status_str(uint16_t st)
+const char *sajoin_status_str(uint16_t st)
 {
 	switch (st >> 8 & 0x7f) {
 	case UMAD_SA_STATUS_NO_RESOURCES:
@@ -91,106 +87,20 @@ static const char *sa_status_str(uint16_t st)
 	}
 }
 
-static struct group *sa_pending(struct ctl *c, uint32_t tid)
+int sajoin_fd(void)
 {
-	for (uint32_t i = 0; i < c->br->ngroups; i++) {
-		struct group *g = c->br->groups[i];
-
-		if (g->js[SIDE_IB].sa && g->js[SIDE_IB].state == JOIN_PENDING &&
-		    g->js[SIDE_IB].sa_tid == tid)
-			return g;
-	}
-	return NULL;
+	return sa.fd;
 }
 
-/* The SA's answer to g's join: the AH from the record, as ib_init_ah_from_mcmember. */
-static void sa_answer(struct ctl *c, struct group *g, const struct umad_sa_packet *p)
+int sajoin_open(const struct side_ctx *sd)
 {
-	const struct umad_sa_mcmember_record *rec = (const void *)p->data;
-	struct side_ctx *sd = &c->br->sd[SIDE_IB];
-	struct ibv_ah_attr aa;
-	uint32_t flow, qkey = ntohl(rec->qkey);
-	uint8_t sl, hop;
-
-	if (qkey != group_qkey(g, SIDE_IB)) {
-		/* Not what we asked for: an SA that ignores the component mask. */
-		log_ctx(LOG_ERR, sd->dev, g->spec,
-			"IB %s: the SA joined the group with Q_Key 0x%08x, not 0x%08x; leaving",
-			g->spec, qkey, group_qkey(g, SIDE_IB));
-		g->js[SIDE_IB].state = JOIN_DONE; /* so that join_drop leaves */
-		join_drop(c, g, SIDE_IB, true);
-		join_retry_later(g, SIDE_IB, EPROTO);
-		return;
-	}
-	umad_sa_mcm_get_sl_flow_hop(rec->sl_flow_hop, &sl, &flow, &hop);
-	memset(&aa, 0, sizeof(aa));
-	aa.dlid = ntohs(rec->mlid);
-	aa.sl = sl;
-	aa.port_num = sd->port;
-	aa.static_rate = umad_sa_get_rate_mtu_or_life(rec->rate);
-	aa.is_global = 1;
-	memcpy(aa.grh.dgid.raw, rec->mgid, 16);
-	aa.grh.sgid_index = (uint8_t)sd->gid_index;
-	aa.grh.flow_label = flow;
-	aa.grh.hop_limit = hop; /* join_complete sets the bridge's marker */
-	aa.grh.traffic_class = rec->tclass;
-	g->js[SIDE_IB].sa_status = 0;
-	join_complete(c, g, SIDE_IB, &aa, qkey);
-}
-
-static void sa_fd(void *arg, unsigned events)
-{
-	struct ctl *c = arg;
-	uint8_t buf[4096] __attribute__((aligned(8)));
-
-	(void)events;
-	for (;;) {
-		int len = (int)(sizeof(buf) - umad_size());
-		const struct umad_sa_packet *p;
-		struct group *g;
-		uint16_t st;
-
-		if (umad_recv(sa.port, buf, &len, 0) < 0)
-			return;
-		p = umad_get_mad(buf);
-		if (p->mad_hdr.attr_id != htons(UMAD_SA_ATTR_MCMEMBER_REC) ||
-		    p->mad_hdr.method != UMAD_METHOD_GET_RESP)
-			continue; /* a leave's answer, or nothing of ours */
-		g = sa_pending(c, (uint32_t)be64toh(p->mad_hdr.tid));
-		if (!g)
-			continue; /* answered after the group left or joined anew */
-		st = ntohs(p->mad_hdr.status);
-		if (umad_status(buf)) {
-			join_retry_later(g, SIDE_IB, umad_status(buf));
-			log_ctx(LOG_WARNING, c->br->sd[SIDE_IB].dev, g->spec,
-				"IB SA join of %s: %s; retrying", g->spec,
-				strerror(umad_status(buf)));
-		} else if (st) {
-			/* Logged once per status, then retried quietly with back-off. */
-			if (g->js[SIDE_IB].sa_status != st)
-				log_ctx(LOG_ERR, c->br->sd[SIDE_IB].dev, g->spec,
-					"IB SA join of %s with Q_Key 0x%08x refused: status "
-					"0x%04x, "
-					"%s; retrying",
-					g->spec, group_qkey(g, SIDE_IB), st, sa_status_str(st));
-			g->js[SIDE_IB].sa_status = st;
-			join_retry_later(g, SIDE_IB, EINVAL);
-		} else {
-			sa_answer(c, g, p);
-		}
-	}
-}
-
-static int sa_open(struct ctl *c)
-{
-	struct side_ctx *sd = &c->br->sd[SIDE_IB];
 	int r;
 
 	if (sa.port >= 0)
 		return 0;
 	if (umad_init() < 0)
 		return -ENODEV;
-	sa.port = umad_open_port(sd->dev, sd->port);
+	sa.port = umad_open_port((char *)sd->dev, sd->port);
 	if (sa.port < 0) {
 		r = sa.port;
 		sa.port = -1;
@@ -198,23 +108,20 @@ static int sa_open(struct ctl *c)
 	}
 	sa.agent = umad_register(sa.port, UMAD_CLASS_SUBN_ADM, UMAD_SA_CLASS_VERSION, 0, NULL);
 	sa.fd = sa.agent >= 0 ? umad_get_fd(sa.port) : -1;
-	if (sa.fd < 0 || loop_watch(sa.fd, EPOLLIN, sa_fd, c)) {
-		r = sa.agent < 0 ? sa.agent : -errno;
+	if (sa.fd < 0) {
+		r = sa.agent < 0 ? sa.agent : -EIO;
 		umad_close_port(sa.port);
 		sa.port = sa.agent = sa.fd = -1;
-		return r < 0 ? r : -EIO;
+		return r;
 	}
 	fcntl_nonblock(sa.fd);
-	sa.c = c;
-	log_ctx(LOG_INFO, sd->dev, NULL, "IB %s port %u: SA agent for joins with own Q_Keys",
-		sd->dev, sd->port);
 	return 0;
 }
 
 /* An MCMemberRecord request of g's IB membership; 0 or -errno. */
-static int sa_send(struct ctl *c, struct group *g, uint8_t method, uint64_t comps, uint32_t tid)
+static int sa_send(const struct side_ctx *sd, const struct group *g, uint8_t method, uint64_t comps,
+		   uint32_t tid)
 {
-	struct side_ctx *sd = &c->br->sd[SIDE_IB];
 	uint8_t buf[4096] __attribute__((aligned(8)));
 	struct umad_sa_packet *p;
 	struct umad_sa_mcmember_record *rec;
@@ -245,21 +152,55 @@ static int sa_send(struct ctl *c, struct group *g, uint8_t method, uint64_t comp
 	return 0;
 }
 
-int sajoin_issue(struct ctl *c, struct group *g)
+int sajoin_send(const struct side_ctx *sd, const struct group *g, bool join, uint32_t *tid)
 {
-	int r = sa_open(c);
+	int r = sajoin_open(sd);
 
 	if (r)
 		return r;
-	g->js[SIDE_IB].sa_tid = ++sa.tid;
-	return sa_send(c, g, UMAD_METHOD_SET, SA_JOIN_COMPS, sa.tid);
+	*tid = ++sa.tid;
+	return join ? sa_send(sd, g, UMAD_METHOD_SET, SA_JOIN_COMPS, *tid)
+		    : sa_send(sd, g, UMAD_SA_METHOD_DELETE, SA_LEAVE_COMPS, *tid);
 }
 
-void sajoin_leave(struct ctl *c, struct group *g)
+int sajoin_recv(const struct side_ctx *sd, struct sajoin_answer *a)
 {
-	if (sa.port < 0)
-		return;
-	if (sa_send(c, g, UMAD_SA_METHOD_DELETE, SA_LEAVE_COMPS, ++sa.tid))
-		log_ctx(LOG_WARNING, c->br->sd[SIDE_IB].dev, g->spec, "IB SA leave of %s: %s",
-			g->spec, strerror(errno));
+	uint8_t buf[4096] __attribute__((aligned(8)));
+
+	for (;;) {
+		int len = (int)(sizeof(buf) - umad_size());
+		const struct umad_sa_packet *p;
+		const struct umad_sa_mcmember_record *rec;
+		uint32_t flow;
+		uint8_t sl, hop;
+
+		if (sa.port < 0 || umad_recv(sa.port, buf, &len, 0) < 0)
+			return 0;
+		p = umad_get_mad(buf);
+		memset(a, 0, sizeof(*a));
+		a->tid = (uint32_t)be64toh(p->mad_hdr.tid);
+		a->err = umad_status(buf);
+		/* A request nobody answered comes back as sent, with umad's status. */
+		if (p->mad_hdr.attr_id != htons(UMAD_SA_ATTR_MCMEMBER_REC) ||
+		    p->mad_hdr.method != (a->err ? UMAD_METHOD_SET : UMAD_METHOD_GET_RESP))
+			continue; /* a leave's answer, or nothing of ours */
+		a->status = a->err ? 0 : ntohs(p->mad_hdr.status);
+		if (a->err || a->status)
+			return 1;
+		/* The AH from the record, as the kernel's ib_init_ah_from_mcmember. */
+		rec = (const void *)p->data;
+		umad_sa_mcm_get_sl_flow_hop(rec->sl_flow_hop, &sl, &flow, &hop);
+		a->qkey = ntohl(rec->qkey);
+		a->aa.dlid = ntohs(rec->mlid);
+		a->aa.sl = sl;
+		a->aa.port_num = sd->port;
+		a->aa.static_rate = umad_sa_get_rate_mtu_or_life(rec->rate);
+		a->aa.is_global = 1;
+		memcpy(a->aa.grh.dgid.raw, rec->mgid, 16);
+		a->aa.grh.sgid_index = (uint8_t)sd->gid_index;
+		a->aa.grh.flow_label = flow;
+		a->aa.grh.hop_limit = hop;
+		a->aa.grh.traffic_class = rec->tclass;
+		return 1;
+	}
 }
