@@ -183,13 +183,34 @@ static int opt_allowed_cpus(void *ctx, const char *arg, char *err, size_t len)
 	return 0;
 }
 
+/*
+ * --peer: another bridge's RoCE source address, IPv4 (peers, compared as one word) or
+ * IPv6 (peers6: its RoCEv2 IPv6 address, for IPv6 groups).
+ */
 static int opt_peer(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct bridge_cfg *c = ((struct opts *)ctx)->cfg;
+	struct in6_addr a6;
 	struct in_addr a;
 
+	if (inet_pton(AF_INET6, arg, &a6) == 1) {
+		/* A unicast source: not ::, not multicast (ff00::/8), not IPv4-mapped (say
+		 * the IPv4 address instead). */
+		if (IN6_IS_ADDR_UNSPECIFIED(&a6) || IN6_IS_ADDR_MULTICAST(&a6) ||
+		    IN6_IS_ADDR_V4MAPPED(&a6) || IN6_IS_ADDR_LOOPBACK(&a6))
+			return opt_errf(err, len, -EINVAL,
+					"'%s' is not a unicast IPv6 address (a peer is another "
+					"bridge's RoCE address; an IPv4-mapped one: give the IPv4 "
+					"address)",
+					arg);
+		if (c->npeers6 == sizeof(c->peers6) / sizeof(c->peers6[0]))
+			return opt_errf(err, len, -EINVAL, "too many IPv6 peers (max %zu)",
+					sizeof(c->peers6) / sizeof(c->peers6[0]));
+		memcpy(c->peers6[c->npeers6++].raw, a6.s6_addr, 16);
+		return 0;
+	}
 	if (inet_pton(AF_INET, arg, &a) != 1)
-		return opt_errf(err, len, -EINVAL, "'%s' is not an IPv4 address", arg);
+		return opt_errf(err, len, -EINVAL, "'%s' is not an IPv4 or IPv6 address", arg);
 	/* A peer is another bridge's unicast source address: no packet comes from these. */
 	if (a.s_addr == htonl(INADDR_ANY) || a.s_addr == htonl(INADDR_BROADCAST) ||
 	    IN_MULTICAST(ntohl(a.s_addr)))

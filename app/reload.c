@@ -139,7 +139,13 @@ static void restart_settings(FILE *out, const struct bridge_cfg *c, const struct
 	for (uint32_t i = 0; i < c->npeers; i++)
 		fprintf(out, "%s%s", i ? "," : "",
 			inet_ntoa(*(const struct in_addr *)&c->peers[i]));
-	fputs(c->npeers ? "\n" : "none\n", out);
+	for (uint32_t i = 0; i < c->npeers6; i++) {
+		char a6[INET6_ADDRSTRLEN];
+
+		inet_ntop(AF_INET6, c->peers6[i].raw, a6, sizeof(a6));
+		fprintf(out, "%s%s", i || c->npeers ? "," : "", a6);
+	}
+	fputs(c->npeers || c->npeers6 ? "\n" : "none\n", out);
 	fprintf(out, "control %s\n", o->control[0] ? o->control : "default");
 	fprintf(out, "control-group %s\n", o->control_group[0] ? o->control_group : "none");
 	fprintf(out, "pidfile %s\n", o->pidfile[0] ? o->pidfile : "default");

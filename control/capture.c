@@ -86,6 +86,10 @@ struct capture {
 	char name[256];
 	uint32_t gen;
 	uint32_t sides, group, snaplen;
+	/* The filter's group when it has no IPv4 address (compared, never read: it may be
+	 * removed meanwhile), and its text. */
+	const struct group *gptr;
+	char gtext[INET6_ADDRSTRLEN];
 	uint64_t count; /* stop after this many packets, 0: no limit */
 	uint64_t written, bytes, full_base, dropped;
 	int64_t real_off_ns; /* CLOCK_REALTIME - CLOCK_MONOTONIC at the start */
@@ -414,6 +418,31 @@ static const struct group *group_of(struct bridge *br, uint32_t addr)
 	return addr ? group_array_find(br->groups, br->ngroups, addr) : NULL;
 }
 
+/*
+ * The group of a record that names none by IPv4 address (an IPv6 group on RoCE): the
+ * group whose MGID on side s is the header's destination (IB: the GRH's DGID; RoCE over
+ * IPv6: the IPv6 destination, at the same place), or NULL.
+ */
+static const struct group *group_of_hdr(struct bridge *br, enum side s, const uint8_t *hdr)
+{
+	if (s == SIDE_ROCE && hdr[0] >> 4 != 6)
+		return NULL; /* IPv4: r->group said it */
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		if (!memcmp(br->groups[i]->mgid[s].raw, hdr + 24, 16))
+			return br->groups[i];
+	return NULL;
+}
+
+/* The text of a group in comments: its IPv4 address, else its RoCE (IPv6) address. */
+static void group_text(const struct group *g, char *b, size_t n)
+{
+	b[0] = 0;
+	if (g && g->addr)
+		inet_ntop(AF_INET, &g->addr, b, (socklen_t)n);
+	else if (g)
+		inet_ntop(AF_INET6, g->mgid[SIDE_ROCE].raw, b, (socklen_t)n);
+}
+
 /* Write one record as an Enhanced Packet Block. */
 static void rec_write(struct capture *cap, const struct cap_rec *r)
 {
@@ -424,10 +453,15 @@ static void rec_write(struct capture *cap, const struct cap_rec *r)
 	uint8_t hdr[BR_GRH_LEN] = {0}, *out;
 	uint32_t hl = r->caplen < BR_GRH_LEN ? r->caplen : BR_GRH_LEN, wire, n;
 	struct cap_pkt p;
-	char comment[96], ga[INET_ADDRSTRLEN] = "";
+	char comment[96], ga[INET6_ADDRSTRLEN] = "";
+	bool v6;
 	size_t need;
 
 	memcpy(hdr, r->data, hl);
+	/* RoCEv2 over IPv6: the IPv6 header at 0 (the encoder's and the engine's rule). */
+	v6 = s == SIDE_ROCE && hdr[0] >> 4 == 6;
+	if (!g && r->verdict >= DROP_NREASONS)
+		g = group_of_hdr(br, s, hdr); /* forwarded: its group is bridged */
 	memset(&p, 0, sizeof(p));
 	p.ib = s == SIDE_IB;
 	p.hdr = hdr;
@@ -435,7 +469,7 @@ static void rec_write(struct capture *cap, const struct cap_rec *r)
 	p.len = r->byte_len > BR_GRH_LEN ? r->byte_len - BR_GRH_LEN : 0;
 	p.caplen = r->caplen - hl;
 	p.src_qpn = r->src_qp;
-	if (p.ib ? hdr[24] == 0xff : (hdr[BR_IPV4_OFF + 16] & 0xf0) == 0xe0)
+	if (p.ib || v6 ? hdr[24] == 0xff : (hdr[BR_IPV4_OFF + 16] & 0xf0) == 0xe0)
 		p.dst_qpn = BR_MCAST_QPN;
 	else
 		p.dst_qpn = r->chan < sd->nchan ? sd->chan[r->chan]->qpn : 0;
@@ -448,6 +482,8 @@ static void rec_write(struct capture *cap, const struct cap_rec *r)
 	p.ts_ns = (uint64_t)((int64_t)r->ts_ns + cap->real_off_ns);
 	if (r->group)
 		inet_ntop(AF_INET, &r->group, ga, sizeof(ga));
+	else if (g)
+		group_text(g, ga, sizeof(ga));
 	if (r->verdict >= DROP_NREASONS)
 		snprintf(comment, sizeof(comment), "forwarded%s%s", *ga ? " group " : "", ga);
 	else
@@ -586,6 +622,7 @@ static void capture_go(struct capture *cap)
 	cap->active = true;
 	atomic_store_explicit(&br->cap_sides, cap->sides, memory_order_relaxed);
 	atomic_store_explicit(&br->cap_group, cap->group, memory_order_relaxed);
+	atomic_store_explicit(&br->cap_gptr, cap->gptr, memory_order_relaxed);
 	/* Payload bytes to copy: what snaplen keeps of the frame, at least. */
 	atomic_store_explicit(&br->cap_snap, cap->snaplen, memory_order_relaxed);
 	/* Pairs with the workers' acquire load: rings and filters are set. */
@@ -750,6 +787,7 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 {
 	struct bridge *br = cap->c->br;
 	uint32_t sides = 3, group = 0, snap = CAPTURE_SNAP_DEFAULT;
+	const struct group *gptr = NULL;
 	uint64_t count = 0, v, need;
 	char *file = concmd_word(&args), *w, path[sizeof(cap->cfg.dir) + 256];
 	int fd, r;
@@ -767,12 +805,22 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 					w);
 		if (!strcmp(w, "group")) {
 			struct in_addr in;
-			const struct group *g;
+			union ibv_gid in6;
+			const struct group *g = NULL;
 
-			if (inet_pton(AF_INET, a, &in) != 1 || !(g = group_of(br, in.s_addr)))
+			if (inet_pton(AF_INET, a, &in) == 1)
+				g = group_of(br, in.s_addr);
+			else if (inet_pton(AF_INET6, a, in6.raw) == 1)
+				for (uint32_t i = 0; i < br->ngroups && !g; i++)
+					if (!br->groups[i]->addr &&
+					    !memcmp(br->groups[i]->mgid[SIDE_ROCE].raw, in6.raw,
+						    16))
+						g = br->groups[i];
+			if (!g)
 				return opt_errf(err, errlen, -EINVAL,
 						"capture start: '%s' is not a bridged group", a);
 			group = g->addr;
+			gptr = g->addr ? NULL : g;
 		} else if (!strcmp(w, "side")) {
 			if (!strcmp(a, "ib"))
 				sides = 1u << SIDE_IB;
@@ -818,6 +866,8 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 	cap->why[0] = 0;
 	cap->sides = sides;
 	cap->group = group;
+	cap->gptr = gptr;
+	group_text(gptr, cap->gtext, sizeof(cap->gtext));
 	cap->snaplen = snap;
 	cap->count = count;
 	cap->written = cap->bytes = cap->dropped = cap->full_base = 0;
@@ -876,7 +926,7 @@ void capture_counts_get(struct capture *cap, struct capture_counts *n)
 void capture_status(struct capture *cap, FILE *out)
 {
 	struct capture_counts n;
-	char ga[INET_ADDRSTRLEN] = "all";
+	char ga[INET6_ADDRSTRLEN] = "all";
 
 	capture_counts_get(cap, &n);
 	if (!cap->name[0]) {
@@ -886,6 +936,8 @@ void capture_status(struct capture *cap, FILE *out)
 	}
 	if (cap->group)
 		inet_ntop(AF_INET, &cap->group, ga, sizeof(ga));
+	else if (cap->gptr)
+		snprintf(ga, sizeof(ga), "%s", cap->gtext);
 	if (cap->active || (n.starting && !cap->cancel) || !cap->why[0])
 		fprintf(out, "capture: %s %s/%s\n",
 			cap->active		     ? "running"

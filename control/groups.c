@@ -265,21 +265,74 @@ static void group_free_rcu(struct rcu_head *h)
 	free(g);
 }
 
+/* Does the bridged group g have the address a (an IPv4 address, network order, or an
+ * IPv6 one) on a side: its RoCE group, the IPv4 address of its IB MGID, its MGID? */
+static bool group_has_addr(const struct group *g, int af, const void *a)
+{
+	if (af == AF_INET)
+		return !memcmp(&g->addr, a, 4) || !memcmp(&g->ib_addr, a, 4);
+	return (g->ib_native && !memcmp(g->mgid[SIDE_IB].raw, a, 16)) ||
+	       (g->roce_v6 && !memcmp(g->mgid[SIDE_ROCE].raw, a, 16));
+}
+
+/*
+ * The index of the group that name names in br->groups, or -errno with a message: its
+ * spec as shown by multicast; else a spec of the same group in any syntax (the same IB
+ * MGID and RoCE group, "ff12::1" for "FF12:0::1#qkey=5"); else an address alone, which
+ * names the group with that address on either side (refused when two groups have it).
+ */
+static int group_find_name(struct ctl *c, const char *name, char *err, size_t errlen)
+{
+	struct bridge *br = c->br;
+	struct group *p;
+	char perr[OPT_ERR_LEN];
+	unsigned char a[16];
+	int af, found = -1;
+
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		if (!strcmp(br->groups[i]->spec, name))
+			return (int)i;
+	p = aligned_alloc(64, sizeof(*p));
+	if (!p)
+		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+	memset(p, 0, sizeof(*p));
+	if (!group_spec_parse(p, name, (enum mgid_fmt)c->def_fmt, c->def_port, c->def_tos,
+			      c->def_qkey, perr, sizeof(perr))) {
+		group_mgid_ib(p, br->sd[SIDE_IB].pkey, &p->mgid[SIDE_IB]);
+		group_mgid_roce(p, &p->mgid[SIDE_ROCE]);
+		for (uint32_t i = 0; i < br->ngroups && found < 0; i++)
+			if (!memcmp(br->groups[i]->mgid, p->mgid, sizeof(p->mgid)))
+				found = (int)i;
+	}
+	free(p);
+	if (found >= 0)
+		return found;
+	af = inet_pton(AF_INET, name, a) == 1	 ? AF_INET
+	     : inet_pton(AF_INET6, name, a) == 1 ? AF_INET6
+						 : 0;
+	for (uint32_t i = 0; af && i < br->ngroups; i++) {
+		if (!group_has_addr(br->groups[i], af, a))
+			continue;
+		if (found >= 0)
+			return opt_errf(err, errlen, -EINVAL,
+					"'%s' names two groups, '%s' and '%s': give the whole spec",
+					name, br->groups[found]->spec, br->groups[i]->spec);
+		found = (int)i;
+	}
+	if (found < 0)
+		return opt_errf(err, errlen, -ENOENT, "'%s' is not bridged", name);
+	return found;
+}
+
 int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen)
 {
 	struct bridge *br = c->br;
-	struct in_addr a;
+	int r = group_find_name(c, name, err, errlen);
 	uint32_t i;
 
-	for (i = 0; i < br->ngroups; i++)
-		if (!strcmp(br->groups[i]->spec, name))
-			break;
-	if (i == br->ngroups && inet_pton(AF_INET, name, &a) == 1)
-		for (i = 0; i < br->ngroups; i++)
-			if (br->groups[i]->addr == a.s_addr)
-				break;
-	if (i == br->ngroups)
-		return opt_errf(err, errlen, -ENOENT, "'%s' is not bridged", name);
+	if (r < 0)
+		return r;
+	i = (uint32_t)r;
 	{
 		struct group *g = br->groups[i];
 

@@ -39,11 +39,26 @@
 #include "options.h"
 #include "state.h"
 
+/*
+ * A --partition group. It is matched to the bridged groups by its RoCE group (the IPv4
+ * group's ::ffff:a.b.c.d, or the IPv6 group): every group has one, no two bridged groups
+ * share it, and it comes from the configuration only, so both bridges of a pair give a
+ * group the same partition whatever the syntax (an IPv4 group, "MGID=239.1.2.3", an
+ * IPv6 group).
+ */
 struct ha_map {
-	uint32_t addr; /* group address, network order */
+	union ibv_gid roce; /* group_mgid_roce */
 	uint32_t part;
-	char spec[80];
+	char spec[128];
 };
+
+static bool map_is(const struct ha_map *m, const struct group *g)
+{
+	union ibv_gid r;
+
+	group_mgid_roce(g, &r);
+	return !memcmp(m->roce.raw, r.raw, sizeof(r.raw));
+}
 
 /* One connection to the peer's console for a whole handover (ha_handover). */
 struct peer_link {
@@ -159,7 +174,7 @@ static int opt_partition(void *ctx, const char *arg, char *err, size_t errlen)
 		if (r)
 			goto out;
 		for (uint32_t i = 0; i < ha->nmap; i++) {
-			if (ha->map[i].addr == g->addr && ha->map[i].part != (uint32_t)idx) {
+			if (map_is(&ha->map[i], g) && ha->map[i].part != (uint32_t)idx) {
 				r = opt_errf(err, errlen, -EINVAL,
 					     "partition %s: group %s is in partition %s already",
 					     name, tok, ha->part[ha->map[i].part].name);
@@ -172,7 +187,7 @@ static int opt_partition(void *ctx, const char *arg, char *err, size_t errlen)
 			goto out;
 		}
 		ha->map = m;
-		m[ha->nmap].addr = g->addr;
+		group_mgid_roce(g, &m[ha->nmap].roce);
 		m[ha->nmap].part = (uint32_t)idx;
 		snprintf(m[ha->nmap].spec, sizeof(m[ha->nmap].spec), "%s", tok);
 		ha->nmap++;
@@ -314,7 +329,7 @@ void ha_free(struct ha *ha)
 static uint32_t group_part(const struct ha *ha, const struct group *g)
 {
 	for (uint32_t i = 0; i < ha->nmap; i++)
-		if (ha->map[i].addr == g->addr)
+		if (map_is(&ha->map[i], g))
 			return ha->map[i].part;
 	return 0;
 }
@@ -350,11 +365,16 @@ int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen)
 {
 	struct bridge *br = c->br;
 
-	for (uint32_t i = 0; i < ha->nmap; i++)
-		if (!group_array_find(br->groups, br->ngroups, ha->map[i].addr))
+	for (uint32_t i = 0; i < ha->nmap; i++) {
+		uint32_t k = 0;
+
+		while (k < br->ngroups && !map_is(&ha->map[i], br->groups[k]))
+			k++;
+		if (k == br->ngroups)
 			return opt_errf(err, errlen, -EINVAL,
 					"partition %s: group %s is not bridged (-m, -i, -o)",
 					ha->part[ha->map[i].part].name, ha->map[i].spec);
+	}
 	for (uint32_t i = 0; i < br->ngroups; i++)
 		ha_group_assign(ha, br->groups[i]);
 	bridge_flows_stale(br);

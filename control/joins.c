@@ -12,8 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <infiniband/ib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/epoll.h>
 #include <systemd/sd-daemon.h>
 
@@ -156,6 +159,227 @@ static int sa_watch(struct ctl *c, struct side_ctx *sd)
 	return 0;
 }
 
+/* ---- RoCEv2 over IPv6: attach, MLD, AH, without rdma_cm ---- */
+
+/*
+ * Linux refuses rdma_join_multicast of an IPv6 group on a RoCEv2 port (ENOTSUPP, 524:
+ * drivers/infiniband/core/cma.c cma_iboe_join_multicast takes AF_INET only when the
+ * port's GID type is RoCE v2, and its IGMP join cma_igmp_send is IPv4 only), so the
+ * bridge does what rdma_cm does for an IPv4 group itself (docs/architecture.md "RoCEv2
+ * over IPv6"): attaches its channel QP to the group (the MGID is the IPv6 address), joins
+ * the group on the port's netdev with an IPv6 socket (IPV6_JOIN_GROUP: the kernel sends
+ * the MLD report that switches with MLD snooping forward by) and builds the AH it sends
+ * with. The join completes at once, without an event.
+ */
+#define ROCE_V6_HOP_LIMIT 64 /* IPV6_DEFAULT_HOPLIMIT: what rdma_cm gives a RoCEv2 join */
+#define MLD_PER_SOCKET	  64 /* memberships per socket (each is charged to optmem_max) */
+
+/* The sockets holding MLD memberships: control thread only. */
+static struct mld_sock {
+	int fd;
+	uint32_t n; /* memberships; MLD_PER_SOCKET once the kernel refused one more */
+} * mld_socks;
+static uint32_t mld_nsocks;
+static uint64_t mld_failed; /* memberships refused (the group is forwarded anyway) */
+static char mld_last[160];  /* the last refusal, for `events` */
+
+/* Join group on the interface: the socket that took it, or -errno. */
+static int mld_join(uint32_t ifindex, const union ibv_gid *group)
+{
+	struct ipv6_mreq mr = {.ipv6mr_interface = ifindex};
+
+	memcpy(mr.ipv6mr_multiaddr.s6_addr, group->raw, 16);
+	for (uint32_t i = 0;; i++) {
+		struct mld_sock *m;
+
+		if (i == mld_nsocks) {
+			struct mld_sock *v = realloc(mld_socks, (i + 1) * sizeof(*v));
+			int fd;
+
+			if (!v)
+				return -ENOMEM;
+			mld_socks = v;
+			fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			if (fd < 0)
+				return -errno;
+			mld_socks[i] = (struct mld_sock){.fd = fd, .n = 0};
+			mld_nsocks++;
+		}
+		m = &mld_socks[i];
+		if (m->n >= MLD_PER_SOCKET)
+			continue;
+		if (!setsockopt(m->fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr))) {
+			m->n++;
+			return m->fd;
+		}
+		if (errno != ENOBUFS && errno != ENOMEM)
+			return -errno;
+		m->n = MLD_PER_SOCKET; /* this socket's option memory is full: the next one */
+	}
+}
+
+static void mld_leave(int fd, uint32_t ifindex, const union ibv_gid *group)
+{
+	struct ipv6_mreq mr = {.ipv6mr_interface = ifindex};
+
+	memcpy(mr.ipv6mr_multiaddr.s6_addr, group->raw, 16);
+	setsockopt(fd, IPPROTO_IPV6, IPV6_LEAVE_GROUP, &mr, sizeof(mr));
+	for (uint32_t i = 0; i < mld_nsocks; i++)
+		if (mld_socks[i].fd == fd) {
+			/* A full socket takes memberships again once one left. */
+			mld_socks[i].n = mld_socks[i].n >= MLD_PER_SOCKET ? MLD_PER_SOCKET - 1
+									  : mld_socks[i].n - 1;
+			break;
+		}
+}
+
+/* The sockets, closed at the end (ctl_leave_all). */
+static void mld_close_all(void)
+{
+	for (uint32_t i = 0; i < mld_nsocks; i++)
+		close(mld_socks[i].fd);
+	free(mld_socks);
+	mld_socks = NULL;
+	mld_nsocks = 0;
+}
+
+/*
+ * The GID index the bridge sends an IPv6 group with: the port's RoCE v2 entry of its
+ * address of the group's scope (RFC 6724 rule 2, as the kernel's source address
+ * selection does for rdma_resolve_addr): link-local (fe80::) for interface- and
+ * link-local groups (ff01::/16, ff02::/16, scope 1 and 2), else the global one; the
+ * other when the port lacks that one. -1: the port has no IPv6 RoCE v2 entry.
+ */
+static int roce_v6_sgid_index(const struct side_ctx *sd, const union ibv_gid *group)
+{
+	bool link_scope = (group->raw[1] & 0x0f) <= 2;
+
+	if (link_scope)
+		return sd->gid6ll_index >= 0 ? sd->gid6ll_index : sd->gid6_index;
+	return sd->gid6_index >= 0 ? sd->gid6_index : sd->gid6ll_index;
+}
+
+/* A failed try of join_roce_v6: undo, retry after the back-off as a failed rdma_cm join. */
+static void join_roce_v6_fail(struct ctl *c, struct group *g, int err, const char *what)
+{
+	struct group_side *js = &g->js[SIDE_ROCE];
+	uint64_t backoff = JOIN_RETRY_MIN_MS << (js->tries < 7 ? js->tries : 6);
+
+	js->state = JOIN_DONE; /* so that join_drop undoes what was done */
+	join_drop(c, g, SIDE_ROCE, true);
+	js->last_error = err;
+	js->next_try_ms = mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
+	log_warn("%s join of %s failed: %s: %s; retrying", side_name[SIDE_ROCE], g->spec, what,
+		 strerror(err));
+}
+
+/*
+ * Join the IPv6 group g on RoCE (control thread): the AH (dgid the group, the port's
+ * IPv6 RoCE v2 entry of the group's scope, hop limit 64, traffic class from #tos, flow
+ * label 0, the port's full rate), the attach when the group receives on RoCE, the MLD
+ * membership. The join is done on return (JOIN_DONE), or failed and due again.
+ */
+static void join_roce_v6(struct ctl *c, struct group *g)
+{
+	struct side_ctx *sd = &c->br->sd[SIDE_ROCE];
+	struct group_side *js = &g->js[SIDE_ROCE];
+	struct ibv_ah_attr aa;
+	int idx, fd;
+
+	js->tries++;
+	idx = roce_v6_sgid_index(sd, &g->mgid[SIDE_ROCE]);
+	if (idx < 0) {
+		join_roce_v6_fail(c, g, EADDRNOTAVAIL,
+				  "the RoCE port has no IPv6 address (no RoCE v2 GID of one)");
+		return;
+	}
+	memset(&aa, 0, sizeof(aa));
+	aa.is_global = 1;
+	aa.port_num = sd->port;
+	aa.grh.dgid = g->mgid[SIDE_ROCE];
+	aa.grh.sgid_index = (uint8_t)idx;
+	aa.grh.hop_limit = ROCE_V6_HOP_LIMIT;
+	/*
+	 * Flow label 0 (RFC 6437: not labelled): with 0 the RDMA stack takes the UDP source
+	 * port's entropy from the QP numbers (the kernel's rdma_get_udp_sport:
+	 * rdma_calc_flow_label(lqpn, rqpn)), as for an IPv4 group; one group's packets keep
+	 * one path and their order.
+	 */
+	aa.grh.flow_label = 0;
+	aa.grh.traffic_class = g->tos_set ? g->tos : 0;
+	aa.static_rate = 0; /* no join answer to take a rate from: the port's own */
+	js->state = JOIN_PENDING;
+	js->ah = ibv_create_ah(sd->pd, &aa);
+	if (!js->ah) {
+		join_roce_v6_fail(c, g, errno, "ibv_create_ah");
+		return;
+	}
+	js->mlid = 0;
+	js->qkey = g->qkey[SIDE_ROCE];
+	if (group_dir_rx(g->dir, SIDE_ROCE)) {
+		int r = ibv_attach_mcast(g->out_chan[SIDE_ROCE]->qp, &g->mgid[SIDE_ROCE], 0);
+
+		if (r) {
+			join_roce_v6_fail(c, g, r, "ibv_attach_mcast");
+			return;
+		}
+		js->attached = true;
+		g->out_chan[SIDE_ROCE]->ngroups++;
+	}
+	/*
+	 * The MLD membership where the group receives on RoCE: the kernel's IGMP join of an
+	 * IPv4 group (cma_iboe_join_multicast, cma_igmp_send) is made for full members
+	 * only, not for send-only joins; the same here.
+	 */
+	if (group_dir_rx(g->dir, SIDE_ROCE)) {
+		fd = sd->ifindex ? mld_join(sd->ifindex, &g->mgid[SIDE_ROCE]) : -ENODEV;
+		if (fd >= 0) {
+			js->mld = true;
+			js->mld_fd = fd;
+		} else {
+			char a[INET6_ADDRSTRLEN];
+
+			inet_ntop(AF_INET6, g->mgid[SIDE_ROCE].raw, a, sizeof(a));
+			snprintf(mld_last, sizeof(mld_last), "%s on ifindex %u refused: %s", a,
+				 sd->ifindex,
+				 sd->ifindex ? strerror(-fd) : "no netdev known for the port");
+			/* Once with the reason, then counted (events, stats): the attached QP
+			 * receives where the switch floods or the host is the router. */
+			if (!mld_failed++)
+				log_ctx(LOG_WARNING, sd->dev, g->spec,
+					"%s %s: MLD membership of %s; forwarding anyway "
+					"(a switch with MLD snooping will not send the group here)",
+					side_name[SIDE_ROCE], g->spec, mld_last);
+			else
+				log_debug("%s %s: MLD membership of %s", side_name[SIDE_ROCE],
+					  g->spec, mld_last);
+		}
+	}
+	js->tries = 0;
+	js->last_error = 0;
+	g->qkey_out[SIDE_ROCE] = js->qkey;
+	atomic_store_explicit(&g->ah_out[SIDE_ROCE], js->ah, memory_order_release);
+	js->state = JOIN_DONE;
+	g->joined_ms[SIDE_ROCE] = mono_ms();
+	group_update_ready(c->br, g);
+	log_ctx(LOG_INFO, sd->dev, g->spec, "%s joined %s (IPv6, GID index %d%s)%s",
+		side_name[SIDE_ROCE], g->spec, idx, js->mld ? ", MLD" : "",
+		group_dir_rx(g->dir, SIDE_ROCE) ? "" : " send-only");
+	if (g->ready & ~GROUP_STANDBY)
+		log_debug("forwarding %s", g->spec);
+}
+
+/* Leave what join_roce_v6 joined on the netdev (the detach and AH are join_drop's). */
+static void leave_roce_v6(struct ctl *c, struct group *g)
+{
+	struct group_side *js = &g->js[SIDE_ROCE];
+
+	if (!js->mld)
+		return;
+	mld_leave(js->mld_fd, c->br->sd[SIDE_ROCE].ifindex, &g->mgid[SIDE_ROCE]);
+	js->mld = false;
+}
+
 void join_issue(struct ctl *c, struct group *g, int s)
 {
 	struct side_ctx *sd = &c->br->sd[s];
@@ -181,6 +405,10 @@ void join_issue(struct ctl *c, struct group *g, int s)
 		}
 		g->js[s].sa = true;
 		g->js[s].state = JOIN_PENDING;
+		return;
+	}
+	if (s == SIDE_ROCE && g->roce_v6) {
+		join_roce_v6(c, g);
 		return;
 	}
 	memset(&ja, 0, sizeof(ja));
@@ -268,7 +496,9 @@ void join_drop(struct ctl *c, struct group *g, int s, bool leave)
 	}
 	ah_retire(js->ah);
 	js->ah = NULL;
-	if (leave && joined && js->sa) {
+	if (s == SIDE_ROCE && g->roce_v6) {
+		leave_roce_v6(c, g); /* no rdma_cm join to leave */
+	} else if (leave && joined && js->sa) {
 		uint32_t tid;
 		int r = sajoin_send(sd, g, false, &tid);
 
@@ -697,6 +927,9 @@ void joins_print(struct ctl *c, FILE *out)
 	}
 	if (!pending)
 		fprintf(out, "%-24s %-12s %s\n", "joins", "-", "none pending");
+	if (mld_failed)
+		fprintf(out, "%-24s %-12s %" PRIu64 " memberships refused, last: %s\n", "mld", "-",
+			mld_failed, mld_last);
 }
 
 void ctl_leave_all(struct ctl *c)
@@ -705,6 +938,7 @@ void ctl_leave_all(struct ctl *c)
 	for (uint32_t i = 0; i < c->br->ngroups; i++)
 		for (int s = 0; s < NSIDES; s++)
 			join_drop(c, c->br->groups[i], s, true);
+	mld_close_all();
 }
 
 int joins_init(struct ctl *c)

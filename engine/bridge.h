@@ -114,6 +114,10 @@ struct group_side {
 	bool sa;	 /* this join (pending or done) is an SA MCMemberRecord join */
 	uint32_t sa_tid; /* the pending request's transaction id (low 32 bits) */
 	int sa_status;	 /* the SA's last refusal (MAD status), 0 if none */
+	/* RoCE side of an IPv6 group (control/joins.c join_roce_v6): the socket holding its
+	 * MLD membership on the port's netdev, when mld. */
+	bool mld;
+	int mld_fd;
 };
 
 struct group {
@@ -463,6 +467,18 @@ struct side_ctx {
 	int gid_index;
 	uint32_t ipv4;	  /* RoCE: our address (network order); IB: 0 */
 	uint32_t netmask; /* RoCE: interface netmask (network order), 0 = unknown: no check */
+	/*
+	 * RoCE, IPv6 groups (docs/architecture.md "RoCEv2 over IPv6"): the RoCEv2 GID entries
+	 * of the port's global IPv6 address and of its link-local one (index -1: none), the
+	 * netdev's ifindex (GID table, 0: unknown), and the interface's IPv6 prefix as two
+	 * words each (net6, mask6: what foreign_source compares; mask6 0: unknown, no check).
+	 */
+	union ibv_gid gid6;
+	int gid6_index;
+	union ibv_gid gid6ll;
+	int gid6ll_index;
+	uint32_t ifindex;
+	uint64_t net6[2], mask6[2];
 	uint16_t pkey;
 	uint32_t mtu;
 	uint32_t lkey; /* pool's MR on this side */
@@ -511,6 +527,8 @@ struct bridge_cfg {
 	uint32_t sig_every;
 	uint32_t peers[64]; /* RoCE addresses of other bridges (network order) */
 	uint32_t npeers;
+	union ibv_gid peers6[64]; /* their IPv6 RoCE addresses (--peer with an IPv6 address) */
+	uint32_t npeers6;
 	bool allow_foreign; /* accept RoCE sources outside the interface subnet */
 	uint32_t max_senders;
 };
@@ -552,6 +570,8 @@ struct bridge {
 	_Atomic uint32_t cap_gen;
 	_Atomic uint32_t cap_sides; /* bit s: capture what side s receives */
 	_Atomic uint32_t cap_group; /* only this group address (network order), 0: all */
+	/* only this group, for groups without an IPv4 address (IPv6 on RoCE); NULL: all */
+	const struct group *_Atomic cap_gptr;
 	_Atomic uint32_t cap_snap;  /* payload bytes to copy at most */
 	/* Packets forwarded by groups no longer bridged (left at run time), per input side. */
 	_Atomic uint64_t left_fwd_pkts[NSIDES];

@@ -29,6 +29,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <netinet/ip6.h>
 #include <stddef.h>
 #include <string.h>
 #include <time.h>
@@ -64,6 +65,12 @@ _Static_assert(IBV_WC_SUCCESS == 0, "rx_fast_run tests the status with the flags
 _Static_assert(IPV4_VER_IHL == 0x45, "IPv4 without options");
 _Static_assert(GRH_HOP_LIMIT == 7 && GRH_SGID == 8 && GRH_DGID == 24, "the GRH's layout");
 _Static_assert(IPV4_DADDR == IPV4_SADDR + 4, "flow keys read saddr and daddr as one word");
+/* RoCEv2 over IPv6: the 40-byte header is the IPv6 header, laid out as the GRH. */
+#define IPV6_VERSION 6
+_Static_assert(sizeof(struct ip6_hdr) == BR_GRH_LEN &&
+		       offsetof(struct ip6_hdr, ip6_src) == GRH_SGID &&
+		       offsetof(struct ip6_hdr, ip6_dst) == GRH_DGID,
+	       "the IPv6 header is the GRH's layout");
 
 /* ---- helpers: sender cache, flows, clock, free list, pool region ---- */
 
@@ -501,6 +508,22 @@ static inline __attribute__((always_inline)) void burst_peer_post(struct burst *
 	out->st.tx_bytes += len;
 }
 
+/*
+ * The PGM stream table's key of a group (pgm/stream.h: opaque to it): the IPv4 address
+ * (host order) of an IPv4 group; an IPv6 group on RoCE (address 0) its RoCE address's
+ * two halves folded, with bit 63 set so that no IPv4 key equals it.
+ */
+static inline uint64_t group_pgm_key(const struct group *g)
+{
+	uint64_t hi, lo;
+
+	if (__builtin_expect(g->addr != 0, 1))
+		return ntohl(g->addr);
+	memcpy(&hi, g->mgid[SIDE_ROCE].raw, 8);
+	memcpy(&lo, g->mgid[SIDE_ROCE].raw + 8, 8);
+	return (hi ^ lo ^ (lo >> 32)) | 1ull << 63;
+}
+
 /* ---- classification and the discard rules ---- */
 
 /*
@@ -596,6 +619,96 @@ rx_classify_ib(struct burst *b, struct channel *ch, const struct ibv_wc *wc, con
 	return g;
 }
 
+/*
+ * Whether the IPv4 header at ip (20 bytes) has a correct header checksum (RFC 791: the
+ * 16-bit ones' complement sum of the header, checksum included, is 0xffff).
+ */
+static bool ipv4_csum_ok(const uint8_t *ip)
+{
+	uint32_t sum = 0;
+
+	for (unsigned i = 0; i < sizeof(struct iphdr); i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum == 0xffff;
+}
+
+/*
+ * Whether a RoCEv2 receive's 40-byte header area holds an IPv6 header (true) or an IPv4
+ * one at offset 20 (false; one that is not 0x45 there is then a bad header). The NIC does
+ * not say which (the completion's sl is mlx5's packet type, not a verbs field), so the
+ * bytes decide, as rdma-core's ibv_init_ah_from_wc does (libibverbs/verbs.c,
+ * get_grh_header_version): version 6 in the first nibble and no IPv4 header of 5 words
+ * with a valid checksum at offset 20 (bytes 0-19 of an IPv4 receive are undefined, so
+ * they may start with 6 too; an IPv6 header's source address may hold 0x45 at its byte
+ * 12: the checksum tells them apart). Called only when the header is not plainly IPv4.
+ */
+static __attribute__((noinline)) bool roce_hdr_is_ipv6(const uint8_t *p)
+{
+	const uint8_t *ip = p + BR_IPV4_OFF;
+
+	if (p[0] >> 4 != IPV6_VERSION)
+		return false; /* bad_header, unless 0x45 (not called then) */
+	return ip[0] != IPV4_VER_IHL || !ipv4_csum_ok(ip);
+}
+
+/*
+ * RoCEv2 over IPv6 (docs/architecture.md "RoCEv2 over IPv6"): the IPv6 header at offset
+ * 0, laid out as a GRH. The rules of IPv4 with IPv6 addresses: the destination must be a
+ * multicast address (ff00::/8); the source address (16 bytes) is the sender's key; own
+ * packets: our RoCEv2 IPv6 address (global or link-local) and one of our QPNs; a --peer
+ * IPv6 address; foreign_source outside the interface's IPv6 prefix (link-local sources
+ * are on the link); the group by the destination address (its RoCE MGID). No hop-limit
+ * rule, as IPv4 has no TTL rule: the bridge sends with the hop limit of an IPv4 join, 64
+ * (the --peer list prevents loops). Out of line: IPv4's instructions stay as they were.
+ */
+static __attribute__((noinline)) struct group *
+rx_classify_roce6(struct burst *b, struct channel *ch, const struct ibv_wc *wc, const uint8_t *p,
+		  struct src_addr *src, enum drop_reason *why)
+{
+	const struct ip6_hdr *ip6 = (const struct ip6_hdr *)p;
+	const struct bridge_cfg *cfg = &b->br->cfg;
+	const struct side_ctx *sd = ch->sd;
+	const uint8_t *sa = ip6->ip6_src.s6_addr;
+	uint64_t hi, lo;
+	struct group *g;
+
+	if (!IN6_IS_ADDR_MULTICAST(&ip6->ip6_dst)) {
+		*why = DROP_UNICAST;
+		return NULL;
+	}
+	memcpy(&src->hi, sa, 8);
+	memcpy(&src->lo, sa + 8, 8);
+	if (b->check_own &&
+	    ((sd->gid6_index >= 0 && !memcmp(sa, sd->gid6.raw, 16)) ||
+	     (sd->gid6ll_index >= 0 && !memcmp(sa, sd->gid6ll.raw, 16))) &&
+	    fwd_own_qpn(sd, wc->src_qp)) {
+		*why = DROP_OWN;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < cfg->npeers6; i++) {
+		if (!memcmp(cfg->peers6[i].raw, sa, 16)) {
+			*why = DROP_PEER;
+			return NULL;
+		}
+	}
+	if ((sd->mask6[0] | sd->mask6[1]) && !cfg->allow_foreign &&
+	    !IN6_IS_ADDR_LINKLOCAL(&ip6->ip6_src) &&
+	    (((src->hi ^ sd->net6[0]) & sd->mask6[0]) | ((src->lo ^ sd->net6[1]) & sd->mask6[1]))) {
+		*why = DROP_FOREIGN;
+		return NULL;
+	}
+	memcpy(&hi, ip6->ip6_dst.s6_addr, 8);
+	memcpy(&lo, ip6->ip6_dst.s6_addr + 8, 8);
+	g = chan_group(ch, hi, lo);
+	if (!g) {
+		*why = DROP_UNKNOWN_GROUP;
+		return NULL;
+	}
+	return g;
+}
+
 /* RoCEv2: the IPv4 header at offset 20. */
 static inline __attribute__((always_inline)) struct group *
 rx_classify_roce(struct burst *b, struct channel *ch, const struct ibv_wc *wc, const uint8_t *p,
@@ -609,9 +722,14 @@ rx_classify_roce(struct burst *b, struct channel *ch, const struct ibv_wc *wc, c
 	uint64_t hi, lo;
 	struct group *g;
 
-	if (ip[0] != IPV4_VER_IHL) {
-		*why = DROP_BAD_HEADER;
-		return NULL;
+	/* Not plainly IPv4 (rdma-core's rule, roce_hdr_is_ipv6): an IPv6 header, or bad. */
+	if (__builtin_expect(ip[0] != IPV4_VER_IHL || (p[0] >> 4) == IPV6_VERSION, 0)) {
+		if (roce_hdr_is_ipv6(p))
+			return rx_classify_roce6(b, ch, wc, p, src, why);
+		if (ip[0] != IPV4_VER_IHL) {
+			*why = DROP_BAD_HEADER;
+			return NULL;
+		}
 	}
 	if (!ipv4_multicast(ip + IPV4_DADDR)) {
 		*why = DROP_UNICAST;
@@ -868,7 +986,7 @@ static __attribute__((noinline)) bool rx_pgm_inspect(struct bridge *br, struct c
 	ch->st.pgm_pkts++;
 	if (r == PGM_BAD_CHECKSUM)
 		ch->st.pgm_bad_csum++;
-	pgm_stream_key_from_packet(&key, &pkt, ntohl(g->addr));
+	pgm_stream_key_from_packet(&key, &pkt, group_pgm_key(g));
 	if (!pgm_stream_update(br->pgm, &key, ch->side, &pkt, now, &v) &&
 	    pgm_verdict_drop(v, (enum pgm_dup_policy)atomic_load_explicit(&br->pgm_dups,
 									  memory_order_relaxed)))
@@ -958,6 +1076,9 @@ flow_set(struct burst *b, struct channel *ch, const enum side side, const uint8_
 	} else {
 		uint32_t saddr;
 
+		/* IPv6 (and IPv4 in a header area starting with 6): no flow, the full path. */
+		if (p[0] >> 4 == IPV6_VERSION)
+			return;
 		memcpy(&saddr, p + BR_IPV4_OFF + IPV4_SADDR, 4);
 		if (b->check_own && saddr == ch->sd->ipv4)
 			return;
@@ -1150,7 +1271,9 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 					break;
 				f = flow_find_ib(flows, p);
 			} else {
-				if (p[BR_IPV4_OFF] != IPV4_VER_IHL)
+				/* IPv4 flows only: an IPv6 header (roce_hdr_is_ipv6) goes to
+				 * chan_rx, whatever its byte 20 holds. */
+				if (p[BR_IPV4_OFF] != IPV4_VER_IHL || p[0] >> 4 == IPV6_VERSION)
 					break;
 				f = flow_find_roce(flows, p);
 			}
@@ -1226,7 +1349,7 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 		 */
 		if (why == RUN_ODATA) {
 			if (pgm_stream_odata_next(b->br->pgm, &f->pgm, p + BR_GRH_LEN, len,
-						  ntohl(f->g->addr), side, now)) {
+						  group_pgm_key(f->g), side, now)) {
 				pgm_next++; /* PGM_OK, passed */
 				goto send;
 			}
@@ -1346,8 +1469,9 @@ static __attribute__((noinline)) void rx_capture_done(struct burst *b, struct ca
 						      const struct group *g, enum drop_reason why)
 {
 	uint32_t want = atomic_load_explicit(&b->br->cap_group, memory_order_relaxed);
+	const struct group *wg = atomic_load_explicit(&b->br->cap_gptr, memory_order_relaxed);
 
-	if (want && (!g || g->addr != want))
+	if ((want && (!g || g->addr != want)) || (wg && g != wg))
 		return; /* not taken: the record is written over by the next one */
 	r->group = g ? g->addr : 0;
 	r->verdict = (uint8_t)why;

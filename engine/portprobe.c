@@ -28,6 +28,41 @@ static int roce_v2_ipv4_gid(struct ibv_context *ctx, uint8_t port, int tbl_len, 
 	return -1;
 }
 
+static bool gid_is_linklocal(const union ibv_gid *g)
+{
+	return g->raw[0] == 0xfe && (g->raw[1] & 0xc0) == 0x80; /* fe80::/10 */
+}
+
+/*
+ * The RoCEv2 entries of IPv6 addresses (the kernel's RoCE GID cache adds one v1 and one
+ * v2 entry per address of the netdev, drivers/infiniband/core/roce_gid_mgmt.c): the first
+ * global one and the link-local one, and the netdev's ifindex.
+ */
+static void roce_v2_ipv6_gids(struct ibv_context *ctx, uint8_t port, int tbl_len,
+			      struct portprobe *pp)
+{
+	pp->gid6_index = pp->gid6ll_index = -1;
+	pp->ifindex = 0;
+	for (int i = 0; i < tbl_len; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(ctx, port, (uint32_t)i, &e, 0) ||
+		    e.gid_type != IBV_GID_TYPE_ROCE_V2 || gid_is_ipv4(&e.gid))
+			continue;
+		if (!pp->ifindex)
+			pp->ifindex = e.ndev_ifindex;
+		if (gid_is_linklocal(&e.gid)) {
+			if (pp->gid6ll_index < 0) {
+				pp->gid6ll = e.gid;
+				pp->gid6ll_index = i;
+			}
+		} else if (pp->gid6_index < 0 && e.gid.raw[0] != 0xff) {
+			pp->gid6 = e.gid;
+			pp->gid6_index = i;
+		}
+	}
+}
+
 bool portprobe_port_try(struct ibv_context *ctx, uint8_t port, bool ib, bool down_ok,
 			struct portprobe *pp)
 {
@@ -45,6 +80,8 @@ bool portprobe_port_try(struct ibv_context *ctx, uint8_t port, bool ib, bool dow
 		pp->gid_index = 0;
 		pp->pkey = ntohs(pkey);
 		pp->ipv4 = 0;
+		pp->gid6_index = pp->gid6ll_index = -1;
+		pp->ifindex = 0;
 	} else {
 		if (pa->link_layer != IBV_LINK_LAYER_ETHERNET)
 			return false;
@@ -53,6 +90,7 @@ bool portprobe_port_try(struct ibv_context *ctx, uint8_t port, bool ib, bool dow
 			return false;
 		memcpy(&pp->ipv4, &pp->gid.raw[12], 4);
 		pp->pkey = 0xffff;
+		roce_v2_ipv6_gids(ctx, port, pa->gid_tbl_len, pp);
 	}
 	pp->mtu = 128u << pa->active_mtu;
 	return true;

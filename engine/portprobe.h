@@ -6,7 +6,8 @@
  *
  * InfiniBand: an InfiniBand link layer, GID index 0 and P_Key index 0. RoCE: an Ethernet
  * link layer with a RoCEv2 GID holding an IPv4-mapped address (what rdma_cm binds an
- * IPv4 address to), the first such GID of the table.
+ * IPv4 address to), the first such GID of the table; its IPv6 RoCEv2 entries are noted
+ * beside it for IPv6 groups.
  */
 #ifndef ENGINE_PORTPROBE_H
 #define ENGINE_PORTPROBE_H
@@ -22,6 +23,18 @@ struct portprobe {
 	uint16_t pkey; /* IB: P_Key index 0 (host order); RoCE: 0xffff */
 	uint32_t ipv4; /* RoCE: the GID's IPv4 address (network order); IB: 0 */
 	uint32_t mtu;  /* active MTU in bytes */
+	/*
+	 * RoCE: the port's IPv6 entries of the GID table, RoCE v2 (what an IPv6 group is
+	 * sent and received with: docs/architecture.md "RoCEv2 over IPv6"): the first
+	 * global (not link-local, not IPv4-mapped) address and the link-local one; index -1
+	 * when the table has none. ifindex: the netdev behind the port (the GID entry's
+	 * ndev_ifindex), 0 when the table does not say.
+	 */
+	union ibv_gid gid6;
+	int gid6_index;
+	union ibv_gid gid6ll;
+	int gid6ll_index;
+	uint32_t ifindex;
 };
 
 /*

@@ -65,6 +65,36 @@ static uint32_t ipv4_netmask(uint32_t addr)
 }
 
 /*
+ * The IPv6 prefix of the interface holding addr (16 bytes) as two words each: net (the
+ * address masked) and mask; mask all 0 when no interface has it (no foreign check). Sets
+ * *ifindex to that interface's when it is still 0 (the GID table did not say).
+ */
+static void ipv6_prefix(const uint8_t *addr, uint64_t net[2], uint64_t mask[2], uint32_t *ifindex)
+{
+	struct ifaddrs *ifa, *i;
+	uint8_t m[16] = {0}, a[16];
+
+	net[0] = net[1] = mask[0] = mask[1] = 0;
+	if (getifaddrs(&ifa))
+		return;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET6 || !i->ifa_netmask)
+			continue;
+		if (!memcmp(((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr.s6_addr, addr, 16)) {
+			memcpy(m, ((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr.s6_addr, 16);
+			if (!*ifindex)
+				*ifindex = if_nametoindex(i->ifa_name);
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	for (int k = 0; k < 16; k++)
+		a[k] = addr[k] & m[k];
+	memcpy(net, a, 16);
+	memcpy(mask, m, 16);
+}
+
+/*
  * Does this port qualify for the side? Fills sd on success. down_ok: a port that is not
  * active qualifies too (a named device: the bridge waits for PORT_ACTIVE, sd->state
  * SIDE_DOWN).
@@ -79,8 +109,16 @@ static bool side_try_port(struct side_ctx *sd, struct ibv_context *ctx, uint8_t 
 	sd->gid_index = pp.gid_index;
 	sd->pkey = pp.pkey;
 	sd->ipv4 = pp.ipv4;
-	if (sd->side == SIDE_ROCE)
+	sd->gid6 = pp.gid6;
+	sd->gid6_index = pp.gid6_index;
+	sd->gid6ll = pp.gid6ll;
+	sd->gid6ll_index = pp.gid6ll_index;
+	sd->ifindex = pp.ifindex;
+	if (sd->side == SIDE_ROCE) {
 		sd->netmask = ipv4_netmask(sd->ipv4);
+		if (sd->gid6_index >= 0)
+			ipv6_prefix(sd->gid6.raw, sd->net6, sd->mask6, &sd->ifindex);
+	}
 	sd->pattr = pp.pattr;
 	sd->port = port;
 	sd->mtu = pp.mtu;

@@ -61,7 +61,8 @@ void show_counters(struct ctl *c, FILE *out, bool final)
 			"%s %s rx_pkts=%" PRIu64 " rx_bytes=%" PRIu64 " fwd_pkts=%" PRIu64
 			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
 			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64 " pgm_pkts=%" PRIu64
-			" pgm_not_pgm=%" PRIu64 " pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64 " standby=%" PRIu64,
+			" pgm_not_pgm=%" PRIu64 " pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64
+			" standby=%" PRIu64,
 			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
 			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
 			st.backlog_max, st.pgm_pkts, st.pgm_not_pgm, st.pgm_malformed,
@@ -264,6 +265,7 @@ static void json_join(struct jw *j, const char *key, const struct group *g, int 
 	jw_u64(j, "tries", g->js[s].tries);
 	jw_u64(j, "mlid", group_joined(g, s) ? g->js[s].mlid : 0);
 	jw_string(j, "mgid", mgid);
+	jw_u64(j, "qkey", g->qkey[s]);
 	jw_close(j, '}');
 }
 
@@ -284,7 +286,8 @@ static void json_ha(struct jw *j, struct ctl *c)
 		jw_open(j, NULL, '{');
 		jw_string(j, "name", p->name);
 		jw_string(j, "role", p->standby ? "standby" : "active");
-		jw_u64(j, "groups", p->ngroups);
+		/* Counted now: groups joined or left at run time since the last count. */
+		jw_u64(j, "groups", ha_part_ngroups(c->ha, c, i));
 		jw_i64(j, "since", p->since_wall);
 		jw_u64(j, "since_s", (now - p->since_ms) / 1000);
 		jw_u64(j, "transitions", p->transitions);
@@ -299,12 +302,18 @@ static void json_groups(struct jw *j, struct bridge *br)
 	jw_open(j, "groups", '[');
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		const struct group *g = br->groups[i];
-		char a[INET_ADDRSTRLEN];
+		char a[INET6_ADDRSTRLEN];
 
-		ipv4_str(g->addr, a, sizeof(a));
+		/* The RoCE group: IPv4, or the IPv6 address (issue 25). */
+		if (g->roce_v6)
+			inet_ntop(AF_INET6, g->mgid[SIDE_ROCE].raw, a, sizeof(a));
+		else
+			ipv4_str(g->addr, a, sizeof(a));
 		jw_open(j, NULL, '{');
 		jw_string(j, "group", g->spec);
 		jw_string(j, "addr", a);
+		jw_string(j, "family", g->roce_v6 ? "ipv6" : "ipv4");
+		jw_bool(j, "ib_native", g->ib_native);
 		jw_u64(j, "port", g->port);
 		jw_string(j, "dir", group_dir_name[g->dir]);
 		jw_u64(j, "pair", g->pair);
@@ -884,7 +893,8 @@ static void prom_ha(FILE *f, struct ctl *c)
 	prom_head(f, "ib2roce_peer_configured", "gauge",
 		  "1 when the bridge has a peer (--ha-peer-control or --peer): drops for the "
 		  "reasons loop and peer_bridge are then expected.");
-	fprintf(f, "ib2roce_peer_configured %d\n", ha_peer(c->ha) || c->br->cfg.npeers);
+	fprintf(f, "ib2roce_peer_configured %d\n",
+		ha_peer(c->ha) || c->br->cfg.npeers || c->br->cfg.npeers6);
 	prom_head(f, "ib2roce_role", "gauge",
 		  "HA role of the partition on this bridge: 1 active, 0 standby "
 		  "(partitions with groups only).");

@@ -50,7 +50,6 @@
 #include "tune.h"
 #include "version_line.h"
 
-
 static uint64_t side_pps(struct bridge *br, int s)
 {
 	uint64_t pps = 0;
@@ -284,12 +283,17 @@ void show_multicast(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
 		"group", "dir",	     "pair",	 "IB",	       "IB_mlid",
-		"RoCE",	 "ib->roce", "roce->ib", "forwarding",
+		"RoCE",	 "ib->roce", "roce->ib", "forwarding", "qkey",
 	};
 	struct bridge *br = c->br;
+	bool qkeys = false;
 	struct tbl t;
 
-	tbl_init(&t, hdr, sizeof(hdr) / sizeof(hdr[0]));
+	/* The qkey column only when a group has another Q_Key than rdma_cm's (issue 25). */
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		for (int s = 0; s < NSIDES; s++)
+			qkeys |= br->groups[i]->qkey[s] != BR_UDP_QKEY;
+	tbl_init(&t, hdr, sizeof(hdr) / sizeof(hdr[0]) - !qkeys);
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		const struct group *g = br->groups[i];
 		char js[160];
@@ -310,6 +314,13 @@ void show_multicast(struct ctl *c, FILE *out)
 		tbl_u64(&t, sub0(CMM_LOAD_SHARED(g->fwd_pkts[SIDE_IB]), g->fwd_zap[SIDE_IB]));
 		tbl_u64(&t, sub0(CMM_LOAD_SHARED(g->fwd_pkts[SIDE_ROCE]), g->fwd_zap[SIDE_ROCE]));
 		tbl_txt(&t, group_forwarding(g));
+		if (!qkeys)
+			continue;
+		if (g->qkey[SIDE_IB] == g->qkey[SIDE_ROCE])
+			tbl_add(&t, false, "0x%08x", g->qkey[SIDE_IB]);
+		else
+			tbl_add(&t, false, "ib:0x%08x/roce:0x%08x", g->qkey[SIDE_IB],
+				g->qkey[SIDE_ROCE]);
 	}
 	if (!br->ngroups) {
 		fprintf(out, "no multicast groups\n");
@@ -420,10 +431,10 @@ void show_buffers(struct ctl *c, FILE *out)
 void show_workers(struct ctl *c, FILE *out)
 {
 	static const char *const hdr[] = {
-		"worker", "cpu",	 "core",       "node",	    "isolated", "channels",
-		"groups", "weight", "cqs",	 "polls/pass", "wcs/poll",  "loops/s",	"heartbeat",
-		"hb_age", "idle_sleeps", "p50",	       "p90",	    "p99",	"p99.9",
-		"p99.99", "max_ever",	 "samples",    "placement",
+		"worker",    "cpu",    "core",	      "node",	    "isolated",	 "channels",
+		"groups",    "weight", "cqs",	      "polls/pass", "wcs/poll",	 "loops/s",
+		"heartbeat", "hb_age", "idle_sleeps", "p50",	    "p90",	 "p99",
+		"p99.9",     "p99.99", "max_ever",    "samples",    "placement",
 	};
 	const struct placement *pl = c->place;
 	struct bridge *br = c->br;

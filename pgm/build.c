@@ -18,6 +18,14 @@ void pgm_nla_ipv4(struct pgm_nla *nla, uint32_t addr)
 	pgm_put32(nla->addr, addr);
 }
 
+void pgm_nla_ipv6(struct pgm_nla *nla, const uint8_t *addr)
+{
+	memset(nla, 0, sizeof(*nla));
+	nla->afi = PGM_AFI_IPV6;
+	nla->len = PGM_NLA_IPV6_LEN;
+	memcpy(nla->addr, addr, PGM_NLA_IPV6_LEN);
+}
+
 /* Wire size of an NLA block, 0 when the NLA is not a well-formed IPv4/IPv6 address. */
 static size_t nla_size(const struct pgm_nla *nla)
 {

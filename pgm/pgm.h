@@ -897,6 +897,12 @@ ssize_t pgm_build_ncf(void *buf, size_t cap, const struct pgm_tsi *tsi, uint16_t
  */
 void pgm_nla_ipv4(struct pgm_nla *nla, uint32_t addr);
 
+/*
+ * pgm_nla_ipv6 - fill nla with the IPv6 address at addr (16 bytes, network order): AFI 2
+ * (RFC 3208 section 8, the address families of RFC 1700). Any thread.
+ */
+void pgm_nla_ipv6(struct pgm_nla *nla, const uint8_t *addr);
+
 /* ---- Rewriting (the one documented exception to forwarding bytes untouched) ---- */
 
 /*

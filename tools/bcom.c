@@ -616,6 +616,7 @@ static void set_handler(int sig, void (*fn)(int))
 enum word_kind { WORDS_COMMANDS, WORDS_FEATURES, WORDS_GROUPS, WORDS_N };
 
 static const char *const words_cmd[WORDS_N] = {"help", "enable", "multicast"};
+static char word_breaks[] = " \t\n"; /* what separates the words Tab completes */
 
 static struct {
 	struct conn *conn;
@@ -804,6 +805,14 @@ static int run_interactive(struct conn *c)
 	compl .conn = c;
 	rl_readline_name = "bcom";
 	rl_attempted_completion_function = complete;
+	/*
+	 * Words are separated by blanks only: a group is one word with its '=', ':' and '#'
+	 * ("ff12::99=239.1.2.7#qkey=5"), which readline's default breaks ("=" among them)
+	 * would cut, completing only what follows. libedit's rl_complete takes
+	 * rl_basic_word_break_characters; GNU readline the completer's (set both).
+	 */
+	rl_basic_word_break_characters = word_breaks;
+	rl_completer_word_break_characters = word_breaks;
 	/* Our signal handling (blocked but in ppoll), not libedit's: see tty_getc. */
 	rl_catch_signals = 0;
 	rl_getc_function = tty_getc;

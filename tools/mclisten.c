@@ -503,7 +503,8 @@ static void on_recv(struct listener *l, const struct ibv_wc *wc, uint64_t now)
 		l->rx_errors++;
 		return;
 	}
-	if (l->port.fabric == MCT_IB) {
+	if (l->port.fabric == MCT_IB || mct_roce_hdr_is_ipv6(b)) {
+		/* The GRH, or on RoCE the IPv6 header (the same layout): source, group. */
 		memcpy(src, b + 8, 16);
 		memcpy(mgid, b + 24, 16);
 	} else {
@@ -587,6 +588,12 @@ static int setup(struct listener *l, char *err, size_t errlen)
 	size_t memlen;
 	int r;
 
+	for (uint32_t i = 0; o->dump && i < c->ngroups; i++)
+		if (c->groups[i].spec->roce_v6)
+			return snprintf(err, errlen,
+					"--dump: %s: an IPv6 group (the pcap file holds IPv4 UDP)",
+					c->groups[i].spec->spec),
+			       -EINVAL;
 	if (o->dump && !(l->dump = pcapdump_open(o->dump)))
 		return snprintf(err, errlen, "%s: %s", o->dump, strerror(errno)), -errno;
 	if ((r = mct_port_open(&l->port, c, err, errlen)))
@@ -812,7 +819,10 @@ static void src_name(const struct listener *l, const struct lstream *s, char *b,
 {
 	char a[INET6_ADDRSTRLEN];
 
-	if (l->port.fabric == MCT_ROCE)
+	static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
+
+	/* RoCE over IPv4: ::ffff:a.b.c.d, written as a.b.c.d; IPv6 sources as they are. */
+	if (l->port.fabric == MCT_ROCE && !memcmp(s->src, mapped, 12))
 		inet_ntop(AF_INET, s->src + 12, a, sizeof(a));
 	else
 		inet_ntop(AF_INET6, s->src, a, sizeof(a));

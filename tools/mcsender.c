@@ -125,7 +125,8 @@ struct sender {
 	uint32_t ns;
 	uint32_t next_stream, next_size;
 	uint64_t rng;
-	struct pgm_nla nla;
+	struct pgm_nla nla;  /* SPM path NLA of IPv4 groups: the port's IPv4 address */
+	struct pgm_nla nla6; /* of IPv6 groups (RoCE): the address the AH sends from */
 	struct mccon *con; /* --control: the console, NULL without */
 	uint64_t rate;	   /* the packet rate in effect (feature sendrate at the start) */
 	uint64_t pps_next, pps_t, pps_sent; /* ppsdisplay: next line, last line and sent then */
@@ -495,7 +496,10 @@ static void send_spm(struct sender *sd, struct stream *s)
 
 	buf = wr_add(sd, s->qp, s->group, 0);
 	n = pgm_build_spm(buf, sd->slot, &s->tsi, sd->c->groups[s->group].spec->port, s->spm_sqn++,
-			  empty ? lead + 1 : lead, lead, &sd->nla);
+			  empty ? lead + 1 : lead, lead,
+			  sd->c->groups[s->group].spec->roce_v6 && sd->port.fabric == MCT_ROCE
+				  ? &sd->nla6
+				  : &sd->nla);
 	if (n < 0) {
 		/* Cannot happen with a valid NLA and a slot of the MTU; counted if it did. */
 		sd->errors++;
@@ -614,6 +618,12 @@ static int setup(struct sender *sd, char *err, size_t errlen)
 		s->tsi.sport = (uint16_t)(PGM_SPORT_BASE + (i & 0x7fff));
 	}
 	pgm_nla_ipv4(&sd->nla, ntohl(sd->port.ipv4));
+	/* An IPv6 group's SPMs name the source address its AH sends from (mct_groups_join:
+	 * the global address; a link-local group is sent from the link-local one, but one
+	 * NLA serves all: the global one when the port has it). */
+	if (sd->port.fabric == MCT_ROCE)
+		pgm_nla_ipv6(&sd->nla6,
+			     sd->port.gid6_index >= 0 ? sd->port.gid6.raw : sd->port.gid6ll.raw);
 	return 0;
 }
 

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <rdma/rdma_cma.h>
 #include <infiniband/ib.h>
 
@@ -122,9 +124,12 @@ static int add_group(void *ctx, const char *arg, char *err, size_t len)
 		return r;
 	}
 	for (uint32_t i = 0; i < c->ngroups; i++) {
-		if (c->groups[i].spec->addr == g->addr) {
-			opt_errf(err, len, -EINVAL, "group '%s': address already given by '%s'",
-				 arg, c->groups[i].spec->spec);
+		const char *why;
+
+		if (group_spec_same(c->groups[i].spec, g, &why)) {
+			opt_errf(err, len, -EINVAL, "group '%s': %s already given by '%s'", arg,
+				 !strcmp(why, "RoCE group") ? "address" : why,
+				 c->groups[i].spec->spec);
 			free(g);
 			return -EINVAL;
 		}
@@ -232,6 +237,11 @@ static bool port_try(struct mct_port *p, enum mct_fabric f, struct ibv_context *
 	p->gid_index = pp.gid_index;
 	p->pkey = pp.pkey;
 	p->ipv4 = pp.ipv4;
+	p->gid6 = pp.gid6;
+	p->gid6_index = pp.gid6_index;
+	p->gid6ll = pp.gid6ll;
+	p->gid6ll_index = pp.gid6ll_index;
+	p->ifindex = pp.ifindex;
 	p->fabric = f;
 	p->port = port;
 	p->mtu = pp.mtu;
@@ -282,6 +292,7 @@ int mct_port_open(struct mct_port *p, const struct mct_cfg *c, char *err, size_t
 	int r;
 
 	memset(p, 0, sizeof(*p));
+	p->mld_fd = -1;
 	if (c->ib_dev[0])
 		r = port_find(p, MCT_IB, c->ib_dev, c->ib_port);
 	else if (c->roce_dev[0])
@@ -348,6 +359,81 @@ static struct sockaddr *join_addr(const struct mct_port *p, const struct group *
 	return (struct sockaddr *)ss;
 }
 
+bool mct_roce_hdr_is_ipv6(const uint8_t *hdr)
+{
+	const uint8_t *ip = hdr + MCT_IPV4_OFF;
+	uint32_t sum = 0;
+
+	if (hdr[0] >> 4 != 6)
+		return false;
+	if (ip[0] != 0x45)
+		return true;
+	for (unsigned i = 0; i < 20; i += 2)
+		sum += (uint32_t)ip[i] << 8 | ip[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum != 0xffff;
+}
+
+/*
+ * An IPv6 group on RoCE, as the bridge joins one (control/joins.c join_roce_v6): Linux
+ * refuses rdma_join_multicast of an IPv6 group on RoCEv2 (ENOTSUPP, 524), so the AH is
+ * built here (dgid the group; the port's IPv6 RoCE v2 entry of the group's scope: the
+ * link-local one for ff01::/16 and ff02::/16, else the global one, RFC 6724; hop limit
+ * 64; flow label 0; traffic class from #tos), the caller attaches its QP to the group
+ * (mgid, mlid 0), and a receiver joins the group on the netdev (IPV6_JOIN_GROUP: the MLD
+ * report). A refused membership (no such interface: a simulated device outside `simfab
+ * netns`) is reported on stderr once and does not stop the program: the attached QP
+ * receives where the switch floods the group.
+ */
+static int join_roce_v6(struct mct_port *p, struct mct_group *mg, bool send_only, char *err,
+			size_t errlen)
+{
+	const union ibv_gid *grp = &mg->spec->mgid[SIDE_ROCE];
+	bool link_scope = (grp->raw[1] & 0x0f) <= 2;
+	int idx = link_scope ? (p->gid6ll_index >= 0 ? p->gid6ll_index : p->gid6_index)
+			     : (p->gid6_index >= 0 ? p->gid6_index : p->gid6ll_index);
+
+	if (idx < 0)
+		return errf(err, errlen, -EADDRNOTAVAIL,
+			    "%s: %s has no IPv6 address (no RoCE v2 GID of one)", mg->spec->spec,
+			    p->dev);
+	memset(&mg->aa, 0, sizeof(mg->aa));
+	mg->aa.is_global = 1;
+	mg->aa.port_num = p->port;
+	mg->aa.grh.dgid = *grp;
+	mg->aa.grh.sgid_index = (uint8_t)idx;
+	mg->aa.grh.hop_limit = 64;
+	mg->aa.grh.traffic_class = mg->spec->tos_set ? mg->spec->tos : 0;
+	mg->qkey = mg->spec->qkey[SIDE_ROCE];
+	mg->mgid = *grp;
+	mg->mlid = 0;
+	mg->ah = ibv_create_ah(p->pd, &mg->aa);
+	if (!mg->ah)
+		return errf(err, errlen, -errno, "%s: ibv_create_ah: %s", mg->spec->spec,
+			    strerror(errno));
+	mg->joined = true;
+	if (!send_only) {
+		struct ipv6_mreq mr = {.ipv6mr_interface = p->ifindex};
+
+		memcpy(mr.ipv6mr_multiaddr.s6_addr, grp->raw, 16);
+		if (p->mld_fd < 0)
+			p->mld_fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (p->mld_fd < 0 ||
+		    setsockopt(p->mld_fd, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr))) {
+			static bool said;
+
+			if (!said)
+				fprintf(stderr,
+					"%s: MLD membership on ifindex %u refused (%s); receiving "
+					"anyway\n",
+					mg->spec->spec, p->ifindex, strerror(errno));
+			said = true;
+		}
+	}
+	return 0;
+}
+
 int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
 		    size_t errlen)
 {
@@ -357,6 +443,15 @@ int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool se
 	for (uint32_t i = 0; i < n; i++) {
 		struct rdma_cm_join_mc_attr_ex ja;
 		struct sockaddr_storage ss;
+
+		if (p->fabric == MCT_ROCE && g[i].spec->roce_v6) {
+			int r = join_roce_v6(p, &g[i], send_only, err, errlen);
+
+			if (r)
+				return r;
+			done++;
+			continue;
+		}
 
 		memset(&ja, 0, sizeof(ja));
 		ja.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS | RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
@@ -423,10 +518,12 @@ void mct_port_close(struct mct_port *p, struct mct_group *g, uint32_t n)
 		if (g[i].ah)
 			ibv_destroy_ah(g[i].ah);
 		g[i].ah = NULL;
-		if (g[i].joined && p->cm_id)
+		if (g[i].joined && p->cm_id && !(p->fabric == MCT_ROCE && g[i].spec->roce_v6))
 			rdma_leave_multicast(p->cm_id, join_addr(p, g[i].spec, &ss));
 		g[i].joined = false;
 	}
+	if (p->mld_fd >= 0)
+		close(p->mld_fd); /* leaves its MLD memberships */
 	if (p->cm_id)
 		rdma_destroy_id(p->cm_id);
 	if (p->cm_ch)

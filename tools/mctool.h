@@ -103,6 +103,13 @@ struct mct_port {
 	int gid_index;
 	uint16_t pkey;
 	uint32_t ipv4; /* RoCE: our address (network order) */
+	/* RoCE: the RoCEv2 GID entries of the port's IPv6 addresses (index -1: none), the
+	 * netdev's ifindex, and the socket holding the MLD memberships of IPv6 groups (-1:
+	 * none yet): portprobe.h, mct_groups_join. */
+	union ibv_gid gid6, gid6ll;
+	int gid6_index, gid6ll_index;
+	uint32_t ifindex;
+	int mld_fd;
 	uint32_t mtu;
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *cm_id;
@@ -141,6 +148,14 @@ int mct_port_open(struct mct_port *p, const struct mct_cfg *c, char *err, size_t
  */
 int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
 		    size_t errlen);
+
+/*
+ * mct_roce_hdr_is_ipv6 - whether the 40-byte header area of a RoCEv2 receive holds an
+ * IPv6 header (else IPv4 at offset 20): rdma-core's rule (libibverbs/verbs.c
+ * get_grh_header_version): version 6 first, and no IPv4 header with a valid checksum at
+ * offset 20. The bridge's engine decides the same way.
+ */
+bool mct_roce_hdr_is_ipv6(const uint8_t *hdr);
 
 /* mct_port_close - leave the groups, destroy AHs, the rdma_cm id, the PD, the context. */
 void mct_port_close(struct mct_port *p, struct mct_group *g, uint32_t n);

@@ -19,6 +19,7 @@
  */
 #include "fwd.c"
 
+#include <netinet/ip6.h>
 #include <netinet/udp.h>
 
 #include "tap.h"
@@ -30,7 +31,7 @@
 
 static struct bridge br;
 static struct channel ch[NSIDES];
-static struct group g_both, g_out, g_in, g_idle;
+static struct group g_both, g_out, g_in, g_idle, g_v6;
 /* The receive buffers: one buffer of 512 bytes (the pool's data region). */
 static uint8_t region_buf[512] __attribute__((aligned(64)));
 
@@ -38,6 +39,19 @@ static const union ibv_gid ib_port_gid = {
 	.raw = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0x01}};
 static const union ibv_gid ib_other_gid = {
 	.raw = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0x02}};
+
+/* An IPv6 address from its text. */
+static union ibv_gid ip6(const char *txt)
+{
+	union ibv_gid g;
+
+	if (inet_pton(AF_INET6, txt, g.raw) != 1)
+		abort();
+	return g;
+}
+
+/* The RoCE port's IPv6 addresses (GID entries 5 and 1 of an mlx5 port with both). */
+static union ibv_gid roce_port_gid6, roce_port_gid6ll;
 
 /* An IPv4 address a.b.c.d in network order. */
 static uint32_t ip4(unsigned a, unsigned b, unsigned c, unsigned d)
@@ -84,6 +98,8 @@ static void setup(void)
 	} own_qpn[NSIDES];
 
 	urcu_qsbr_register_thread();
+	roce_port_gid6 = ip6("fd00:0:0:1::a");
+	roce_port_gid6ll = ip6("fe80::ff:fe00:10a");
 	br.groups_by_addr =
 		cds_lfht_new_flavor(16, 16, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor, NULL);
 	for (int s = 0; s < NSIDES; s++) {
@@ -113,6 +129,22 @@ static void setup(void)
 	group_init(&g_out, ip4(239, 1, 2, 4), DIR_OUT, 1u << SIDE_IB | 1u << SIDE_ROCE);
 	group_init(&g_in, ip4(239, 1, 2, 5), DIR_IN, 1u << SIDE_IB | 1u << SIDE_ROCE);
 	group_init(&g_idle, ip4(239, 1, 2, 6), DIR_BOTH, 0);
+	/* RoCEv2 over IPv6: the port's IPv6 RoCE v2 entries and prefix, an IPv6 peer, and an
+	 * IPv6 group (ff0e::1234 on both sides, as a native MGID on IB). */
+	br.sd[SIDE_ROCE].gid6 = roce_port_gid6;
+	br.sd[SIDE_ROCE].gid6_index = 5;
+	br.sd[SIDE_ROCE].gid6ll = roce_port_gid6ll;
+	br.sd[SIDE_ROCE].gid6ll_index = 1;
+	memcpy(br.sd[SIDE_ROCE].net6, roce_port_gid6.raw, 8); /* fd00:0:0:1::/64 */
+	br.sd[SIDE_ROCE].mask6[0] = UINT64_MAX;
+	br.cfg.peers6[0] = ip6("fd00:0:0:1::20");
+	br.cfg.npeers6 = 1;
+	g_v6.dir = DIR_BOTH;
+	g_v6.mgid[SIDE_IB] = ip6("ff0e::1234");
+	g_v6.mgid[SIDE_ROCE] = ip6("ff0e::1234");
+	atomic_store(&g_v6.ready, 1u << SIDE_IB | 1u << SIDE_ROCE);
+	if (group_publish(&br, &g_v6))
+		abort();
 }
 
 /* A received packet: its header area and the work completion that came with it. */
@@ -140,6 +172,20 @@ static struct rx ib_pkt(uint32_t addr)
 	return r;
 }
 
+/* Set the IPv4 header checksum (RFC 791), as a NIC delivers it. */
+static void ip_csum_set(struct iphdr *ip)
+{
+	const uint8_t *b = (const uint8_t *)ip;
+	uint32_t sum = 0;
+
+	ip->check = 0;
+	for (unsigned i = 0; i < sizeof(*ip); i += 2)
+		sum += (uint32_t)b[i] << 8 | b[i + 1];
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip->check = htons((uint16_t)~sum);
+}
+
 /* A RoCEv2 packet from saddr to daddr: bytes 0-19 zero (as rxe), the IPv4 header at 20. */
 static struct rx roce_pkt(uint32_t saddr, uint32_t daddr)
 {
@@ -158,6 +204,27 @@ static struct rx roce_pkt(uint32_t saddr, uint32_t daddr)
 	ip->protocol = IPPROTO_UDP;
 	ip->saddr = saddr;
 	ip->daddr = daddr;
+	ip_csum_set(ip);
+	return r;
+}
+
+/* A RoCEv2 over IPv6 packet from src to dst: the IPv6 header in the 40 bytes. */
+static struct rx roce6_pkt(const char *src, const char *dst)
+{
+	struct rx r = {.wc = {.status = IBV_WC_SUCCESS,
+			      .opcode = IBV_WC_RECV,
+			      .byte_len = BR_GRH_LEN + PAYLOAD,
+			      .wc_flags = IBV_WC_GRH,
+			      .src_qp = PEER_QPN}};
+	struct ip6_hdr *ip6h = (struct ip6_hdr *)r.hdr;
+	union ibv_gid s = ip6(src), d = ip6(dst);
+
+	ip6h->ip6_flow = htonl(6u << 28);
+	ip6h->ip6_plen = htons(sizeof(struct udphdr) + 12 + 8 + PAYLOAD + 4);
+	ip6h->ip6_nxt = IPPROTO_UDP;
+	ip6h->ip6_hlim = 64;
+	memcpy(&ip6h->ip6_src, s.raw, 16);
+	memcpy(&ip6h->ip6_dst, d.raw, 16);
 	return r;
 }
 
@@ -311,9 +378,15 @@ static void test_roce(void)
 	r = roce_pkt(src, g_both.addr);
 	CHECK_EQ(verdict(SIDE_ROCE, &r, &g), FWD);
 	CHECK(g == &g_both);
-	/* Bytes 0-19 are undefined: what they hold does not matter. */
+	/* Bytes 0-19 are undefined: what they hold does not matter, even a first nibble 6
+	 * (IPv6's version), as long as the IPv4 header's checksum is right (rdma-core's
+	 * get_grh_header_version). */
 	memset(r.hdr, 0x60, BR_IPV4_OFF);
 	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	/* With a wrong checksum that area is an IPv6 header (destination bytes 24-39: the
+	 * IPv4 header's bytes 4-19, not multicast). */
+	roce_ip(&r)->check ^= 1;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNICAST);
 
 	/* Not IPv4 without options: another version, or a header length other than 5. */
 	r = roce_pkt(src, g_both.addr);
@@ -390,6 +463,129 @@ static void test_roce(void)
 	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNKNOWN_GROUP);
 }
 
+/* RoCEv2 over IPv6: the IPv6 header at offset 0 (docs/architecture.md). */
+static void test_roce6(void)
+{
+	struct group *g;
+	struct src_addr src;
+	struct burst b;
+	struct rx r;
+
+	printf("# RoCEv2 over IPv6: the IPv6 header at offset 0\n");
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::1234");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, &g), FWD);
+	CHECK(g == &g_v6);
+	/* The sender's key is the 16-byte source address. */
+	b = burst_new(SIDE_ROCE);
+	memcpy(region_buf, r.hdr, BR_GRH_LEN);
+	{
+		enum drop_reason why = FWD;
+		union ibv_gid s6 = ip6("fd00:0:0:1::33");
+
+		CHECK(rx_classify(&b, &ch[SIDE_ROCE], SIDE_ROCE, &r.wc, region_buf, &src, &why) ==
+		      &g_v6);
+		CHECK(!memcmp(&src.hi, s6.raw, 8) && !memcmp(&src.lo, s6.raw + 8, 8));
+	}
+	/* A source whose byte 12 is 0x45 (where an IPv4 header would start): still IPv6, its
+	 * "IPv4 header" has no valid checksum. */
+	r = roce6_pkt("fd00:0:0:1:0:0:4500:33", "ff0e::1234");
+	CHECK_EQ(r.hdr[BR_IPV4_OFF], 0x45);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+
+	/* Hop limit: no rule (as IPv4's TTL): 1 and 0 forwarded. */
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::1234");
+	((struct ip6_hdr *)r.hdr)->ip6_hlim = 1;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	((struct ip6_hdr *)r.hdr)->ip6_hlim = 0;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+
+	/* Unicast: a destination outside ff00::/8 (an IPv4-mapped one too). */
+	r = roce6_pkt("fd00:0:0:1::33", "fd00:0:0:1::a");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNICAST);
+	r = roce6_pkt("fd00:0:0:1::33", "::ffff:239.1.2.3");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNICAST);
+
+	/* Another IP version in the first nibble (and no IPv4 at 20): a bad header. */
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::1234");
+	r.hdr[0] = 0x50;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_BAD_HEADER);
+
+	/* Our own packet back: our global or link-local address and one of our QPNs. */
+	r = roce6_pkt("fd00:0:0:1::a", "ff0e::1234");
+	r.wc.src_qp = OWN_QPN;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_OWN);
+	r = roce6_pkt("fe80::ff:fe00:10a", "ff0e::1234");
+	r.wc.src_qp = OWN_QPN;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_OWN);
+	r.wc.src_qp = PEER_QPN; /* another QP of this host */
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	r.wc.src_qp = OWN_QPN;
+	br.sd[SIDE_ROCE].block_lb = true;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	br.sd[SIDE_ROCE].block_lb = false;
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::1234"); /* our QPN from another host */
+	r.wc.src_qp = OWN_QPN;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	/* Our IPv4-mapped address in an IPv6 header is not ours (another host's address). */
+
+	/* A configured IPv6 peer bridge; an IPv4 peer's mapped address is not an IPv6 one. */
+	r = roce6_pkt("fd00:0:0:1::20", "ff0e::1234");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_PEER);
+	r = roce6_pkt("fd00:0:0:1::21", "ff0e::1234");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	/* ... and the IPv6 peer list does not touch IPv4 packets. */
+	r = roce_pkt(ip4(192, 168, 1, 20), g_both.addr);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_PEER);
+	r = roce_pkt(ip4(192, 168, 1, 21), g_both.addr);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+
+	/* A source outside the interface's IPv6 prefix; link-local sources are on the link. */
+	r = roce6_pkt("fd00:0:0:2::1", "ff0e::1234");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_FOREIGN);
+	br.cfg.allow_foreign = true;
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	br.cfg.allow_foreign = false;
+	br.sd[SIDE_ROCE].mask6[0] = 0; /* prefix unknown: no check */
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+	br.sd[SIDE_ROCE].mask6[0] = UINT64_MAX;
+	r = roce6_pkt("fe80::1234:5678", "ff0e::1234");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
+
+	/* A group not bridged; an IPv4 group's RoCE MGID is not an IPv6 group. */
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::9999");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNKNOWN_GROUP);
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::ffff:ef01:203");
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNKNOWN_GROUP);
+
+	/* IPv4 flows only: an IPv6 packet leaves no flow behind (flow_set). */
+	{
+		static struct chan_flow flows[CH_FLOWS];
+		struct chan_flow *saved = ch[SIDE_ROCE].flows;
+		struct sender snd = {.key.qpn = PEER_QPN};
+		unsigned set = 0;
+
+		ch[SIDE_ROCE].flows = flows;
+		b = burst_new(SIDE_ROCE);
+		b.flows_ok = true;
+		r = roce6_pkt("fd00:0:0:1:0:0:4500:33", "ff0e::1234");
+		memcpy(region_buf, r.hdr, BR_GRH_LEN);
+		flow_set(&b, &ch[SIDE_ROCE], SIDE_ROCE, region_buf, &src, &g_v6, &snd, NULL, 0,
+			 4096);
+		for (unsigned i = 0; i < CH_FLOWS; i++)
+			set += flows[i].lim != 0;
+		CHECK_EQ(set, 0);
+		/* An IPv4 packet does (the same call). */
+		r = roce_pkt(ip4(192, 168, 1, 33), g_both.addr);
+		memcpy(region_buf, r.hdr, BR_GRH_LEN);
+		flow_set(&b, &ch[SIDE_ROCE], SIDE_ROCE, region_buf, &src, &g_both, &snd, NULL, 0,
+			 4096);
+		for (unsigned i = 0; i < CH_FLOWS; i++)
+			set += flows[i].lim != 0;
+		CHECK_EQ(set, 1);
+		ch[SIDE_ROCE].flows = saved;
+	}
+}
+
 /* The rules after the group is found: its direction, its joins, the bridging switch. */
 static void test_group_rules(void)
 {
@@ -463,6 +659,7 @@ int main(void)
 	setup();
 	test_ib();
 	test_roce();
+	test_roce6();
 	test_group_rules();
 	test_pgm();
 	return tap_done();

@@ -7,6 +7,7 @@
  * duplicate rule across syntaxes (group_spec_same), and every refusal with its message.
  */
 #include <arpa/inet.h>
+#include <urcu/urcu-qsbr.h>
 
 #include "bridge.h"
 #include "tap.h"
@@ -284,6 +285,78 @@ static void duplicates(void)
 	OK(!same("239.1.2.3", "ff12::1", &why), "an IPv4 and an IPv6 group differ");
 }
 
+/* A group parsed and given its MGIDs (P_Key 0xffff), as ctl_group_insert makes them. */
+static struct group *made(const char *spec)
+{
+	struct group *n = aligned_alloc(64, sizeof(*n));
+
+	if (!n)
+		tap_bail("aligned_alloc");
+	memset(n, 0, sizeof(*n));
+	if (group_spec_parse(n, spec, MGID_RDMA, 4711, -1, QK_DEF, err, sizeof(err)))
+		tap_bail(err);
+	group_mgid_ib(n, 0xffff, &n->mgid[SIDE_IB]);
+	group_mgid_roce(n, &n->mgid[SIDE_ROCE]);
+	return n;
+}
+
+/*
+ * The RCU tables (engine/tables.c) with groups of every form: groups_by_addr (the
+ * DROP_MGID_FORMAT verdict's table) holds the groups whose IB MGID is made from an IPv4
+ * address, keyed by that address (two may share it: two formats); native MGIDs are not
+ * in it. Each side's table finds every group by its MGID there.
+ */
+static void tables(void)
+{
+	static struct bridge tb;
+	const char *const specs[] = {"239.1.2.3", "ff12::1=239.1.2.77", "239.1.2.3/IPv4=ff15::1",
+				     "ff12::2", "ff12::3"};
+	struct group *v[5];
+	unsigned long count;
+	long before, after;
+
+	urcu_qsbr_register_thread();
+	tb.groups_by_addr =
+		cds_lfht_new_flavor(16, 16, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor, NULL);
+	for (int s = 0; s < NSIDES; s++) {
+		tb.sd[s].side = (enum side)s;
+		tb.sd[s].groups = cds_lfht_new_flavor(16, 16, 0, CDS_LFHT_AUTO_RESIZE,
+						      &urcu_qsbr_flavor, NULL);
+	}
+	for (int i = 0; i < 5; i++) {
+		v[i] = made(specs[i]);
+		EQ(group_publish(&tb, v[i]), 0, "publish %s", specs[i]);
+	}
+	for (int i = 0; i < 5; i++)
+		for (int s = 0; s < NSIDES; s++)
+			OK(group_lookup(&tb.sd[s], &v[i]->mgid[s]) == v[i],
+			   "%s found by its %s MGID", specs[i], side_name[s]);
+	OK(group_lookup_addr(&tb, htonl(0xef010203)) != NULL,
+	   "239.1.2.3 in groups_by_addr (two groups make their MGID from it)");
+	OK(group_lookup_addr(&tb, htonl(0xef01024d)) == NULL,
+	   "239.1.2.77 not: ff12::1=239.1.2.77's IB side is a native MGID");
+	OK(group_lookup_addr(&tb, 0) == NULL, "no group under address 0");
+	cds_lfht_count_nodes(tb.groups_by_addr, &before, &count, &after);
+	EQ(count, 2, "groups_by_addr holds the two groups made from an IPv4 address");
+	/* A second group with an MGID in use on a side is refused by the table. */
+	{
+		struct group *d = made("ff12::3=239.1.2.88");
+
+		EQ(group_publish(&tb, d), -EEXIST, "ff12::3 twice: -EEXIST");
+		free(d);
+	}
+	for (int i = 0; i < 5; i++)
+		group_unpublish(&tb, v[i]);
+	cds_lfht_count_nodes(tb.groups_by_addr, &before, &count, &after);
+	EQ(count, 0, "groups_by_addr empty after the unpublishes");
+	cds_lfht_count_nodes(tb.sd[SIDE_IB].groups, &before, &count, &after);
+	EQ(count, 0, "the IB table empty");
+	urcu_qsbr_synchronize_rcu();
+	for (int i = 0; i < 5; i++)
+		free(v[i]);
+	urcu_qsbr_unregister_thread();
+}
+
 int main(void)
 {
 	ok_ipv4();
@@ -292,5 +365,6 @@ int main(void)
 	refusals();
 	qkey_parse();
 	duplicates();
+	tables();
 	return tap_done();
 }
