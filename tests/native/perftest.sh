@@ -21,6 +21,11 @@
 # many of them a server's QP was still attached for depends on the two pairs' timing:
 # the counters are logged); every server got its COUNT.
 #
+# Then the same 128 bits on both sides ('ff12:401b:ffff::1234#qkey=0x11111111', the IB
+# MGID and a RoCEv2 IPv6 group): one perftest pair spans the bridge, server on one fabric
+# and client on the other, both ways, and every count is exact (client xmit = bridge
+# forwarded = server rcv_pkts = COUNT, nothing else anywhere).
+#
 # Then the issue's failure, reproduced: the same group without "#qkey" on RoCE: every
 # datagram the RoCE client sends is dropped by the bridge's NIC for its Q_Key (the RoCE
 # port's qkey_viol = COUNT) and the bridge counts nothing.
@@ -110,9 +115,58 @@ done
 sf_log "counters after the two pairs:
 $(cat "$out/counters-1.txt")"
 
+# The same 128 bits on both fabrics (IB MGID ff12:401b:ffff::1234, RoCE IPv6 group
+# ff12:401b:ffff::1234): one perftest pair spans the bridge, the server on one fabric and
+# the client on the other, each way; the server gets nothing but what the bridge
+# forwarded. perftest's client sends to its server's MGID and LID: from RoCE with the
+# link-local RoCE v2 GID (-x 1: perftest refuses an IPv4-mapped source GID with a
+# non-IPv4-mapped MGID, ctx_check_gid_compatibility); from IB with --dlid, the group's
+# multicast LID (a RoCE server's LID is 0, which an IB switch does not forward).
+sf_new_fabric SIMFABRIC perftest3
+export SIMFABRIC
+"$SIMFAB" reset >/dev/null
+spec6='ff12:401b:ffff::1234#qkey=0x11111111'
+br_bridge bridge3 1 -d sim_ib0 -r sim_roce0 --workers 1 -m "$spec6"
+mlid=$(sed -n 's/.*IB joined ff12:401b:ffff::1234#qkey=0x11111111 (mlid \(0x[0-9a-f]*\)).*/\1/p' "$SF_TMP/bridge3.err")
+[ -n "$mlid" ] || br_fail "no IB multicast LID in the bridge's log" bridge3
+# span NAME SERVER_DEV CLIENT_DEV SERVER_ARGS CLIENT_ARGS
+span() {
+	local name=$1 port
+
+	port=$(sf_free_tcp_port)
+	# shellcheck disable=SC2086 # the extra arguments are words
+	sf_start "$out/$name-server.txt" 60 ib_send_bw -d "$2" -c UD -g -n "$count" -p "$port" -M "$mgid_ib" $4
+	printf -v "${name}_srv" '%s' "$SF_PID"
+	sf_wait_line "$out/$name-server.txt" 'Waiting for client' "$SF_PID" 20
+	# shellcheck disable=SC2086
+	sf_start "$out/$name-client.txt" 60 ib_send_bw -d "$3" -c UD -g -n "$count" -p "$port" $5 127.0.0.1
+	printf -v "${name}_cli" '%s' "$SF_PID"
+	pair_end "$name"
+}
+span roce2ib sim_ib1 sim_roce2 "" "-x 1"
+span ib2roce sim_roce1 sim_ib2 "-x 1" "--dlid $((mlid))"
+br_stop bridge3
+br_expect bridge3 IB fwd_pkts "$count"
+br_expect bridge3 RoCE fwd_pkts "$count"
+br_expect bridge3 IB drop_loop 0
+br_expect_group bridge3 "$spec6" ib_to_roce "$count"
+br_expect_group bridge3 "$spec6" roce_to_ib "$count"
+br_conservation bridge3 sim_ib0 sim_roce0
+# Each server received exactly what its client sent, through the bridge only.
+sf_expect_counter sim_roce2 xmit_pkts "$count"
+sf_expect_counter sim_ib2 xmit_pkts "$count"
+sf_expect_counter sim_ib1 rcv_pkts "$count"
+sf_expect_counter sim_roce1 rcv_pkts "$count"
+for d in sim_ib0 sim_ib1 sim_ib2 sim_roce0 sim_roce1 sim_roce2; do
+	sf_expect_counter "$d" qkey_viol 0
+done
+"$SIMFAB" counters >"$out/counters-3.txt" 2>&1
+sf_log "counters after the pairs across the bridge:
+$(cat "$out/counters-3.txt")"
+
 # Without "#qkey": the bridge's RoCE QP has rdma_cm's Q_Key; perftest's datagrams are
 # dropped by its NIC (qkey_viol), the bridge itself sees nothing.
-sf_new_fabric SIMFABRIC perftest2
+sf_new_fabric SIMFABRIC perftest4
 export SIMFABRIC
 "$SIMFAB" reset >/dev/null
 br_bridge bridge2 1 -d sim_ib0 -r sim_roce0 --workers 1 -m 239.1.2.3
