@@ -135,7 +135,7 @@ static void sa_fd(void *arg, unsigned events)
 			join_retry_later(g, SIDE_IB, EPROTO);
 		} else {
 			g->js[SIDE_IB].sa_status = 0;
-			join_complete(c, g, SIDE_IB, &a.aa, a.qkey);
+			join_complete(c, g, SIDE_IB, &a.aa);
 		}
 	}
 }
@@ -530,11 +530,10 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 		return; /* left at run time while the answer was on its way */
 	if (g->js[s].state != JOIN_PENDING || g->js[s].sa)
 		return;
-	join_complete(c, g, s, &ud->ah_attr, ud->qkey);
+	join_complete(c, g, s, &ud->ah_attr);
 }
 
-void join_complete(struct ctl *c, struct group *g, int s, const struct ibv_ah_attr *attr,
-		   uint32_t qkey)
+void join_complete(struct ctl *c, struct group *g, int s, const struct ibv_ah_attr *attr)
 {
 	struct ibv_ah_attr aa = *attr;
 	struct side_ctx *sd = &c->br->sd[s];
@@ -554,7 +553,9 @@ void join_complete(struct ctl *c, struct group *g, int s, const struct ibv_ah_at
 		return;
 	}
 	g->js[s].mlid = aa.dlid;
-	g->js[s].qkey = qkey;
+	/* The Q_Key the group uses on this side (capture's DETH, the console): rdma_cm's
+	 * answer on RoCE says RDMA_UDP_QKEY whatever "#qkey" is. */
+	g->js[s].qkey = group_qkey(g, s);
 	g->js[s].tries = 0;
 	/* The MGID the fabric uses (AF_IB: ours; AF_INET on RoCE: ::ffff:a.b.c.d). */
 	if (memcmp(aa.grh.dgid.raw, g->mgid[s].raw, 16)) {

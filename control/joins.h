@@ -28,10 +28,8 @@ struct ibv_ah_attr;
  * A join of g on side s was answered (rdma_cm's MULTICAST_JOIN, or the SA's record for
  * an SA join, sajoin.c): create the AH from attr (hop limit, TClass and rate the bridge's
  * own), attach the side's channel unless send-only, publish, and update the ready bits.
- * qkey: the Q_Key the answer gave (kept for the console).
  */
-void join_complete(struct ctl *c, struct group *g, int s, const struct ibv_ah_attr *attr,
-		   uint32_t qkey);
+void join_complete(struct ctl *c, struct group *g, int s, const struct ibv_ah_attr *attr);
 
 /* A join of g on side s failed with errno err: retried after a back-off. */
 void join_retry_later(struct group *g, int s, int err);
