@@ -6,6 +6,10 @@
 #   channel's Q_Key, and the log names the pairs. A `join` at run time with a third
 #   Q_Key (IB 0x22222222, RoCE 0x33333333) makes a third pair with those keys; one more
 #   group of an existing key goes on its pair.
+# - A group middleware made with its own Q_Key (a perftest pair's SA joins, 0x11111111):
+#   an SA join with another Q_Key is refused (Request Invalid, logged with the status,
+#   retried: `bcom events`), rdma_cm's join gets MULTICAST_ERROR -EINVAL, the
+#   middleware's Q_Key joins.
 # - A controlled Q_Key (high bit set) needs CAP_NET_RAW (Linux 6.4+, ib_uverbs_modify_qp;
 #   simfabric enforces it): the bridge started without it (capsh --drop) refuses such a
 #   group at start (exit 2, the group and the reason named), on the console's join
@@ -63,6 +67,41 @@ con_must bridge join '239.1.2.8#qkey=0x11111111'
 [ "$(con_ok bridge channels | awk 'NR > 1 && $1 == "IB"' | wc -l)" = 3 ] ||
 	br_fail "a group of an existing Q_Key made a pair: $(con_ok bridge channels)" bridge
 [ "$(gpair 239.1.2.8)" = "$p1" ] || br_fail "239.1.2.8 is not on the 0x11111111 pair" bridge
+
+# A group that middleware made with its own Q_Key (a perftest pair in duration mode
+# holds its SA joins of ff12:401b:ffff::99 with 0x11111111): a join asking another Q_Key
+# is refused by the SA (OpenSM ERR 1B30), logged once with the SA's status and retried;
+# rdma_cm's join (no "#qkey": 0x01234567) gets MULTICAST_ERROR -EINVAL; with the
+# middleware's Q_Key it joins.
+if command -v ib_send_bw >/dev/null; then
+	mwport=$(sf_free_tcp_port)
+	mwargs=(-c UD -g -D 20 -p "$mwport" -M 255:18:64:27:255:255:0:0:0:0:0:0:0:0:0:153)
+	sf_start "$SF_TMP/mw-server.txt" 60 ib_send_bw -d sim_ib1 "${mwargs[@]}"
+	mwsrv=$SF_PID
+	sf_wait_line "$SF_TMP/mw-server.txt" 'Waiting for client' "$mwsrv" 20
+	sf_start "$SF_TMP/mw-client.txt" 60 ib_send_bw -d sim_ib2 "${mwargs[@]}" 127.0.0.1
+	mwcli=$SF_PID
+	# The server printed the pair's addresses: its SA join was made before.
+	sf_wait_line "$SF_TMP/mw-server.txt" 'remote address' "$mwsrv" 20
+	con_must bridge join 'ff12:401b:ffff::99=239.1.2.20#qkey=0x22222222'
+	sf_wait_line "$SF_TMP/bridge.err" \
+		'IB SA join of ff12:401b:ffff::99=239.1.2.20#qkey=0x22222222 with Q_Key 0x22222222 refused: status 0x0200, request invalid' \
+		"$(sf_child "$(br_pid bridge)")" 10
+	con_expect_in "$(con_ok bridge events)" 'join IB .*ff12:401b:ffff::99=239.1.2.20#qkey=0x22222222' \
+		"events: the refused SA join waits to retry"
+	con_must bridge leave 'ff12:401b:ffff::99=239.1.2.20#qkey=0x22222222'
+	con_must bridge join 'ff12:401b:ffff::99=239.1.2.21'
+	sf_wait_line "$SF_TMP/bridge.err" \
+		'IB ff12:401b:ffff::99=239.1.2.21: multicast error -22 \(Invalid argument\); joining again' \
+		"$(sf_child "$(br_pid bridge)")" 10
+	con_must bridge leave 'ff12:401b:ffff::99=239.1.2.21'
+	con_must bridge join 'ff12:401b:ffff::99=239.1.2.22#qkey=0x11111111'
+	con_wait_json bridge '.groups[] | select(.group | startswith("ff12:401b:ffff::99=")) | .ib.state + .roce.state' joinedjoined
+	con_must bridge leave 'ff12:401b:ffff::99=239.1.2.22#qkey=0x11111111'
+	kill "$mwcli" "$mwsrv" 2>/dev/null || true
+	sf_wait_exit "$mwcli"
+	sf_wait_exit "$mwsrv"
+fi
 
 # A controlled Q_Key with CAP_NET_RAW (the test runs as root): taken.
 if [ "$(id -u)" = 0 ]; then
