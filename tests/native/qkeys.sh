@@ -5,7 +5,8 @@
 #   0x11111111 (one of them IB-native), has two pairs: `bcom channels` shows each
 #   channel's Q_Key, and the log names the pairs. A `join` at run time with a third
 #   Q_Key (IB 0x22222222, RoCE 0x33333333) makes a third pair with those keys; one more
-#   group of an existing key goes on its pair.
+#   group of an existing key goes on its pair. A reload that changes a group's Q_Key
+#   moves it to channels of the new key.
 # - A group middleware made with its own Q_Key (a perftest pair's SA joins, 0x11111111):
 #   an SA join with another Q_Key is refused (Request Invalid, logged with the status,
 #   retried: `bcom events`), rdma_cm's join gets MULTICAST_ERROR -EINVAL, the
@@ -110,6 +111,18 @@ if [ "$(id -u)" = 0 ]; then
 	[ "$(con_ok bridge channels | awk 'NR > 1 && $NF == "0x80000001"' | wc -l)" = 2 ] ||
 		br_fail "no channel pair with the controlled Q_Key: $(con_ok bridge channels)" bridge
 fi
+# A reload that changes a group's Q_Key: the group is left and joined again, on channels
+# of its new key (a pair no group uses any more takes it). The groups joined on the
+# console are not in the file: the reload leaves them.
+sed -i 's/^multicast 239.1.2.5$/multicast 239.1.2.5#qkey=0x44444444/' "$conf"
+out=$(con_ok bridge reload)
+con_expect_in "$out" "joining 239.1.2.5#qkey=0x44444444" "reload with a new Q_Key"
+con_wait_json bridge '.groups[] | select(.group | startswith("239.1.2.5#")) | .ib.state + .roce.state' joinedjoined
+p5=$(gpair 239.1.2.5)
+[ "$(chan_qkey IB "$p5")" = 0x44444444 ] && [ "$(chan_qkey RoCE "$p5")" = 0x44444444 ] ||
+	br_fail "after the reload 239.1.2.5's pair $p5 has not its new Q_Key: $(con_ok bridge channels)" bridge
+[ "$(gpair 239.1.2.3)" = "$p0" ] && [ "$(chan_qkey IB "$p0")" = 0x01234567 ] ||
+	br_fail "the reload moved 239.1.2.3 or re-keyed its pair" bridge
 br_stop bridge
 
 # Without CAP_NET_RAW: refused at start, on join, on reload.
