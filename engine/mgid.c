@@ -152,6 +152,26 @@ static int parse_ipv6(const char *buf, const char *spec, const char *what, bool 
 	return 0;
 }
 
+/*
+ * An IPv6 group on RoCE must leave the host: a scope (the low nibble of byte 1) of 0
+ * (reserved) or 1 (interface-local) never does (RFC 4291 2.7; Linux drops such a packet
+ * on any device but loopback, net/ipv6/ip6_output.c ip6_finish_output2). On IB the
+ * MGID is the SM's business (perftest's own default MGID is ff01:0:2:c985::), so an
+ * MGID of that scope is bridged with "MGID=R" onto another RoCE group.
+ */
+static int roce_scope_check(const union ibv_gid *gid, const char *spec, const char *what, char *err,
+			    size_t errlen)
+{
+	unsigned scope = gid->raw[1] & 0x0f;
+
+	if (scope > 1)
+		return 0;
+	return spec_err(err, errlen, spec,
+			"%sIPv6 scope %u (%s) never leaves the host on RoCE (RFC 4291)%s", what,
+			scope, scope ? "interface-local" : "reserved",
+			*what ? "" : ": bridge the MGID to another RoCE group with MGID=GROUP");
+}
+
 /* One option after '#': "qkey=", "ibqkey=", "roceqkey=", "w=", or the traffic class. */
 static int parse_opts(struct group *g, char *opts, const char *spec, char *err, size_t errlen)
 {
@@ -264,7 +284,10 @@ int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, u
 		g->ib_native = true;
 		g->fmt = MGID_RDMA; /* not used: the MGID is as given */
 		if (!roce) {
-			/* Multicast is all the IB check asked; the RoCE side's is the same. */
+			/* The same 128 bits are the RoCE group: its scope must leave the host. */
+			r = roce_scope_check(&g->mgid[SIDE_IB], spec, "", err, errlen);
+			if (r)
+				return r;
 			g->roce_v6 = true;
 			g->mgid[SIDE_ROCE] = g->mgid[SIDE_IB];
 		}
@@ -281,6 +304,9 @@ int group_spec_parse(struct group *g, const char *spec, enum mgid_fmt def_fmt, u
 		if (looks_ipv6(roce)) {
 			r = parse_ipv6(roce, spec, "RoCE side: ", false, &g->mgid[SIDE_ROCE], err,
 				       errlen);
+			if (!r)
+				r = roce_scope_check(&g->mgid[SIDE_ROCE], spec, "RoCE side: ", err,
+						     errlen);
 			if (r)
 				return r;
 			g->roce_v6 = true;

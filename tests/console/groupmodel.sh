@@ -40,6 +40,8 @@ refused mgid2 "group '2001:db8::1=239.1.2.3': IB side: IB MGID must start with f
 refused badmgid "group 'ff12::zz': 'ff12::zz' is not an MGID in IPv6 notation" -m ff12::zz
 refused v6uni "group 'ff12::1=fe80::1': RoCE side: not an IPv6 multicast address (ff00::/8)" \
 	-m ff12::1=fe80::1
+refused v6scope "group 'ff01:0:2:c985::': IPv6 scope 1 (interface-local) never leaves the host on RoCE (RFC 4291)" \
+	-m ff01:0:2:c985::
 refused v6fmt "group 'ff12::1/IPv4': /fmt applies to IPv4 groups only" -m ff12::1/IPv4
 refused rport "group 'ff12::1=239.1.2.3:5000': RoCE side: the RoCE side is an address only" \
 	-m ff12::1=239.1.2.3:5000

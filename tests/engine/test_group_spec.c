@@ -198,6 +198,17 @@ static void refusals(void)
 	refused("ff12:1:2:3:4:5:6:7:8", "'ff12:1:2:3:4:5:6:7:8' is not an MGID in IPv6 notation");
 	refused("ff12::1=ff12::g", "RoCE side: 'ff12::g' is not an IPv6 address");
 	refused("ff12::1/IPv4", "/fmt applies to IPv4 groups only (an MGID is used as given)");
+	/* Scopes 0 and 1 never leave a host: not a RoCE group; an IB MGID may have them. */
+	refused("ff01:0:2:c985::", "IPv6 scope 1 (interface-local) never leaves the host on RoCE "
+				   "(RFC 4291): bridge the MGID to another RoCE group with "
+				   "MGID=GROUP");
+	refused("ff10::1", "IPv6 scope 0 (reserved) never leaves the host on RoCE (RFC 4291): "
+			   "bridge the MGID to another RoCE group with MGID=GROUP");
+	refused("ff12::1=ff11::1", "RoCE side: IPv6 scope 1 (interface-local) never leaves the "
+				   "host on RoCE (RFC 4291)");
+	EQ(parse("ff01:0:2:c985::=ff12::c985"), 0, "an interface-local MGID onto a RoCE group");
+	CHECK(g.ib_native && g.roce_v6 && g.mgid[SIDE_IB].raw[1] == 0x01);
+	EQ(parse("ff02::1:2"), 0, "link-local scope (2) is a RoCE group");
 	/* "=". */
 	refused("ff12::1=239.1.2.3:5000",
 		"RoCE side: the RoCE side is an address only (:port and /fmt go on an IPv4 IB "
