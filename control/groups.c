@@ -90,7 +90,8 @@ int group_qkey_check(struct bridge *br, const struct group *g, char *err, size_t
 				err, errlen, r,
 				"%s: %s Q_Key 0x%08x is a controlled Q_Key (high bit set): "
 				"the kernel gives it to a QP only with CAP_NET_RAW or after "
-				"`rdma system set privileged-qkey on` (Linux 6.4+), and the "
+				"`rdma system set privileged-qkey on` (Linux 6.4+ and stable "
+				"kernels since June 2023), and the "
 				"bridge has neither",
 				g->spec, side_name[s], q);
 		if (r)

@@ -50,7 +50,8 @@ int channel_set_qkey(struct channel *ch, uint32_t qkey);
 
 /*
  * May a QP of side sd get Q_Key qkey? Asks the kernel: a scratch UD QP is moved to INIT
- * with it and destroyed. Linux 6.4+ refuses a controlled Q_Key (bit 31) with EPERM unless
+ * with it and destroyed. Linux 6.4+ (commit 0cadb4db79e1, backported to the stable kernels
+ * of June 2023) refuses a controlled Q_Key (bit 31) with EPERM unless
  * the process has CAP_NET_RAW or `rdma system set privileged-qkey on` was given
  * (ib_uverbs_modify_qp). Control thread. 0 or -errno (-EPERM).
  */
