@@ -23,6 +23,7 @@
 #include "console.h"
 #include "ctl.h"
 #include "groupopts.h"
+#include "groups.h"
 #include "ha.h"
 #include "hanet.h"
 #include "daemon.h"
@@ -374,6 +375,18 @@ int reload(struct ctl *c, FILE *out)
 			restarts, restarts == 1 ? "" : "s", restarts == 1 ? "s" : "");
 		ret = -ECANCELED; /* refused (ctl_reload) */
 		goto done;
+	}
+	/* A new group with a controlled Q_Key the kernel would refuse: nothing changes. */
+	for (uint32_t k = 0; k < r.nwant; k++) {
+		bool have = false;
+
+		for (uint32_t i = 0; i < o->br->ngroups && !have; i++)
+			have = same_group(o->br->groups[i], r.want[k]);
+		if (!have && group_qkey_check(o->br, r.want[k], err, sizeof(err))) {
+			fprintf(out, "reload refused: %s; nothing changed\n", err);
+			ret = -ECANCELED;
+			goto done;
+		}
 	}
 	free_want(&r);
 	feat_reload_mode(true, false, out);

@@ -75,11 +75,14 @@ static int assign_pairs(struct bridge *br)
 	uint32_t n = br->ngroups, nw = br->nworkers, *ord = calloc(n ? n : 1, sizeof(*ord));
 	uint32_t *cnt = calloc(br->npairs, sizeof(*cnt));
 	uint64_t *wload = calloc(nw, sizeof(*wload));
+	/* The Q_Key each pair's channels hold so far (0: no group yet): a QP has one. */
+	uint32_t *kq = calloc(2 * (size_t)br->npairs, sizeof(*kq));
 
-	if (!ord || !cnt || !wload) {
+	if (!ord || !cnt || !wload || !kq) {
 		free(ord);
 		free(cnt);
 		free(wload);
+		free(kq);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i++) { /* insertion sort: stable, by weight descending */
@@ -91,6 +94,34 @@ static int assign_pairs(struct bridge *br)
 		}
 		ord[j] = i;
 	}
+	/* Each Q_Key combination first reserves the pairs its groups need (ceil(n / mcqp),
+	 * consecutive pairs: over the workers in turn), in the order its first group comes;
+	 * bridge_build counted them. A single combination (the usual case) reserves its
+	 * share and may use the rest as before. */
+	{
+		uint32_t next = 0;
+
+		for (uint32_t i = 0; i < n; i++) {
+			const struct group *g = br->groups[ord[i]];
+			uint32_t qi = group_qkey(g, SIDE_IB), qr = group_qkey(g, SIDE_ROCE),
+				 cnt_c = 0;
+			bool seen = false;
+
+			for (uint32_t k = 0; k < next && !seen; k++)
+				seen = kq[2 * k] == qi && kq[2 * k + 1] == qr;
+			if (seen)
+				continue;
+			for (uint32_t j = 0; j < n; j++)
+				cnt_c += group_qkey(br->groups[j], SIDE_IB) == qi &&
+					 group_qkey(br->groups[j], SIDE_ROCE) == qr;
+			for (uint32_t p = 0;
+			     p < (cnt_c + br->cfg.mcqp - 1) / br->cfg.mcqp && next < br->npairs;
+			     p++, next++) {
+				kq[2 * next] = qi;
+				kq[2 * next + 1] = qr;
+			}
+		}
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		struct group *g = br->groups[ord[i]];
 		uint32_t best = UINT32_MAX;
@@ -98,35 +129,107 @@ static int assign_pairs(struct bridge *br)
 		for (uint32_t k = 0; k < br->npairs; k++) {
 			if (cnt[k] >= br->cfg.mcqp)
 				continue;
+			if ((kq[2 * k] && kq[2 * k] != group_qkey(g, SIDE_IB)) ||
+			    (kq[2 * k + 1] && kq[2 * k + 1] != group_qkey(g, SIDE_ROCE)))
+				continue; /* the pair holds groups of other Q_Keys */
 			if (best == UINT32_MAX || wload[k % nw] < wload[best % nw] ||
 			    (k % nw == best % nw && cnt[k] < cnt[best]))
 				best = k;
 		}
-		if (best == UINT32_MAX) { /* bridge_build counted: not reached */
-			best = ord[i] % br->npairs;
+		if (best == UINT32_MAX) {
+			/* Groups of several Q_Keys need more pairs than their count: a pair
+			 * of the least loaded worker, made now (before the workers run). */
+			char why[256];
+			uint32_t wmin = 0;
+			int r;
+
+			sigset_t ss, old;
+
+			for (uint32_t w = 1; w < nw; w++)
+				wmin = wload[w] < wload[wmin] ? w : wmin;
+			/* bridge_pair_add retires the old views with call_rcu, whose helper
+			 * thread starts on first use with this thread's signal mask: block what
+			 * the loop's signalfd takes (loop.c), or a SIGINT could kill us there. */
+			sigemptyset(&ss);
+			sigaddset(&ss, SIGHUP);
+			sigaddset(&ss, SIGINT);
+			sigaddset(&ss, SIGTERM);
+			pthread_sigmask(SIG_BLOCK, &ss, &old);
+			r = bridge_pair_add(br, wmin, why, sizeof(why));
+			pthread_sigmask(SIG_SETMASK, &old, NULL);
+			if (r < 0) {
+				log_err("group %s: no channel pair for Q_Keys 0x%08x/0x%08x: %s",
+					g->spec, group_qkey(g, SIDE_IB), group_qkey(g, SIDE_ROCE),
+					why);
+				free(ord);
+				free(cnt);
+				free(wload);
+				free(kq);
+				return r;
+			}
+			best = (uint32_t)r;
+			{
+				uint32_t *c2 = realloc(cnt, br->npairs * sizeof(*cnt));
+				uint32_t *k2 =
+					c2 ? realloc(kq, 2 * (size_t)br->npairs * sizeof(*kq))
+					   : NULL;
+
+				if (c2)
+					cnt = c2;
+				if (k2)
+					kq = k2;
+				if (!c2 || !k2) {
+					free(ord);
+					free(cnt);
+					free(wload);
+					free(kq);
+					return -ENOMEM;
+				}
+				cnt[best] = 0;
+				kq[2 * best] = kq[2 * best + 1] = 0;
+			}
 		}
 		g->pair = best;
 		cnt[best]++;
+		kq[2 * best] = group_qkey(g, SIDE_IB);
+		kq[2 * best + 1] = group_qkey(g, SIDE_ROCE);
 		wload[best % nw] += g->weight;
 	}
 	free(ord);
 	free(cnt);
 	free(wload);
+	free(kq);
 	return 0;
 }
 
 /* Publish the configured groups on their channel pairs (before the workers run). */
 int place_groups(struct bridge *br, uint32_t *npub)
 {
-	if (assign_pairs(br)) {
-		log_err("placing the groups: out of memory");
-		return -ENOMEM;
+	char err[OPT_ERR_LEN];
+	int r;
+
+	/* A controlled Q_Key the kernel would refuse: the group is refused, with why. */
+	for (uint32_t i = 0; i < br->ngroups; i++) {
+		if (group_qkey_check(br, br->groups[i], err, sizeof(err))) {
+			log_err("%s", err);
+			return -EPERM;
+		}
+	}
+	r = assign_pairs(br);
+	if (r) {
+		if (r == -ENOMEM)
+			log_err("placing the groups: out of memory");
+		return r;
 	}
 	for (uint32_t i = 0; i < br->ngroups; i++) {
 		struct group *g = br->groups[i];
 
 		g->out_chan[SIDE_IB] = br->sd[SIDE_IB].chan[g->pair];
 		g->out_chan[SIDE_ROCE] = br->sd[SIDE_ROCE].chan[g->pair];
+		if (group_qkeys_apply(br, g, err, sizeof(err))) {
+			log_err("%s", err);
+			return -EPERM;
+		}
 		group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);
 		group_mgid_roce(g, &g->mgid[SIDE_ROCE]);
 		if (group_publish(br, g)) {

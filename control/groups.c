@@ -38,6 +38,69 @@ static uint32_t chan_load(struct bridge *br, int s, uint32_t k)
 	return n;
 }
 
+/* Does a group send or receive on channel k of side s (so that its Q_Key is taken)? */
+static bool chan_used(struct bridge *br, int s, uint32_t k)
+{
+	for (uint32_t i = 0; i < br->ngroups; i++)
+		if (br->groups[i]->out_chan[s] == br->sd[s].chan[k])
+			return true;
+	return false;
+}
+
+/*
+ * Can channel k of side s take group g? A QP has one Q_Key (IBA 10.2.4: a UD QP
+ * receives only datagrams with its Q_Key), so a channel holds groups of one Q_Key: g's
+ * there, or none yet (it is given g's: group_qkeys_apply).
+ */
+static bool chan_qkey_fits(struct bridge *br, int s, uint32_t k, const struct group *g)
+{
+	return br->sd[s].chan[k]->qkey == group_qkey(g, s) || !chan_used(br, s, k);
+}
+
+int group_qkeys_apply(struct bridge *br, struct group *g, char *err, size_t errlen)
+{
+	for (int s = 0; s < NSIDES; s++) {
+		struct channel *ch = g->out_chan[s];
+		uint32_t was = ch->qkey;
+		int r = channel_set_qkey(ch, group_qkey(g, s));
+
+		if (r)
+			return opt_errf(err, errlen, r, "%s: %s channel %u: Q_Key 0x%08x: %s",
+					g->spec, side_name[s], ch->index, group_qkey(g, s),
+					strerror(-r));
+		if (was != ch->qkey)
+			log_ctx(LOG_INFO, br->sd[s].dev, g->spec,
+				"%s channel %u: Q_Key 0x%08x (was 0x%08x) for %s", side_name[s],
+				ch->index, ch->qkey, was, g->spec);
+	}
+	return 0;
+}
+
+int group_qkey_check(struct bridge *br, const struct group *g, char *err, size_t errlen)
+{
+	for (int s = 0; s < NSIDES; s++) {
+		uint32_t q = group_qkey(g, s);
+		int r;
+
+		if (!(q & BR_QKEY_CONTROLLED) || !br->sd[s].ctx)
+			continue;
+		r = side_qkey_probe(&br->sd[s], q);
+		if (r == -EPERM)
+			return opt_errf(
+				err, errlen, r,
+				"%s: %s Q_Key 0x%08x is a controlled Q_Key (high bit set): "
+				"the kernel gives it to a QP only with CAP_NET_RAW or after "
+				"`rdma system set privileged-qkey on` (Linux 6.4+ and stable "
+				"kernels since June 2023), and the "
+				"bridge has neither",
+				g->spec, side_name[s], q);
+		if (r)
+			return opt_errf(err, errlen, r, "%s: %s Q_Key 0x%08x: %s", g->spec,
+					side_name[s], q, strerror(-r));
+	}
+	return 0;
+}
+
 /*
  * Channels for a new group: among the pairs with room on each side that receives, one of
  * the worker with the least weight (the sum of its groups' "#w=N"), the least loaded of
@@ -60,8 +123,13 @@ static int place_group(struct bridge *br, struct group *g, char *err, size_t err
 	for (uint32_t i = 1; i < nw; i++)
 		wmin = wload[i] < wload[wmin] ? i : wmin;
 	for (uint32_t k = 0; k < br->npairs; k++) {
-		uint32_t l0 = group_dir_rx(g->dir, SIDE_IB) ? chan_load(br, SIDE_IB, k) : 0;
-		uint32_t l1 = group_dir_rx(g->dir, SIDE_ROCE) ? chan_load(br, SIDE_ROCE, k) : 0;
+		/* A channel of another Q_Key has no room for g (chan_qkey_fits). */
+		uint32_t l0 = !chan_qkey_fits(br, SIDE_IB, k, g) ? cap
+			      : group_dir_rx(g->dir, SIDE_IB)	 ? chan_load(br, SIDE_IB, k)
+								 : 0;
+		uint32_t l1 = !chan_qkey_fits(br, SIDE_ROCE, k, g) ? cap
+			      : group_dir_rx(g->dir, SIDE_ROCE)	   ? chan_load(br, SIDE_ROCE, k)
+								   : 0;
 		uint32_t wk = ib[k]->w->id, wb = best == UINT32_MAX ? 0 : ib[best]->w->id;
 
 		if (l0 < cap && k1 == UINT32_MAX)
@@ -124,7 +192,13 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen)
 			goto fail;
 		}
 	}
+	r = group_qkey_check(br, g, err, errlen);
+	if (r)
+		goto fail;
 	r = place_group(br, g, err, errlen);
+	if (r)
+		goto fail;
+	r = group_qkeys_apply(br, g, err, errlen);
 	if (r)
 		goto fail;
 	group_mgid_ib(g, br->sd[SIDE_IB].pkey, &g->mgid[SIDE_IB]);

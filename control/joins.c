@@ -26,6 +26,7 @@
 #include "joins.h"
 #include "log.h"
 #include "loop.h"
+#include "sajoin.h"
 #include "setup.h"
 
 #define JOIN_RETRY_MIN_MS 500
@@ -75,6 +76,87 @@ static void group_update_ready(struct bridge *br, struct group *g)
 	/* Pairs with the acquire load in rx_classify: the AHs are visible first. */
 	atomic_store_explicit(&g->ready, ready, memory_order_release);
 	bridge_flows_stale(br);
+}
+
+void join_retry_later(struct group *g, int s, int err)
+{
+	uint64_t backoff = JOIN_RETRY_MIN_MS << (g->js[s].tries < 7 ? g->js[s].tries : 6);
+
+	g->js[s].last_error = err;
+	g->js[s].state = JOIN_IDLE;
+	g->js[s].next_try_ms =
+		mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
+}
+
+static bool group_known(struct ctl *c, const struct group *g);
+
+/* The SA's answers to IB joins with a group's own Q_Key (sajoin.c): complete or retry. */
+static void sa_fd(void *arg, unsigned events)
+{
+	struct ctl *c = arg;
+	struct side_ctx *sd = &c->br->sd[SIDE_IB];
+	struct sajoin_answer a;
+
+	(void)events;
+	while (sajoin_recv(sd, &a) == 1) {
+		struct group *g = NULL;
+
+		for (uint32_t i = 0; i < c->br->ngroups && !g; i++) {
+			struct group_side *js = &c->br->groups[i]->js[SIDE_IB];
+
+			if (js->sa && js->state == JOIN_PENDING && js->sa_tid == a.tid)
+				g = c->br->groups[i];
+		}
+		if (!g)
+			continue; /* answered after the group left or joined anew */
+		if (a.err) {
+			join_retry_later(g, SIDE_IB, a.err);
+			log_ctx(LOG_WARNING, sd->dev, g->spec, "IB SA join of %s: %s; retrying",
+				g->spec, strerror(a.err));
+		} else if (a.status) {
+			/* Logged once per status, then retried quietly with back-off. */
+			if (g->js[SIDE_IB].sa_status != a.status)
+				log_ctx(LOG_ERR, sd->dev, g->spec,
+					"IB SA join of %s with Q_Key 0x%08x refused: status "
+					"0x%04x, "
+					"%s; retrying",
+					g->spec, group_qkey(g, SIDE_IB), a.status,
+					sajoin_status_str(a.status));
+			g->js[SIDE_IB].sa_status = a.status;
+			join_retry_later(g, SIDE_IB, EINVAL);
+		} else if (a.qkey != group_qkey(g, SIDE_IB)) {
+			/* Not what we asked for: an SA that ignores the component mask. */
+			log_ctx(LOG_ERR, sd->dev, g->spec,
+				"IB %s: the SA joined the group with Q_Key 0x%08x, not 0x%08x; "
+				"leaving",
+				g->spec, a.qkey, group_qkey(g, SIDE_IB));
+			g->js[SIDE_IB].state = JOIN_DONE; /* so that join_drop leaves */
+			join_drop(c, g, SIDE_IB, true);
+			join_retry_later(g, SIDE_IB, EPROTO);
+		} else {
+			g->js[SIDE_IB].sa_status = 0;
+			join_complete(c, g, SIDE_IB, &a.aa);
+		}
+	}
+}
+
+/* Open the SA agent of the IB port and watch its descriptor (once). 0 or -errno. */
+static int sa_watch(struct ctl *c, struct side_ctx *sd)
+{
+	static bool watched; /* control thread only */
+	int r;
+
+	if (watched)
+		return 0;
+	r = sajoin_open(sd);
+	if (r)
+		return r;
+	if (loop_watch(sajoin_fd(), EPOLLIN, sa_fd, c))
+		return -errno;
+	watched = true;
+	log_ctx(LOG_INFO, sd->dev, NULL, "IB %s port %u: SA agent for joins with own Q_Keys",
+		sd->dev, sd->port);
+	return 0;
 }
 
 /* ---- RoCEv2 over IPv6: attach, MLD, AH, without rdma_cm ---- */
@@ -304,6 +386,27 @@ void join_issue(struct ctl *c, struct group *g, int s)
 	struct rdma_cm_join_mc_attr_ex ja;
 	struct sockaddr_storage ss;
 
+	/* IB with a Q_Key that is not rdma_cm's: rdma_cm would ask the SA for its own
+	 * (cma_join_ib_multicast), which the group refuses; join through the SA with the
+	 * group's Q_Key (sajoin.c). */
+	g->js[s].sa = false;
+	if (s == SIDE_IB && sajoin_wanted(g)) {
+		int r;
+
+		g->js[s].tries++;
+		r = sa_watch(c, sd);
+		if (!r)
+			r = sajoin_send(sd, g, true, &g->js[s].sa_tid);
+		if (r) {
+			join_retry_later(g, s, -r);
+			log_warn("%s SA join of %s failed: %s; retrying", side_name[s], g->spec,
+				 strerror(-r));
+			return;
+		}
+		g->js[s].sa = true;
+		g->js[s].state = JOIN_PENDING;
+		return;
+	}
 	if (s == SIDE_ROCE && g->roce_v6) {
 		join_roce_v6(c, g);
 		return;
@@ -315,14 +418,10 @@ void join_issue(struct ctl *c, struct group *g, int s)
 						: RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
 	g->js[s].tries++;
 	if (rdma_join_multicast_ex(sd->cm_id, &ja, join_ctx(g, s))) {
-		uint64_t backoff = JOIN_RETRY_MIN_MS << (g->js[s].tries < 7 ? g->js[s].tries : 6);
+		int e = errno;
 
-		g->js[s].last_error = errno;
-		g->js[s].state = JOIN_IDLE;
-		g->js[s].next_try_ms =
-			mono_ms() + (backoff > JOIN_RETRY_MAX_MS ? JOIN_RETRY_MAX_MS : backoff);
-		log_warn("%s join of %s failed: %s; retrying", side_name[s], g->spec,
-			 strerror(errno));
+		join_retry_later(g, s, e);
+		log_warn("%s join of %s failed: %s; retrying", side_name[s], g->spec, strerror(e));
 		return;
 	}
 	g->js[s].state = JOIN_PENDING;
@@ -397,10 +496,18 @@ void join_drop(struct ctl *c, struct group *g, int s, bool leave)
 	}
 	ah_retire(js->ah);
 	js->ah = NULL;
-	if (s == SIDE_ROCE && g->roce_v6)
+	if (s == SIDE_ROCE && g->roce_v6) {
 		leave_roce_v6(c, g); /* no rdma_cm join to leave */
-	else if (leave && joined && sd->cm_id)
+	} else if (leave && joined && js->sa) {
+		uint32_t tid;
+		int r = sajoin_send(sd, g, false, &tid);
+
+		if (r)
+			log_ctx(LOG_WARNING, sd->dev, g->spec, "IB SA leave of %s: %s", g->spec,
+				strerror(-r));
+	} else if (leave && joined && sd->cm_id)
 		rdma_leave_multicast(sd->cm_id, join_addr(c, g, s, &ss));
+	js->sa = false;
 }
 
 /* Is g still one of our groups? (events may name a group removed meanwhile) */
@@ -415,17 +522,22 @@ static bool group_known(struct ctl *c, const struct group *g)
 static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 {
 	struct rdma_ud_param *ud = &ev->param.ud;
-	struct ibv_ah_attr aa = ud->ah_attr;
-	struct side_ctx *sd;
 	struct group *g;
 	int s;
 
 	g = join_group((void *)ud->private_data, &s);
 	if (!group_known(c, g))
 		return; /* left at run time while the answer was on its way */
-	sd = &c->br->sd[s];
-	if (g->js[s].state != JOIN_PENDING)
+	if (g->js[s].state != JOIN_PENDING || g->js[s].sa)
 		return;
+	join_complete(c, g, s, &ud->ah_attr);
+}
+
+void join_complete(struct ctl *c, struct group *g, int s, const struct ibv_ah_attr *attr)
+{
+	struct ibv_ah_attr aa = *attr;
+	struct side_ctx *sd = &c->br->sd[s];
+
 	if (s == SIDE_IB)
 		aa.grh.hop_limit = BR_IB_MARKER_HOP_LIMIT;
 	if (g->tos_set)
@@ -441,7 +553,9 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 		return;
 	}
 	g->js[s].mlid = aa.dlid;
-	g->js[s].qkey = ud->qkey;
+	/* The Q_Key the group uses on this side (capture's DETH, the console): rdma_cm's
+	 * answer on RoCE says RDMA_UDP_QKEY whatever "#qkey" is. */
+	g->js[s].qkey = group_qkey(g, s);
 	g->js[s].tries = 0;
 	/* The MGID the fabric uses (AF_IB: ours; AF_INET on RoCE: ::ffff:a.b.c.d). */
 	if (memcmp(aa.grh.dgid.raw, g->mgid[s].raw, 16)) {
@@ -464,7 +578,10 @@ static void on_join(struct ctl *c, struct rdma_cm_event *ev)
 		g->js[s].attached = true;
 		g->out_chan[s]->ngroups++;
 	}
-	g->qkey_out[s] = ud->qkey;
+	/* Sends onto side s carry the group's Q_Key there (the DETH's, from the WR): rdma_cm's
+	 * answer on RoCE is always RDMA_UDP_QKEY (no SA on Ethernet: the Q_Key is what the
+	 * group's members agreed on, "#qkey"); on IB the SA's record holds it. */
+	g->qkey_out[s] = group_qkey(g, s);
 	atomic_store_explicit(&g->ah_out[s], g->js[s].ah, memory_order_release);
 	g->js[s].state = JOIN_DONE;
 	g->joined_ms[s] = mono_ms();
@@ -502,7 +619,7 @@ static void on_cm_event(struct ctl *c, int s)
 			int gs;
 			struct group *g = join_group((void *)ev->param.ud.private_data, &gs);
 
-			if (!group_known(c, g))
+			if (!group_known(c, g) || g->js[gs].sa)
 				break;
 			log_ctx(LOG_WARNING, c->br->sd[gs].dev, g->spec,
 				"%s %s: multicast error %d (%s); joining again", side_name[gs],

@@ -22,6 +22,18 @@ int joins_init(struct ctl *c);
  * the join is retried with back-off. */
 void join_issue(struct ctl *c, struct group *g, int s);
 
+struct ibv_ah_attr;
+
+/*
+ * A join of g on side s was answered (rdma_cm's MULTICAST_JOIN, or the SA's record for
+ * an SA join, sajoin.c): create the AH from attr (hop limit, TClass and rate the bridge's
+ * own), attach the side's channel unless send-only, publish, and update the ready bits.
+ */
+void join_complete(struct ctl *c, struct group *g, int s, const struct ibv_ah_attr *attr);
+
+/* A join of g on side s failed with errno err: retried after a back-off. */
+void join_retry_later(struct group *g, int s, int err);
+
 /* Drop g's membership on side s: detach, retire the AH, and with leave, leave the group. */
 void join_drop(struct ctl *c, struct group *g, int s, bool leave);
 

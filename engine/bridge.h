@@ -43,6 +43,10 @@ struct cap_ring;
 #define BR_REFILL_MIN	       (BR_BURST / 2) /* refill receives when this many are missing */
 #define BR_POLL		       (8 * BR_BURST) /* completions one poll of a worker's CQ takes */
 #define BR_IB_MARKER_HOP_LIMIT 1 /* hop limit the bridge sets on IB: "already bridged" */
+#define BR_QKEY_CONTROLLED     0x80000000u /* a controlled Q_Key (IBA 10.2.4): needs privilege */
+
+/* The Q_Key of group g on side s (rdma_cm's when none was given). */
+#define group_qkey(g, s) ((g)->qkey[s] ? (g)->qkey[s] : BR_UDP_QKEY)
 /*
  * A bit of group->ready beside the two side bits: the group's HA partition is standby on
  * this bridge (control/ha.c). Packets of the group are received and counted as standby
@@ -106,6 +110,10 @@ struct group_side {
 	struct ibv_ah *ah; /* sends to the group on this side */
 	uint32_t qkey;
 	int last_error;
+	/* IB joins through the SA (control/sajoin.c): a Q_Key that is not rdma_cm's. */
+	bool sa;	 /* this join (pending or done) is an SA MCMemberRecord join */
+	uint32_t sa_tid; /* the pending request's transaction id (low 32 bits) */
+	int sa_status;	 /* the SA's last refusal (MAD status), 0 if none */
 	/* RoCE side of an IPv6 group (control/joins.c join_roce_v6): the socket holding its
 	 * MLD membership on the port's netdev, when mld. */
 	bool mld;
@@ -262,6 +270,7 @@ struct channel {
 	struct ibv_comp_channel *cc; /* event-driven mode */
 	uint32_t qpn;
 	uint32_t lkey;
+	uint32_t qkey;	  /* control thread: the QP's Q_Key (channel_set_qkey) */
 	uint32_t ngroups; /* groups attached */
 	/* Receive queue: &own_rq, or the worker's SRQ on this side (struct wside). */
 	struct rxq *rq;

@@ -589,7 +589,16 @@ rx_classify_ib(struct burst *b, struct channel *ch, const struct ibv_wc *wc, con
 		*why = DROP_OWN;
 		return NULL;
 	}
-	if (grh->hop_limit) {
+	/*
+	 * The loop rule: a bridge sends on IB with hop limit BR_IB_MARKER_HOP_LIMIT (1, as
+	 * the reference does), a value native senders do not use: perftest's UD AH has 255
+	 * (perftest_resources.c ctx_modify_qp_to_rtr), rdma_cm's AH (mckey, middleware) and
+	 * IPoIB take the MCMemberRecord's hop limit, which OpenSM sets to 0 for link-local
+	 * groups and 255 for wider scopes (osm_prtn.c osm_prtn_add_mcgroup). So only the
+	 * marker is a loop: a native sender with 0 or 255 is forwarded (docs/architecture.md,
+	 * data path step 4). The reference dropped every non-zero hop limit, 255 included.
+	 */
+	if (grh->hop_limit == BR_IB_MARKER_HOP_LIMIT) {
 		*why = DROP_LOOP;
 		return NULL;
 	}
@@ -1258,7 +1267,7 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 			len = c->byte_len - BR_GRH_LEN;
 			p = region_data(&r, buf);
 			if (side == SIDE_IB) {
-				if (p[GRH_HOP_LIMIT]) /* the loop marker */
+				if (p[GRH_HOP_LIMIT] == BR_IB_MARKER_HOP_LIMIT) /* the loop marker */
 					break;
 				f = flow_find_ib(flows, p);
 			} else {

@@ -293,8 +293,8 @@ static void chan_cache_sizes(struct channel *ch, uint32_t senders)
 	ch->qcache_mask = qc - 1;
 }
 
-/* Move a UD QP to RTS with the rdma_cm UDP Q_Key. */
-static int qp_to_rts(struct ibv_qp *qp, uint8_t port)
+/* Move a UD QP to RTS with Q_Key qkey (a channel starts with rdma_cm's BR_UDP_QKEY). */
+static int qp_to_rts(struct ibv_qp *qp, uint8_t port, uint32_t qkey)
 {
 	struct ibv_qp_attr a;
 	int r;
@@ -303,7 +303,7 @@ static int qp_to_rts(struct ibv_qp *qp, uint8_t port)
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = port;
-	a.qkey = BR_UDP_QKEY;
+	a.qkey = qkey;
 	r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
 	if (r)
 		return -r;
@@ -399,9 +399,10 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	if (!ch->qp)
 		return seterr(err, errlen, -errno, "%s: ibv_create_qp: %s", sd->dev,
 			      strerror(errno));
-	r = qp_to_rts(ch->qp, sd->port);
+	r = qp_to_rts(ch->qp, sd->port, BR_UDP_QKEY);
 	if (r)
 		return seterr(err, errlen, r, "%s: QP to RTS: %s", sd->dev, strerror(-r));
+	ch->qkey = BR_UDP_QKEY;
 	ch->qpn = ch->qp->qp_num;
 	ch->own_rq.qp = ch->qp;
 	return 0;
@@ -578,8 +579,9 @@ static void qpn_set_free_rcu(struct rcu_head *h)
  * The channel pairs a worker's CQ is sized for (struct wside): its pairs at start, or,
  * when more, as many as the groups the IB multicast LID space holds can need
  * (BR_MLIDS / mcqp; IBA 1.4 vol. 1, 4.1.1: a group has one multicast LID), at most
- * BR_CQ_PAIRS_MAX, and no more than the device's max_cqe takes. Every pair costs a full send queue of completions (a QP in the error state
- * completes every posted send, signaled or not) and, without an SRQ, its receive queue.
+ * BR_CQ_PAIRS_MAX, and no more than the device's max_cqe takes. Every pair costs a full send queue
+ * of completions (a QP in the error state completes every posted send, signaled or not) and,
+ * without an SRQ, its receive queue.
  */
 #define BR_MLIDS	16384 /* > the 16 383 IB multicast LIDs 0xc000-0xfffe: groups at most */
 #define BR_CQ_PAIRS_MAX 128
@@ -653,6 +655,37 @@ static void wside_destroy(struct wside *ws)
 	memset(ws, 0, sizeof(*ws));
 }
 
+/*
+ * The pairs the configured groups need: ceil(n / mcqp) for the n groups of each (IB, RoCE)
+ * Q_Key combination (br->groups when it holds them, else ngroups of rdma_cm's).
+ */
+static uint32_t bridge_qkey_pairs(const struct bridge *br, uint32_t ngroups, uint32_t mcqp)
+{
+	uint32_t pairs = 0;
+
+	if (!br->groups || br->ngroups != ngroups)
+		return (ngroups + mcqp - 1) / mcqp;
+	for (uint32_t i = 0; i < ngroups; i++) {
+		const struct group *g = br->groups[i];
+		uint32_t n = 0;
+		bool first = true;
+
+		for (uint32_t j = 0; j < ngroups && first; j++) {
+			const struct group *h = br->groups[j];
+
+			if (group_qkey(h, SIDE_IB) != group_qkey(g, SIDE_IB) ||
+			    group_qkey(h, SIDE_ROCE) != group_qkey(g, SIDE_ROCE))
+				continue;
+			if (j < i)
+				first = false; /* counted with its first group */
+			n++;
+		}
+		if (first)
+			pairs += (n + mcqp - 1) / mcqp;
+	}
+	return pairs;
+}
+
 int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 {
 	struct bridge_cfg *c = &br->cfg;
@@ -672,8 +705,9 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		br->sd[s].srq = br->sd[s].dattr.max_srq > 0;
 	}
 	/* A whole number of pairs per worker: the groups, dealt round-robin over the pairs
-	 * (pair k belongs to worker k % nw), are spread evenly over the workers. */
-	br->npairs = (ngroups + mcqp - 1) / mcqp;
+	 * (pair k belongs to worker k % nw), are spread evenly over the workers. A QP has
+	 * one Q_Key: each combination of the groups' Q_Keys needs pairs of its own. */
+	br->npairs = bridge_qkey_pairs(br, ngroups, mcqp);
 	br->npairs = (br->npairs + nw - 1) / nw * nw;
 	if (br->npairs < nw)
 		br->npairs = nw;
@@ -806,6 +840,55 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 		for (int s = 0; s < NSIDES; s++)
 			chan_refill(&br->workers[k % nw], br->sd[s].chan[k]);
 	return 0;
+}
+
+int channel_set_qkey(struct channel *ch, uint32_t qkey)
+{
+	struct ibv_qp_attr a;
+	int r;
+
+	if (ch->qkey == qkey)
+		return 0;
+	memset(&a, 0, sizeof(a));
+	a.qkey = qkey;
+	/* RTS -> RTS with the Q_Key (IBA 11.2.4.2: an optional attribute of UD in RTS). */
+	r = ibv_modify_qp(ch->qp, &a, IBV_QP_QKEY);
+	if (r)
+		return -r;
+	ch->qkey = qkey;
+	return 0;
+}
+
+int side_qkey_probe(struct side_ctx *sd, uint32_t qkey)
+{
+	struct ibv_qp_init_attr qa;
+	struct ibv_qp_attr a;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	int r;
+
+	cq = ibv_create_cq(sd->ctx, 1, NULL, NULL, 0);
+	if (!cq)
+		return -errno;
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_UD;
+	qa.send_cq = qa.recv_cq = cq;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 1;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	qp = ibv_create_qp(sd->pd, &qa);
+	if (!qp) {
+		r = -errno;
+		ibv_destroy_cq(cq);
+		return r;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = sd->port;
+	a.qkey = qkey;
+	r = -ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	return r;
 }
 
 int bridge_pair_add(struct bridge *br, uint32_t wid, char *err, size_t errlen)

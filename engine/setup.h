@@ -39,6 +39,24 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen);
  */
 int bridge_pair_add(struct bridge *br, uint32_t wid, char *err, size_t errlen);
 
+/*
+ * Give channel ch's QP the Q_Key qkey (RTS to RTS, IBV_QP_QKEY): what its QP receives
+ * (a datagram whose DETH Q_Key differs is dropped by the NIC, counted in qkey_viol) and,
+ * for a controlled Q_Key (BR_QKEY_CONTROLLED set in a send's remote_qkey), what it sends
+ * with. Control thread, for a channel no group uses (the layout by Q_Key: control/
+ * groups.c). 0 or -errno (-EPERM: a controlled Q_Key without the privilege).
+ */
+int channel_set_qkey(struct channel *ch, uint32_t qkey);
+
+/*
+ * May a QP of side sd get Q_Key qkey? Asks the kernel: a scratch UD QP is moved to INIT
+ * with it and destroyed. Linux 6.4+ (commit 0cadb4db79e1, backported to the stable kernels
+ * of June 2023) refuses a controlled Q_Key (bit 31) with EPERM unless
+ * the process has CAP_NET_RAW or `rdma system set privileged-qkey on` was given
+ * (ib_uverbs_modify_qp). Control thread. 0 or -errno (-EPERM).
+ */
+int side_qkey_probe(struct side_ctx *sd, uint32_t qkey);
+
 /* Undo bridge_build and side_open (workers stopped, groups left). Caller: the control
  * thread, registered with QSBR and online. */
 void bridge_destroy(struct bridge *br);

@@ -337,6 +337,7 @@ void show_channels(struct ctl *c, FILE *out)
 	static const char *const hdr[] = {
 		"side",	   "ch",     "qpn",	"worker",   "cq",      "groups", "rq",	   "sq",
 		"backlog", "bl_max", "rx_pkts", "fwd_pkts", "tx_pkts", "drops",	 "rx_pps", "state",
+		"qkey",
 	};
 	struct bridge *br = c->br;
 	struct tbl t;
@@ -367,6 +368,8 @@ void show_channels(struct ctl *c, FILE *out)
 			tbl_u64(&t, chan_stats_drops(&st));
 			tbl_u64(&t, ch->pps_rx);
 			tbl_txt(&t, CMM_LOAD_SHARED(ch->broken) ? "BROKEN" : "ok");
+			/* The QP's Q_Key: its groups' on this side (control/groups.c). */
+			tbl_add(&t, true, "0x%08x", ch->qkey);
 		}
 	}
 	tbl_print(&t, out, "");

@@ -13,6 +13,8 @@ set -eu
 # test (tests/package). libgnutls28-dev: the HA peer's TLS (control/hanet.c); gnutls-bin:
 # gnutls-cli, psktool and certtool: the TLS peer of tests/ha/tls.sh, thirdhost.sh, the
 # certificates of tests/ha/certs.sh (certgen.sh) and the key tools of the docs.
+# libibumad-dev also builds the bridge's SA joins (control/sajoin.c). libcap2-bin: capsh,
+# a bridge without CAP_NET_RAW in tests/native/qkeys.sh (controlled Q_Keys).
 PKGS="build-essential pkg-config meson ninja-build python3
 libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 perftest qperf ucx-utils libfabric-bin libibumad-dev infiniband-diags
@@ -20,7 +22,7 @@ liburcu-dev libhwloc-dev libnuma-dev libsystemd-dev
 libpgm-dev tshark iproute2 nftables jq util-linux procps
 valgrind clang libclang-rt-14-dev clang-format
 libedit-dev prometheus keepalived python3-matplotlib python3-yaml curl
-dpkg-dev debhelper lintian libgnutls28-dev gnutls-bin"
+dpkg-dev debhelper lintian libgnutls28-dev gnutls-bin libcap2-bin"
 
 missing=""
 for p in $PKGS; do

@@ -206,6 +206,7 @@ struct sf_group *sf_group_get_locked(struct sf_fabric *fab, uint32_t seg, const 
 	g->seg = seg;
 	g->mgid = *mgid;
 	g->njoins = 0;
+	g->rec_set = 0;
 	atomic_store(&g->full_mask, 0);
 	atomic_store(&g->any_mask, 0);
 	memset(g->nfull, 0, sizeof(g->nfull));
@@ -394,7 +395,28 @@ void sf_join_del_locked(struct sf_fabric *fab, struct sf_join *j)
 	atomic_store(&j->state, SF_JOIN_FREE);
 	sf_owner_release(&j->own);
 	g->njoins--;
+	if (!g->njoins)
+		g->rec_set = 0; /* the SA deletes a group with its last member */
 	sf_group_put_locked(fab, g);
+}
+
+int sf_group_rec_join_locked(struct sf_group *g, uint64_t mask, uint32_t qkey, uint8_t tclass,
+			     uint32_t sl_flow_hop)
+{
+	if (!g->rec_set) {
+		g->rec_qkey = qkey;
+		g->rec_tclass = tclass;
+		g->rec_sl_flow_hop = sl_flow_hop;
+		g->rec_set = 1;
+		return 0;
+	}
+	if ((mask & SF_MCR_QKEY && qkey != g->rec_qkey) ||
+	    (mask & SF_MCR_TCLASS && tclass != g->rec_tclass) ||
+	    (mask & SF_MCR_SL && (sl_flow_hop ^ g->rec_sl_flow_hop) >> 28) ||
+	    (mask & SF_MCR_FLOW && ((sl_flow_hop ^ g->rec_sl_flow_hop) >> 8 & 0xfffff)) ||
+	    (mask & SF_MCR_HOP && ((sl_flow_hop ^ g->rec_sl_flow_hop) & 0xff)))
+		return -EINVAL;
+	return 0;
 }
 
 void sf_joins_error_dev_locked(struct sf_fabric *fab, uint32_t dev, int status)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include "sf.h"
@@ -536,6 +538,25 @@ static void sf_qp_flush_rq(struct sf_fabric *fab, struct sf_qp_priv *q)
 	sf_qp_unlock(r);
 }
 
+/*
+ * May this process give a QP a controlled Q_Key (high bit set, IBA 10.2.4)? Linux 6.4+
+ * (RDMA/uverbs "Restrict usage of privileged QKEYs", ib_uverbs_modify_qp) refuses
+ * IB_QP_QKEY with bit 31 set with -EPERM unless the caller has CAP_NET_RAW or the
+ * administrator allowed it for all (`rdma system set privileged-qkey on`, the netlink
+ * RDMA_NLDEV_SYS_ATTR_PRIVILEGED_QKEY_MODE). The simulation has no such system setting:
+ * CAP_NET_RAW in the effective set decides.
+ */
+static bool sf_may_use_controlled_qkey(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d))
+		return false;
+	return d[CAP_NET_RAW / 32].effective & (1u << (CAP_NET_RAW % 32));
+}
+
 SF_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	struct sf_qp_priv *q = (struct sf_qp_priv *)qp;
@@ -553,6 +574,8 @@ SF_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mas
 	if (mask & IBV_QP_PKEY_INDEX &&
 	    attr->pkey_index >= (fab->devs[q->dev].link == SF_LINK_IB ? 128 : 1))
 		return EINVAL;
+	if (mask & IBV_QP_QKEY && attr->qkey & SF_QKEY_USE_QP && !sf_may_use_controlled_qkey())
+		return EPERM;
 
 	sf_qp_lock(r);
 	if (mask & IBV_QP_QKEY)

@@ -127,6 +127,22 @@ static int cm_join_locked(struct cm_id *idp, struct cm_mc *mc, struct cm_event *
 	if (dev->link == SF_LINK_IB && !memcmp(&mc->mgid, &cm_zero_gid, sizeof(mc->mgid)))
 		cm_sa_assign_mgid(dev->seg, idp->pkey, &mc->mgid);
 	grp = sf_group_get_locked(fab, dev->seg, &mc->mgid, 0);
+	/*
+	 * IB: the kernel's SA join (cma_join_ib_multicast) sends the IPoIB broadcast group's
+	 * record (SL, flow label, TClass: 0 with OpenSM's defaults) with the id's Q_Key
+	 * (RDMA_UDP_QKEY for PS_UDP and PS_IB), all four in its component mask: a group that
+	 * exists with another Q_Key refuses it (OpenSM: ERR_REQ_INVALID), which the kernel
+	 * reports as MULTICAST_ERROR with -EINVAL (sa_query.c: a MAD status is -EINVAL).
+	 */
+	if (grp && dev->link == SF_LINK_IB &&
+	    sf_group_rec_join_locked(grp, SF_MCR_QKEY | SF_MCR_SL | SF_MCR_FLOW | SF_MCR_TCLASS,
+				     cm_qkey_locked(idp), 0, 0)) {
+		sf_group_put_locked(fab, grp);
+		sf_unlock(fab);
+		cm_event_init(evt, idp, mc, RDMA_CM_EVENT_MULTICAST_ERROR, -EINVAL);
+		evt->ev.param.ud.private_data = mc->context;
+		return 0;
+	}
 	if (grp) {
 		j = sf_join_add_locked(fab, grp, (uint32_t)idp->dev, send_only, getpid(),
 				       idp->chan->serial, (uintptr_t)&idp->id, (uintptr_t)mc);

@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 12u
+#define SF_VERSION 13u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -311,6 +311,16 @@ struct sf_group {
 	uint16_t nfull[SF_MAX_DEVS];
 	uint16_t nsend[SF_MAX_DEVS];
 	uint32_t mlid_owned; /* the "SA" handed out mlid (its bit is set in mlid_used) */
+	/*
+	 * The group's MCMemberRecord as the SA keeps it (OpenSM osm_sa_mcmember_record.c,
+	 * mcmr_rcv_create_new_mgrp): set by the join that creates the group (SA or rdma_cm),
+	 * checked against every later join (validate_other_comp_fields), forgotten when the
+	 * last join leaves (the SA deletes the group). rec_set 0: no join made it yet.
+	 */
+	uint32_t rec_qkey;
+	uint32_t rec_sl_flow_hop; /* SL 31-28, FlowLabel 27-8, HopLimit 7-0 (host order) */
+	uint8_t rec_tclass;
+	uint8_t rec_set;
 	/* Hash chains (index + 1, 0 ends), changed under the fabric lock; see groups.c. */
 	_Atomic uint32_t next_by_mgid, next_by_mlid;
 	_Atomic uint32_t slots[SF_GROUP_SLOTS];
@@ -554,6 +564,23 @@ int sf_group_detach_locked(struct sf_fabric *fab, struct sf_group *g, uint32_t q
 
 /* Free the group if nothing is attached and nobody has joined. */
 void sf_group_put_locked(struct sf_fabric *fab, struct sf_group *g);
+
+/* MCMemberRecord component mask bits the group record checks (IBA 15.2.5.17). */
+#define SF_MCR_QKEY   (1ull << 2)
+#define SF_MCR_TCLASS (1ull << 6)
+#define SF_MCR_SL     (1ull << 12)
+#define SF_MCR_FLOW   (1ull << 13)
+#define SF_MCR_HOP    (1ull << 14)
+
+/*
+ * A join's record against the group's (under the fabric lock): the first join sets the
+ * group's record from (qkey, tclass, sl_flow_hop); a later one must match every field
+ * its component mask names, as OpenSM's validate_other_comp_fields checks (the default
+ * mcgroup_join_validation TRUE). 0, or -EINVAL on a mismatch (the SA answers
+ * ERR_REQ_INVALID; the kernel turns it into MULTICAST_ERROR -EINVAL for rdma_cm).
+ */
+int sf_group_rec_join_locked(struct sf_group *g, uint64_t mask, uint32_t qkey, uint8_t tclass,
+			     uint32_t sl_flow_hop);
 
 /*
  * rdma_cm joins (the membership the SA / IGMP would record). sf_join_add_locked claims a

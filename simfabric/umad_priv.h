@@ -58,6 +58,11 @@ static inline void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
+static inline uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)get16(p) << 16 | get16(p + 2);
+}
+
 static inline void put32(uint8_t *p, uint32_t v)
 {
 	put16(p, (uint16_t)(v >> 16));

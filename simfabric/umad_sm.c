@@ -141,6 +141,12 @@ bool sf_sma_answer(struct sf_fabric *fab, int self_dev, uint16_t dlid, uint8_t *
 #define MCM_MGID     (1ull << 0)
 #define MCM_PORT_GID (1ull << 1)
 #define MCM_JOIN     (1ull << 16)
+/* What creating a group needs (OpenSM REQUIRED_MC_CREATE_COMP_MASK): MGID, PortGID,
+ * JoinState, Q_Key, TClass, P_Key, FlowLabel, SL; the MGID bit is not asked for, since a
+ * join without an MGID gets one assigned). */
+#define MCM_CREATE                                                                         \
+	(MCM_PORT_GID | MCM_JOIN | SF_MCR_QKEY | SF_MCR_TCLASS | (1ull << 7) |    \
+	 SF_MCR_FLOW | SF_MCR_SL)
 
 /* The SA's MGID for a join without one: ff12:a01b:<pkey>::<unique> (as OpenSM). */
 static void sa_assign_mgid(struct sf_fabric *fab, uint32_t seg, uint16_t pkey, union ibv_gid *mgid)
@@ -187,8 +193,14 @@ static uint16_t sa_mcmember(struct sf_fabric *fab, const struct sf_dev *self, ui
 			return SA_ST_INSUF_COMPS;
 		sf_lock(fab);
 		grp = sf_group_find(fab, self->seg, &mgid);
-		if (grp)
+		if (grp) {
 			put16(r + 36, (uint16_t)grp->mlid);
+			if (grp->rec_set) {
+				put32(r + 32, grp->rec_qkey);
+				r[39] = grp->rec_tclass;
+				put32(r + 44, grp->rec_sl_flow_hop);
+			}
+		}
 		sf_unlock(fab);
 		return grp ? 0 : SA_ST_NO_RECORDS;
 	}
@@ -203,7 +215,21 @@ static uint16_t sa_mcmember(struct sf_fabric *fab, const struct sf_dev *self, ui
 
 		if (!memcmp(mgid.raw, (uint8_t[16]){0}, 16))
 			sa_assign_mgid(fab, self->seg, (uint16_t)(self->pkey | 0x8000), &mgid);
-		grp = sf_group_get_locked(fab, self->seg, &mgid, 0);
+		grp = sf_group_find(fab, self->seg, &mgid);
+		if (!grp && (mask & MCM_CREATE) != MCM_CREATE) {
+			/* OpenSM's REQUIRED_MC_CREATE_COMP_MASK (ERR 1B11). */
+			sf_unlock(fab);
+			return SA_ST_INSUF_COMPS;
+		}
+		if (!grp)
+			grp = sf_group_get_locked(fab, self->seg, &mgid, 0);
+		if (grp && sf_group_rec_join_locked(grp, mask, get32(r + 32), r[39],
+						    get32(r + 44))) {
+			/* validate_other_comp_fields: Q_Key, TClass, SL, flow label, hop limit. */
+			sf_group_put_locked(fab, grp);
+			sf_unlock(fab);
+			return SA_ST_REQ_INVALID;
+		}
 		if (grp) {
 			j = sf_join_add_locked(fab, grp, (uint32_t)d, !(join & JOIN_FULL), 0, 0, 0,
 					       0);
@@ -213,6 +239,10 @@ static uint16_t sa_mcmember(struct sf_fabric *fab, const struct sf_dev *self, ui
 		if (!j) {
 			status = UMAD_SA_STATUS_NO_RESOURCES << 8;
 		} else {
+			/* The group's record (copy_from_create_mc_rec), not the request's. */
+			put32(r + 32, grp->rec_qkey);
+			r[39] = grp->rec_tclass;
+			put32(r + 44, grp->rec_sl_flow_hop);
 			memcpy(r, mgid.raw, 16);
 			put16(r + 36, (uint16_t)grp->mlid);
 			r[38] = (uint8_t)(2 << 6 | fab->devs[d].active_mtu); /* exactly this MTU */

@@ -304,12 +304,18 @@ static void test_ib(void)
 	CHECK_EQ(verdict(SIDE_IB, &r, &g), FWD);
 	CHECK(g == &g_both);
 
-	/* The loop marker: any hop limit but 0 (a bridge sets BR_IB_MARKER_HOP_LIMIT). */
+	/* The loop marker: hop limit BR_IB_MARKER_HOP_LIMIT (1), what a bridge sets. */
 	r = ib_pkt(g_both.addr);
 	r.hdr[offsetof(struct ibv_grh, hop_limit)] = BR_IB_MARKER_HOP_LIMIT;
 	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_LOOP);
+	/* Native senders are forwarded: perftest's 255, rdma_cm's (the SA record's) 0 or
+	 * 255, anything else but the marker. */
+	r.hdr[offsetof(struct ibv_grh, hop_limit)] = 255;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), FWD);
 	r.hdr[offsetof(struct ibv_grh, hop_limit)] = 64;
-	CHECK_EQ(verdict(SIDE_IB, &r, NULL), DROP_LOOP);
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), FWD);
+	r.hdr[offsetof(struct ibv_grh, hop_limit)] = 0;
+	CHECK_EQ(verdict(SIDE_IB, &r, NULL), FWD);
 
 	/* No GRH flag in the completion: nothing of the header is read. */
 	r = ib_pkt(g_both.addr);

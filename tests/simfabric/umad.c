@@ -32,8 +32,11 @@
 #define MSG_LEN	 64
 #define TID	 0x5eed1234u
 
-/* MCMemberRecord components: MGID, PortGID, Q_Key, P_Key, JoinState. */
-#define MCM_MASK ((1ull << 0) | (1ull << 1) | (1ull << 2) | (1ull << 7) | (1ull << 16))
+/* MCMemberRecord components: MGID, PortGID, Q_Key, TClass, P_Key, SL, FlowLabel, JoinState
+ * (what creating a group needs: OpenSM REQUIRED_MC_CREATE_COMP_MASK). */
+#define MCM_MASK                                                                                \
+	((1ull << 0) | (1ull << 1) | (1ull << 2) | (1ull << 6) | (1ull << 7) | (1ull << 12) |    \
+	 (1ull << 13) | (1ull << 16))
 
 struct mad_buf {
 	struct ib_user_mad hdr;
