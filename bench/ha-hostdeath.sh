@@ -10,8 +10,10 @@
 # (TH_NO_SPLIT), and before each death the same stream runs without one (TH_BASELINE:
 # the loss that the rate alone costs on this machine). Without HD_BATCH: RUNS deaths in
 # one test per rate, one rate after the other, the partition part included.
-# HD_PRIOS="LOW HIGH;LOW HIGH": the VRRP priorities to compare (tests/ha/twohost.sh
-# TH_PRIO; default: the test's own).
+# HD_VARIANTS="NAME:VAR=VALUE,VAR=VALUE;NAME:...": the settings to compare, each in its
+# own series, interleaved (the test's environment: TH_PRIO=LOW/HIGH, the VRRP priorities
+# of tests/ha/twohost.sh; KA_NOTIFY_RT=N, the notify reader real-time; default: one
+# variant, the test's own settings). HD_BASELINE=0: no baseline streams.
 # Before each test it prints what else runs: the load, real-time processes that are not
 # the kernel's, bridges and keepalived left running (a survivor whose control thread
 # cannot run loses everything until it can: docs/operations.md). Per run, where the
@@ -26,36 +28,41 @@ runs=${2:-10}
 shift 2 2>/dev/null || shift $#
 rates=${*:-10000 100000}
 batch=${HD_BATCH:-}
-prios=${HD_PRIOS:-default}
+vspec=${HD_VARIANTS:-}
 echo "machine: $(nproc) CPUs, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
 
-# variants: "RATE PRIO" (PRIO "default" or "LOW,HIGH").
+# variants: "RATE NAME" (NAME "-": the test's own settings); venv[NAME]: its settings.
+declare -A venv=([-]="")
 variants=()
+IFS=';' read -ra vl <<<"$vspec"
+[ ${#vl[@]} -gt 0 ] || vl=(-)
 for rate in $rates; do
-	IFS=';' read -ra pl <<<"$prios"
-	for p in "${pl[@]}"; do
-		variants+=("$rate ${p// /,}")
+	for v in "${vl[@]}"; do
+		variants+=("$rate ${v%%:*}")
+		[ "$v" = - ] || venv[${v%%:*}]=${v#*:}
 	done
 done
-vname() { if [ "$2" = default ]; then echo "$1"; else echo "$1-prio${2/,/-}"; fi; }
+vname() { if [ "$2" = - ]; then echo "$1"; else echo "$1-$2"; fi; }
 for v in "${variants[@]}"; do
 	# shellcheck disable=SC2086 # two words
 	rm -f "/tmp/ha-hostdeath-$(vname $v).log"
 done
 
-# one RATE PRIO N: N deaths in one test; its log appended to the variant's.
+# one RATE NAME N: N deaths in one test; its log appended to the variant's.
 one() {
-	local rate=$1 prio=$2 n=$3 name keep extra=()
+	local rate=$1 vn=$2 n=$3 name keep extra=()
 
-	name=$(vname "$rate" "$prio")
+	name=$(vname "$rate" "$vn")
 	keep=/tmp/ha-hostdeath-$name.d
 	rm -rf "$keep"
 	mkdir -p "$keep"
 	echo "$name: load $(cut -d' ' -f1-3 /proc/loadavg);" \
 		"real-time: $(ps -eo cls=,rtprio=,comm= | awk '$1 != "TS" && $1 != "-" && $3 !~ /^(migration|watchdog|irq|rcu|cpuhp|idle_inject)/ { printf "%s(%s %s) ", $3, $1, $2 }')" \
 		"running: $(pgrep -c -x ib2roce || true) ib2roce, $(pgrep -c -x keepalived || true) keepalived"
-	[ "$prio" = default ] || extra+=("TH_PRIO=${prio/,/ }")
-	[ -z "$batch" ] || extra+=(TH_NO_SPLIT=1 TH_BASELINE=1)
+	[ -z "${venv[$vn]}" ] || IFS=, read -ra extra <<<"${venv[$vn]}"
+	[ -z "$batch" ] || extra+=(TH_NO_SPLIT=1)
+	[ -z "$batch" ] || [ "${HD_BASELINE:-1}" = 0 ] || extra+=(TH_BASELINE=1)
+	echo "$name: settings: ${extra[*]}"
 	env "${extra[@]}" TH_RATE="$rate" TH_DEATH_RUNS="$n" KA_KILL_MAX_LOST=$((rate * 10)) \
 		TH_KEEP_LOGS="$keep" meson test -C "$build" ha-twohost -t 10 >/dev/null 2>&1 ||
 		echo "$name: the test failed (its log: /tmp/ha-hostdeath-$name.log)"
@@ -103,7 +110,7 @@ for v in "${variants[@]}"; do
 		median "$name lost" "$rate"
 	# Lost less the survivor's NIC drops of that run.
 	sed -n 's/^ha-twohost: hostdeath rate=[0-9]* lost=\([0-9]*\) ms=[0-9]* nic_drops=\([0-9]*\)$/\1 \2/p' "$log" |
-		awk '{ print $1 > $2 ? $1 - $2 : 0 }' | median "$name lost less NIC drops" "$rate"
+		awk '{ print ($1 > $2 ? $1 - $2 : 0) }' | median "$name lost less NIC drops" "$rate"
 	sed -n 's/^ha-twohost: hostdeath baseline rate=[0-9]* lost=\([0-9]*\) .*/\1/p' "$log" |
 		median "$name baseline (same stream, no death) lost" "$rate"
 	for step in read "done" active; do

@@ -36,7 +36,7 @@
 #      notify_stop   "/usr/share/ib2roce/ib2roce-notify.sh /run/ib2roce/ib2roce.sock P STOP"
 #
 # Usage: ib2roce-notify.sh [--bcom PATH] [--trace FILE] CONTROL PARTITION STATE
-#        ib2roce-notify.sh [--bcom PATH] [--trace FILE] [--health-file FILE] --fifo CONTROL FIFO
+#        ib2roce-notify.sh [--bcom PATH] [--trace FILE] [--rt N] [--health-file FILE] --fifo CONTROL FIFO
 #        ib2roce-notify.sh [--bcom PATH] --health CONTROL
 # --trace FILE appends, per event, "HH:MM:SS.mmm read P STATE" (UTC) when the FIFO reader
 # read it and "HH:MM:SS.mmm done P STATE STATUS" when its role command returned (the
@@ -60,7 +60,7 @@ set -u
 
 usage() {
 	echo "usage: $0 [--bcom PATH] [--trace FILE] CONTROL PARTITION STATE" >&2
-	echo "       $0 [--bcom PATH] [--trace FILE] [--health-file FILE] --fifo CONTROL FIFO" >&2
+	echo "       $0 [--bcom PATH] [--trace FILE] [--rt N] [--health-file FILE] --fifo CONTROL FIFO" >&2
 	echo "       $0 [--bcom PATH] --health CONTROL" >&2
 	exit 2
 }
@@ -72,6 +72,7 @@ HEALTH_LIMIT=2
 HEALTH_HANG=5
 health=""
 trace=""
+rt=""
 while :; do
 	case ${1:-} in
 	--bcom)
@@ -87,6 +88,17 @@ while :; do
 	--trace)
 		[ $# -ge 2 ] || usage
 		trace=$2
+		shift 2
+		;;
+	--rt)
+		[ $# -ge 2 ] || usage
+		case $2 in
+		[1-9] | [1-9][0-9]) rt=$2 ;;
+		*)
+			echo "$0: --rt '$2': a real-time priority from 1 to 99" >&2
+			exit 2
+			;;
+		esac
 		shift 2
 		;;
 	*) break ;;
@@ -193,6 +205,13 @@ if [ "${1:-}" = --fifo ]; then
 	active=""
 	watcher=""
 	trap fifo_end TERM INT HUP
+	# --rt N: the reader, its role commands and its health poll run real-time (SCHED_RR
+	# N, under keepalived's VRRP process): on a host whose CPUs busy-polling threads
+	# keep busy, a MASTER event is read and its `bcom role` started without waiting for
+	# the scheduler to give a time-shared process its turn.
+	if [ -n "$rt" ] && ! chrt -r -p "$rt" $$ >/dev/null 2>&1; then
+		logger -t ib2roce-notify "--rt $rt: chrt failed: running time-shared" 2>/dev/null || true
+	fi
 	if [ -n "$health" ]; then
 		health_watch &
 		watcher=$!

@@ -10,7 +10,8 @@
 #   finds no bridge; a bridge that does not answer (control thread stalled) keeps it 0
 #   for 4 polls, 1 from the 5th; the poll ends with the reader, even when the reader is
 #   killed with SIGKILL;
-# - --health: exit 0 healthy or no answer, 1 failed or no bridge.
+# - --health: exit 0 healthy or no answer, 1 failed or no bridge;
+# - --rt N: the reader real-time (SCHED_RR N).
 set -eu
 : "${HA_NOTIFY:?HA_NOTIFY must name ha/ib2roce-notify.sh}"
 # shellcheck source-path=SCRIPTDIR source=../lib/common.sh
@@ -144,6 +145,23 @@ for c in ok hang sick gone; do
 	[ "$c" != ok ] && [ "$c" != hang ] || want=0
 	[ "$rc" = "$want" ] || fail "--health with a bridge $c: exit $rc, not $want"
 done
+
+# --rt N: the reader runs SCHED_RR N (as root; skipped otherwise); a bad N is a usage
+# error.
+rc=0
+"$HA_NOTIFY" --bcom "$T/bcom" --rt 0 --fifo /c "$T/fifo" 2>"$T/err" || rc=$?
+if [ "$rc" != 2 ] || ! grep -q "'0'" "$T/err"; then
+	fail "--rt 0: exit $rc, not 2 with a message"
+fi
+if [ "$(id -u)" = 0 ]; then
+	"$HA_NOTIFY" --bcom "$T/bcom" --rt 3 --fifo /c "$T/fifo" 2>"$T/err" &
+	READER=$!
+	rt_is() { chrt -p "$READER" 2>/dev/null | grep -q 'policy: SCHED_RR' && chrt -p "$READER" | grep -q 'priority: 3$'; }
+	wait_for "--rt 3: the reader not SCHED_RR 3: $(chrt -p "$READER" 2>&1)" rt_is
+	kill -TERM "$READER"
+	wait "$READER" || true
+	READER=""
+fi
 
 # The poll ends with a reader killed without its trap.
 : >"$T/log"

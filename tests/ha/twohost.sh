@@ -40,10 +40,10 @@ KA_RATE=${TH_RATE:-2000} # ka-lib.sh sets 2000
 BR_BRIDGE_SECS=$((180 + TH_DEATH_RUNS * 60))
 : "${KA_KILL_MAX_LOST:=$((KA_RATE * 2))}"
 
-# TH_PRIO="LOW HIGH": the VRRP priorities (default 200 250): each partition's preferred
+# TH_PRIO=LOW/HIGH: the VRRP priorities (default 100/150): each partition's preferred
 # host has HIGH. The backup's skew time, (256 - LOW) / 256 of advert_int, is part of
-# the takeover (RFC 9568, 6.1): 2.2 ms at 200, 6.1 ms at 100.
-read -r lo hi <<<"${TH_PRIO:-200 250}"
+# the takeover (RFC 9568, 6.1): 6.1 ms at 100, 2.2 ms at 200.
+IFS=/ read -r lo hi <<<"${TH_PRIO:-100/150}"
 start_a() {
 	th_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role standby \
 		-m "$g1" -m "$g2" --partition p2:"$g2"
