@@ -12,8 +12,11 @@
 # one test per rate, one rate after the other, the partition part included.
 # HD_VARIANTS="NAME:VAR=VALUE,VAR=VALUE;NAME:...": the settings to compare, each in its
 # own series, interleaved (the test's environment: TH_PRIO=LOW/HIGH, the VRRP priorities
-# of tests/ha/twohost.sh; KA_NOTIFY_RT=N, the notify reader real-time; default: one
-# variant, the test's own settings). HD_BASELINE=0: no baseline streams.
+# of tests/ha/twohost.sh; KA_NOTIFY_RT=N, the notify reader's real-time priority, empty:
+# time-shared; default: one variant, the test's own settings). HD_BASELINE=0: no
+# baseline streams. The series of docs/operations.md:
+#   HD_BATCH=5 HD_BASELINE=0 HD_VARIANTS="ts:KA_NOTIFY_RT=;rt:KA_NOTIFY_RT=1" \
+#     bench/ha-hostdeath.sh build 10 10000 100000
 # Before each test it prints what else runs: the load, real-time processes that are not
 # the kernel's, bridges and keepalived left running (a survivor whose control thread
 # cannot run loses everything until it can: docs/operations.md). Per run, where the

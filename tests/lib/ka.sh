@@ -129,11 +129,12 @@ ka_wait_healthy() {
 # bridge's by its command line) for the bridge whose console socket is SOCK, one VRRP
 # instance per partition, and start it in network namespace NS ("": this one). Its log
 # in $SF_TMP/kaN.out; with KA_TRACE set, its notify reader's --trace in $SF_TMP/kaN.trace
-# (when each event was read, when its role command returned); KA_NOTIFY_RT=N: the reader
-# real-time (--rt N). ka_start (one host) and th_ka_start (tests/ha/th-lib.sh, two) use it.
+# (when each event was read, when its role command returned). The reader runs real-time
+# (--rt 1, as ha/keepalived.conf.example says); KA_NOTIFY_RT=N another priority,
+# KA_NOTIFY_RT= (empty) time-shared (bench/ha-hostdeath.sh compares them). ka_start (one host) and th_ka_start (tests/ha/th-lib.sh, two) use it.
 ka_launch() {
 	local n=$1 ns=$2 ifc=$3 src=$4 peer=$5 track=$6 sock=$7 p part vrid prio
-	local conf=$SF_TMP/ka$n.conf
+	local conf=$SF_TMP/ka$n.conf ka_rt=${KA_NOTIFY_RT-1}
 
 	shift 7
 	cat >"$conf" <<EOC
@@ -148,7 +149,7 @@ global_defs {
 	vrrp_garp_master_repeat 1
 	vrrp_garp_master_delay 0
 	vrrp_notify_fifo $SF_TMP/ka$n.fifo
-	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM${KA_TRACE:+ --trace $SF_TMP/ka$n.trace}${KA_NOTIFY_RT:+ --rt $KA_NOTIFY_RT} --health-file $SF_TMP/ka$n.health --fifo $sock"
+	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM${KA_TRACE:+ --trace $SF_TMP/ka$n.trace}${ka_rt:+ --rt $ka_rt} --health-file $SF_TMP/ka$n.health --fifo $sock"
 }
 EOC
 	[ "$track" != 1 ] || cat >>"$conf" <<EOC
