@@ -132,7 +132,8 @@ th_partition() {
 }
 
 # th_kill_host NAME: every process of host NAME's namespace killed at once (SIGKILL),
-# then its link down (the host is gone from the network; the switch stays).
+# then its link down (the host is gone from the network; the switch stays). Sets
+# TH_KILLED (HH:MM:SS.mmm UTC, just after the kill).
 th_kill_host() {
 	local ns=$TH_NSA ifc=th-a-$$ pids
 
@@ -140,6 +141,9 @@ th_kill_host() {
 	pids=$(ip netns pids "$ns" | tr '\n' ' ')
 	# shellcheck disable=SC2086 # a list of pids
 	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
+	# When they died (UTC, ms): the takeover's steps count from here (tests/ha/twohost.sh).
+	# shellcheck disable=SC2034 # used by the tests that source this file
+	TH_KILLED=$(date -u +%T.%3N)
 	ip -n "$ns" link set "$ifc" down
 }
 
@@ -150,7 +154,7 @@ th_exit() {
 
 	set +e
 	# TH_KEEP_LOGS=DIR: the bridges' and keepalived's logs copied there (bench/ha-hostdeath.sh).
-	[ -z "${TH_KEEP_LOGS:-}" ] || cp "$SF_TMP"/*.err "$SF_TMP"/ka?.out "$TH_KEEP_LOGS"/ 2>/dev/null
+	[ -z "${TH_KEEP_LOGS:-}" ] || cp "$SF_TMP"/*.err "$SF_TMP"/ka?.out "$SF_TMP"/ka?.trace "$TH_KEEP_LOGS"/ 2>/dev/null
 	th_cleanup
 	(exit "$rc") # sf_cleanup exits with the status it finds
 	(sf_cleanup)

@@ -22,6 +22,8 @@
 #    bridges' and keepalived's logs (th-lib.sh).
 # Counts and roles asserted, never times.
 set -eu
+# The notify readers' traces (ka?.trace: the takeover's steps, printed per death).
+export KA_TRACE=1
 # shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
 . "$(dirname "$0")/../lib/ha.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/ka.sh
@@ -38,15 +40,19 @@ KA_RATE=${TH_RATE:-2000} # ka-lib.sh sets 2000
 BR_BRIDGE_SECS=$((180 + TH_DEATH_RUNS * 60))
 : "${KA_KILL_MAX_LOST:=$((KA_RATE * 2))}"
 
+# TH_PRIO=LOW/HIGH: the VRRP priorities (default 100/150): each partition's preferred
+# host has HIGH. The backup's skew time, (256 - LOW) / 256 of advert_int, is part of
+# the takeover (RFC 9568, 6.1): 6.1 ms at 100, 2.2 ms at 200.
+IFS=/ read -r lo hi <<<"${TH_PRIO:-100/150}"
 start_a() {
 	th_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role standby \
 		-m "$g1" -m "$g2" --partition p2:"$g2"
-	th_ka_start 1 a default:71:100 p2:72:150
+	th_ka_start 1 a default:71:"$lo" p2:72:"$hi"
 }
 start_b() {
 	th_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" --role standby \
 		-m "$g1" -m "$g2" --partition p2:"$g2"
-	th_ka_start 2 b default:71:150 p2:72:100
+	th_ka_start 2 b default:71:"$hi" p2:72:"$lo"
 }
 # nic_ib NAME: the IB side's nic_rx_dropped of running bridge NAME.
 nic_ib() {
@@ -57,6 +63,18 @@ nic_ib() {
 # stalls (stats --json).
 a_ib() {
 	con_json a '"\(.sides[0].rx_pkts) \(.sides[0].fwd_pkts) \(.sides[0].standby) \(.sides[0].drops) \(.ctl_stalls)"'
+}
+# steps HH:MM:SS.mmm: "read=MS done=MS active=MS" after that time (-1: not found):
+# keepalived 1's notify reader (ka1.trace, KA_TRACE) and bridge a's log (a.err).
+steps() {
+	{
+		sed -n 's/^\([0-9:.]*\) \(read\|done\) default MASTER.*/\2 \1/p' "$SF_TMP/ka1.trace" 2>/dev/null
+		sed -n 's/^\[[0-9-]*T\([0-9:.]*\)+0000\] ib2roce notice: partition default: standby -> active .*/active \1/p' "$SF_TMP/a.err"
+	} | awk -v t0="$1" '
+		function ms(s, a) { split(s, a, ":"); return int((a[1] * 3600 + a[2] * 60 + a[3]) * 1000 + 0.5) }
+		BEGIN { k0 = ms(t0); r["read"] = r["done"] = r["active"] = -1 }
+		{ d = ms($2) - k0; if (d >= 0 && r[$1] < 0) r[$1] = d }
+		END { printf "read=%d done=%d active=%d", r["read"], r["done"], r["active"] }'
 }
 # one_active PARTITION: exactly one bridge active for it (both answer).
 one_active() {
@@ -83,32 +101,35 @@ grep -q "the handing-over bridge $TH_B confirmed" "$SF_TMP/a.err" ||
 con_must a handover default
 ha_role_is b default active
 
-# 2. Partition between the hosts while both live.
-m=$((KA_RATE * 8))
-ka_stream s2 "$g1" "$m"
-sleep 2
-th_partition on
-ka_wait_role a default active
-ka_wait_role b default active
-ka_wait_role a p2 active
-ka_wait_role b p2 active
-sf_log "partition: both bridges active for both partitions (split brain)"
-sleep 2
-t0=$(date +%s%N)
-th_partition off
-for _ in $(seq 300); do
-	one_active default && one_active p2 && break
-	sleep 0.05
-done
-if ! one_active default || ! one_active p2; then
-	br_fail "after the link came back: not one active per partition" a b ka1 ka2
-fi
-sf_log "heal: one active per partition $((($(date +%s%N) - t0) / 1000000)) ms after the link came back"
-ka_wait_role b default active
-ka_wait_role a p2 active
-ka_stream_end s2 "$m" "partition between the hosts (4 s) and heal"
-[ "$KA_LOST" -le "$KA_KILL_MAX_LOST" ] ||
-	br_fail "partition: $KA_LOST lost, more than $KA_KILL_MAX_LOST" a b ka1 ka2
+# 2. Partition between the hosts while both live (TH_NO_SPLIT: left out, for the
+# interleaved series of bench/ha-hostdeath.sh).
+[ -n "${TH_NO_SPLIT:-}" ] || {
+	m=$((KA_RATE * 8))
+	ka_stream s2 "$g1" "$m"
+	sleep 2
+	th_partition on
+	ka_wait_role a default active
+	ka_wait_role b default active
+	ka_wait_role a p2 active
+	ka_wait_role b p2 active
+	sf_log "partition: both bridges active for both partitions (split brain)"
+	sleep 2
+	t0=$(date +%s%N)
+	th_partition off
+	for _ in $(seq 300); do
+		one_active default && one_active p2 && break
+		sleep 0.05
+	done
+	if ! one_active default || ! one_active p2; then
+		br_fail "after the link came back: not one active per partition" a b ka1 ka2
+	fi
+	sf_log "heal: one active per partition $((($(date +%s%N) - t0) / 1000000)) ms after the link came back"
+	ka_wait_role b default active
+	ka_wait_role a p2 active
+	ka_stream_end s2 "$m" "partition between the hosts (4 s) and heal"
+	[ "$KA_LOST" -le "$KA_KILL_MAX_LOST" ] ||
+		br_fail "partition: $KA_LOST lost, more than $KA_KILL_MAX_LOST" a b ka1 ka2
+}
 
 # 3. Whole-host death of host B, TH_DEATH_RUNS times.
 for run in $(seq "$TH_DEATH_RUNS"); do
@@ -116,6 +137,13 @@ for run in $(seq "$TH_DEATH_RUNS"); do
 	ka_wait_role a default standby
 	ka_wait_healthy a
 	m=$((KA_RATE * 6))
+	# TH_BASELINE: first the same stream through b with no death, for the loss that the
+	# rate costs on this machine without a failover (NIC and listener drops).
+	if [ -n "${TH_BASELINE:-}" ]; then
+		ka_stream s4 "$g1" "$m"
+		ka_stream_end s4 "$m" "baseline $run (no death)"
+		sf_log "hostdeath baseline rate=$KA_RATE lost=$KA_LOST ms=$((KA_LOST * 1000 / KA_RATE))"
+	fi
 	nic0=$(nic_ib a)
 	read -r rx0 fwd0 sb0 dr0 st0 <<<"$(a_ib)"
 	ka_stream s3 "$g1" "$m"
@@ -123,8 +151,8 @@ for run in $(seq "$TH_DEATH_RUNS"); do
 	# TH_XSTALL=MS: a's control thread stopped that long as host B dies (the fault
 	# injection ctlstall), to show what a survivor that cannot serve its console loses.
 	[ -z "${TH_XSTALL:-}" ] || con_must a enable ctlstall="$TH_XSTALL"
-	tkill=$(date +%T.%3N)
 	th_kill_host b
+	tkill=$TH_KILLED
 	rm -f "$SF_TMP/ka2.pid"
 	ka_wait_role a default active
 	ka_wait_role a p2 active
@@ -141,6 +169,11 @@ for run in $(seq "$TH_DEATH_RUNS"); do
 	# control thread's stalls (a stall delays `role active`: docs/operations.md).
 	read -r rx1 fwd1 sb1 dr1 st1 <<<"$(a_ib)"
 	sf_log "hostdeath run $run: a IB rx=$((rx1 - rx0)) fwd=$((fwd1 - fwd0)) standby=$((sb1 - sb0)) drops=$((dr1 - dr0)) of $m; ctl_stalls +$((st1 - st0))"
+	# The takeover's steps, ms after the kill (UTC, ms): keepalived 1's MASTER event read
+	# by its notify reader (keepalived writes it as it enters MASTER), that reader's
+	# `role default active` returned, bridge a's log of the change (the workers forward
+	# from then on: they read the role per packet); the loss in ms at the rate beside it.
+	sf_log "hostdeath steps run $run rate=$KA_RATE: $(steps "$tkill") lost_ms=$((KA_LOST * 1000 / KA_RATE))"
 	# More than a second lost: what the survivor did with the stream (seen in 7 of 10
 	# runs of one series at 100 000 packets/s, not since: docs/operations.md).
 	if [ "$KA_LOST" -gt "$KA_RATE" ]; then

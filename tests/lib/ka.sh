@@ -6,7 +6,7 @@
 # Two keepalived processes elect per partition which bridge is active, with the settings
 # of ha/keepalived.conf.example (VRRPv3, advert_int 0.01, a real-time VRRP process,
 # track_process on the bridge's process, track_file fed with `bcom health` every 0.1 s
-# and vrrp_script `bcom health` every second, the notify FIFO read by
+# and vrrp_script `ib2roce-notify.sh --health` every second, the notify FIFO read by
 # ha/ib2roce-notify.sh --fifo):
 # keepalived 1 drives bridge a from the test's network namespace (169.254.77.1),
 # keepalived 2 drives bridge b from namespace 2 (169.254.77.2), joined by a veth pair.
@@ -128,10 +128,13 @@ ka_wait_healthy() {
 # on interface IFC; TRACK 1: also track the bridge's process, told apart from the other
 # bridge's by its command line) for the bridge whose console socket is SOCK, one VRRP
 # instance per partition, and start it in network namespace NS ("": this one). Its log
-# in $SF_TMP/kaN.out. ka_start (one host) and th_ka_start (tests/ha/th-lib.sh, two) use it.
+# in $SF_TMP/kaN.out; with KA_TRACE set, its notify reader's --trace in $SF_TMP/kaN.trace
+# (when each event was read, when its role command returned). The reader runs real-time
+# (--rt 1, as ha/keepalived.conf.example says); KA_NOTIFY_RT=N another priority,
+# KA_NOTIFY_RT= (empty) time-shared (bench/ha-hostdeath.sh compares them). ka_start (one host) and th_ka_start (tests/ha/th-lib.sh, two) use it.
 ka_launch() {
 	local n=$1 ns=$2 ifc=$3 src=$4 peer=$5 track=$6 sock=$7 p part vrid prio
-	local conf=$SF_TMP/ka$n.conf
+	local conf=$SF_TMP/ka$n.conf ka_rt=${KA_NOTIFY_RT-1}
 
 	shift 7
 	cat >"$conf" <<EOC
@@ -146,7 +149,7 @@ global_defs {
 	vrrp_garp_master_repeat 1
 	vrrp_garp_master_delay 0
 	vrrp_notify_fifo $SF_TMP/ka$n.fifo
-	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM --health-file $SF_TMP/ka$n.health --fifo $sock"
+	vrrp_notify_fifo_script "$HA_NOTIFY --bcom $BCOM${KA_TRACE:+ --trace $SF_TMP/ka$n.trace}${ka_rt:+ --rt $ka_rt} --health-file $SF_TMP/ka$n.health --fifo $sock"
 }
 EOC
 	[ "$track" != 1 ] || cat >>"$conf" <<EOC
@@ -163,7 +166,7 @@ track_file ib2roce_health_file {
 	weight 0
 }
 vrrp_script ib2roce_health {
-	script "$BCOM --control $sock health"
+	script "$HA_NOTIFY --bcom $BCOM --health $sock"
 	interval 1
 	timeout 2
 	fall 1
