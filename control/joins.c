@@ -933,6 +933,11 @@ void joins_print(struct ctl *c, FILE *out)
 			mld_failed, mld_last);
 }
 
+uint64_t joins_mld_refused(void)
+{
+	return mld_failed;
+}
+
 void ctl_leave_all(struct ctl *c)
 {
 	workers_gone = true;

@@ -9,6 +9,7 @@
 #define CONTROL_JOINS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct ctl;
@@ -39,5 +40,9 @@ void join_drop(struct ctl *c, struct group *g, int s, bool leave);
 
 /* READY's deadline while not ready, and the joins waiting to retry, one line each. */
 void joins_print(struct ctl *c, FILE *out);
+
+/* MLD memberships of IPv6 RoCE groups the kernel refused (IPV6_JOIN_GROUP) since the start,
+ * for stats --json and the metrics (`events` prints it with the last reason). */
+uint64_t joins_mld_refused(void);
 
 #endif /* CONTROL_JOINS_H */

@@ -220,21 +220,34 @@ typedef uint64_t u64x2u __attribute__((vector_size(16), aligned(1)));
  */
 struct chan_flow {
 	union {
-		uint64_t key[4]; /* IB: source GID, then MGID; RoCE: key[0] = saddr, daddr */
+		/* IB: source GID, then MGID; RoCE IPv4: key[0] = saddr, daddr (key[1..3] 0);
+		 * RoCE IPv6: source address, then destination (the IPv6 header's bytes 8-39,
+		 * where the GRH holds SGID and DGID) */
+		uint64_t key[4];
 		u64x2 kv[2];
 	};
 	struct group *g;
 	struct sender *s;
 	struct ibv_ah *ah;
 	uint32_t qkey;
-	uint32_t lim; /* the other side's MTU + 1; 0 while no flow is set: nothing matches */
+	/* IB and IPv4 RoCE flows: the other side's MTU + 1; 0 while no flow is set and in an
+	 * IPv6 flow: nothing matches (an IPv4 packet whose addresses equal an IPv6 flow's
+	 * first key word goes to the full path). */
+	uint32_t lim;
 	/* The second cache line. */
 	uint64_t gen; /* this flow's generation << 32: the tag of its qcache entries, and its age */
+	/* RoCEv2 over IPv6 flows: lim's value (0 in the flows of the other kinds, so that an
+	 * IPv6 packet never matches an IPv4 flow). Read by IPv6 packets only: IB and IPv4
+	 * packets read one cache line of their flow as before. */
+	uint32_t lim6;
 	struct src_addr src;
 	uint64_t mix; /* src_mix(&src) */
 	/* The PGM stream of the flow's last in-order ODATA (pgm_stream_odata_next). */
 	struct pgm_stream_ref pgm;
 } __attribute__((aligned(64)));
+_Static_assert(offsetof(struct chan_flow, lim) + sizeof(uint32_t) <= 64,
+	       "what every IB and IPv4 packet reads of its flow is in one cache line");
+_Static_assert(sizeof(struct chan_flow) == 192, "CH_FLOWS flows take 384 KiB per channel");
 
 /*
  * An entry of a channel's flow sender cache (direct-mapped by QPN): (flow generation << 32

@@ -91,8 +91,10 @@ static void scache_clear(struct channel *ch)
 /* Drop every flow of a channel (before a burst: none holds uncounted packets). */
 static void flows_drop(struct channel *ch)
 {
-	for (uint32_t i = 0; i < CH_FLOWS; i++)
+	for (uint32_t i = 0; i < CH_FLOWS; i++) {
 		ch->flows[i].lim = 0;
+		ch->flows[i].lim6 = 0;
+	}
 }
 
 static inline uint64_t now_ns(void)
@@ -1014,8 +1016,9 @@ static inline bool rx_pgm(struct bridge *br, struct channel *ch, const struct gr
 
 /*
  * The flow set (CH_FLOW_WAYS flows) of a packet's addresses. IB: x the low half of the
- * source GID (the port GUID), y the low half of the MGID (the group bits); RoCE: x the
- * source and destination IPv4 addresses, y 0. x is turned by 32 bits before the two
+ * source GID (the port GUID), y the low half of the MGID (the group bits); RoCE IPv6 the
+ * same of its source and destination addresses; RoCE IPv4: x the source and destination
+ * IPv4 addresses, y 0. x is turned by 32 bits before the two
  * are mixed, so that sources and groups numbered alike (port GUIDs and group addresses
  * that count up together) do not cancel out; the product's top bits pick the set
  * (Fibonacci hashing). One rotate, one xor and one multiply: every packet pays them.
@@ -1031,23 +1034,36 @@ flow_slot(struct chan_flow *flows, uint64_t x, uint64_t y)
 _Static_assert(CH_FLOW_WAYS == 2, "flow_find_ib, flow_find_roce and flow_pick look at two ways");
 
 /*
- * The flow of set `set` that flow_set fills for the addresses key (IB: 4 words, RoCE:
- * key[0]): the way holding these addresses already, set or not (so that a key is in one
- * way at most and the lookup's first match is the only one), else an empty one, else the
- * one set longer ago.
+ * The flow of set `set` that flow_set fills for the addresses key (IB and RoCE IPv6: 4
+ * words, klen 32; RoCE IPv4: key[0], klen 8): the way holding these addresses already,
+ * set or not, of any kind (so that the way a lookup of this packet matches first is the
+ * one that gets its flow, and a key is in one way at most), else an empty one, else the
+ * one set longer ago. IPv4 and IPv6 flows share a channel's sets; a lookup that matches
+ * a flow of the other kind finds its limit 0 (lim, lim6) and goes to the full path,
+ * which then sets the flow of the packet's kind in that way.
  */
-static struct chan_flow *flow_pick(struct chan_flow *set, const uint64_t *key, const enum side side)
+static struct chan_flow *flow_pick(struct chan_flow *set, const uint64_t *key, size_t klen)
 {
-	size_t klen = side == SIDE_IB ? 32 : 8;
-
 	for (unsigned k = 0; k < CH_FLOW_WAYS; k++)
 		if (!memcmp(set[k].key, key, klen))
 			return &set[k];
-	if (!set[0].lim)
+	if (!(set[0].lim | set[0].lim6))
 		return &set[0];
-	if (!set[1].lim)
+	if (!(set[1].lim | set[1].lim6))
 		return &set[1];
 	return set[0].gen < set[1].gen ? &set[0] : &set[1];
+}
+
+/*
+ * Whether a RoCE receive's header area is one rx_fast_run takes as IPv6: version 6 in
+ * the first nibble and no 0x45 at byte 20. That is roce_hdr_is_ipv6's verdict without
+ * its checksum: an area with both (an IPv6 source address whose byte 12 is 0x45, or an
+ * IPv4 header after undefined bytes starting with 6) goes to the full path each time,
+ * which decides by the checksum, and gets no flow.
+ */
+static inline __attribute__((always_inline)) bool roce_fast_ipv6(const uint8_t *p)
+{
+	return p[0] >> 4 == IPV6_VERSION && p[BR_IPV4_OFF] != IPV4_VER_IHL;
 }
 
 /*
@@ -1061,34 +1077,47 @@ flow_set(struct burst *b, struct channel *ch, const enum side side, const uint8_
 	 const struct src_addr *src, struct group *g, struct sender *s, struct ibv_ah *ah,
 	 uint32_t qkey, uint32_t mtu)
 {
+	const struct side_ctx *sd = ch->sd;
 	struct chan_flow *f;
-	uint64_t key[4];
+	uint64_t key[4] = {0};
+	bool v6 = false;
 
 	/* A sender record (the worker's slab may be full) and a burst whose features allow
 	 * flows; an MTU of 2^32 - 1 would leave no room for lim's + 1 (no fabric has one). */
 	if (!s || !b->flows_ok || mtu == UINT32_MAX)
 		return;
 	if (side == SIDE_IB) {
-		if (b->check_own && !memcmp(p + GRH_SGID, ch->sd->gid.raw, 16))
+		if (b->check_own && !memcmp(p + GRH_SGID, sd->gid.raw, 16))
 			return;
 		memcpy(key, p + GRH_SGID, 32); /* the source GID and the MGID */
-		f = flow_pick(flow_slot(ch->flows, key[1], key[3]), key, side);
+		f = flow_pick(flow_slot(ch->flows, key[1], key[3]), key, 32);
+	} else if (p[0] >> 4 == IPV6_VERSION) {
+		/* RoCEv2 over IPv6 (rx_classify_roce6 passed it): keyed as IB's flows, by the
+		 * source and destination addresses, which the IPv6 header holds where the GRH
+		 * holds SGID and DGID. An area rx_fast_run would not take as IPv6 (0x45 at
+		 * byte 20: IPv6 or IPv4, by the checksum) gets no flow; nor one from our own
+		 * IPv6 addresses (own-packet filtering looks at the QPN each time). */
+		if (!roce_fast_ipv6(p))
+			return;
+		if (b->check_own &&
+		    ((sd->gid6_index >= 0 && !memcmp(p + GRH_SGID, sd->gid6.raw, 16)) ||
+		     (sd->gid6ll_index >= 0 && !memcmp(p + GRH_SGID, sd->gid6ll.raw, 16))))
+			return;
+		memcpy(key, p + GRH_SGID, 32);
+		f = flow_pick(flow_slot(ch->flows, key[1], key[3]), key, 32);
+		v6 = true;
 	} else {
 		uint32_t saddr;
 
-		/* IPv6 (and IPv4 in a header area starting with 6): no flow, the full path. */
-		if (p[0] >> 4 == IPV6_VERSION)
-			return;
 		memcpy(&saddr, p + BR_IPV4_OFF + IPV4_SADDR, 4);
-		if (b->check_own && saddr == ch->sd->ipv4)
+		if (b->check_own && saddr == sd->ipv4)
 			return;
 		memcpy(&key[0], p + BR_IPV4_OFF + IPV4_SADDR, 8);
-		f = flow_pick(flow_slot(ch->flows, key[0], 0), key, side);
+		f = flow_pick(flow_slot(ch->flows, key[0], 0), key, 8);
 	}
-	if (side == SIDE_IB)
-		memcpy(f->key, key, 32);
-	else
-		f->key[0] = key[0];
+	/* All 32 bytes: an IPv4 flow's key[1..3] are 0, not what an earlier flow of the way
+	 * left there. */
+	memcpy(f->key, key, 32);
 	f->src = *src;
 	f->mix = src_mix(src);
 	/* A new generation: the qcache entries of earlier flows no longer match. */
@@ -1101,7 +1130,8 @@ flow_set(struct burst *b, struct channel *ch, const enum side side, const uint8_
 	f->s = s;
 	f->ah = ah;
 	f->qkey = qkey;
-	f->lim = mtu + 1;
+	f->lim = v6 ? 0 : mtu + 1;
+	f->lim6 = v6 ? mtu + 1 : 0;
 }
 
 /*
@@ -1132,7 +1162,8 @@ static inline __attribute__((always_inline)) bool ib_flow_match(const uint8_t *p
 static struct chan_flow flow_none;
 
 /*
- * The flow holding the IB packet's source GID and MGID: way 0 of their set, else way 1,
+ * The flow holding the IB packet's source GID and MGID (or a RoCEv2 over IPv6 packet's
+ * source and destination addresses, at the same offsets): way 0 of their set, else way 1,
  * else flow_none. It may be one not set (lim 0): the caller's length check turns both
  * away. The addresses are read from the packet here (not passed in registers), so that
  * the caller's loop keeps nothing of them.
@@ -1270,17 +1301,30 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 				if (p[GRH_HOP_LIMIT] == BR_IB_MARKER_HOP_LIMIT) /* the loop marker */
 					break;
 				f = flow_find_ib(flows, p);
-			} else {
-				/* IPv4 flows only: an IPv6 header (roce_hdr_is_ipv6) goes to
-				 * chan_rx, whatever its byte 20 holds. */
-				if (p[BR_IPV4_OFF] != IPV4_VER_IHL || p[0] >> 4 == IPV6_VERSION)
+			} else if (__builtin_expect(p[BR_IPV4_OFF] != IPV4_VER_IHL ||
+							    p[0] >> 4 == IPV6_VERSION,
+						    0)) {
+				/*
+				 * Not plainly IPv4: RoCEv2 over IPv6 (roce_fast_ipv6) looked up
+				 * as IB's flows are, by the 32 address bytes at 8-39, with the
+				 * IPv6 flows' limit; anything else to chan_rx. Out of the IPv4
+				 * packet's way: its instructions stay as they were.
+				 */
+				if (!roce_fast_ipv6(p))
 					break;
+				f = flow_find_ib(flows, p);
+				if (len >= f->lim6)
+					break;
+				goto flow_found;
+			} else {
 				f = flow_find_roce(flows, p);
 			}
-			/* No flow (lim 0), or too big for the other side; a byte_len under the
-			 * 40-byte header area wraps around and fails too. */
+			/* No flow (lim 0: none set, or an IPv6 flow), or too big for the other
+			 * side; a byte_len under the 40-byte header area wraps around and fails
+			 * too. */
 			if (len >= f->lim)
 				break;
+flow_found:
 			qpn = c->src_qp;
 			s = f->s;
 			if (s->key.qpn != qpn) {

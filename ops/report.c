@@ -16,6 +16,7 @@
 #include "ha.h"
 #include "hanet.h"
 #include "health.h"
+#include "joins.h"
 #include "log.h"
 #include "loop.h"
 #include "placement.h"
@@ -497,6 +498,7 @@ void report_json(struct ctl *c, FILE *out)
 	jw_u64(&j, "ctl_stall_max_ms", c->stall_max_ms);
 	jw_u64(&j, "ctl_stall_last_ms", c->stall_last_ms);
 	jw_u64(&j, "log_dropped", log_dropped());
+	jw_u64(&j, "mld_refused", joins_mld_refused());
 	jw_u64(&j, "console_tty_dropped", console_tty_dropped(c->con));
 	jw_open(&j, "reloads", '{');
 	for (int k = 0; k < CTL_RELOAD_NOUTCOMES; k++)
@@ -930,6 +932,10 @@ static void prom_control(FILE *f, struct ctl *c)
 	prom_head(f, "ib2roce_log_dropped_total", "counter",
 		  "Log messages dropped because the log output was blocked or gone.");
 	fprintf(f, "ib2roce_log_dropped_total %" PRIu64 "\n", log_dropped());
+	prom_head(f, "ib2roce_mld_refused_total", "counter",
+		  "MLD memberships of IPv6 RoCE groups the kernel refused (IPV6_JOIN_GROUP); the "
+		  "groups are forwarded anyway.");
+	fprintf(f, "ib2roce_mld_refused_total %" PRIu64 "\n", joins_mld_refused());
 	prom_head(f, "ib2roce_console_tty_dropped_total", "counter",
 		  "Replies of the terminal console dropped: standard output did not take them.");
 	fprintf(f, "ib2roce_console_tty_dropped_total %" PRIu64 "\n", console_tty_dropped(c->con));

@@ -557,7 +557,8 @@ static void test_roce6(void)
 	r = roce6_pkt("fd00:0:0:1::33", "ff0e::ffff:ef01:203");
 	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNKNOWN_GROUP);
 
-	/* IPv4 flows only: an IPv6 packet leaves no flow behind (flow_set). */
+	/* An IPv6 header with 0x45 at byte 20 (IPv6 or IPv4 by the checksum) leaves no flow
+	 * behind (flow_set): the fast path would not take it (roce_fast_ipv6). */
 	{
 		static struct chan_flow flows[CH_FLOWS];
 		struct chan_flow *saved = ch[SIDE_ROCE].flows;
@@ -584,6 +585,235 @@ static void test_roce6(void)
 		CHECK_EQ(set, 1);
 		ch[SIDE_ROCE].flows = saved;
 	}
+}
+
+/* ---- the flow fast path (rx_fast_run) with RoCEv2 over IPv6 flows ---- */
+
+static struct chan_flow roce_flows[CH_FLOWS];
+static struct pool_meta fast_meta[1];
+static uint32_t fast_ring[64];
+/* The address handles the bridge would send with: only compared, never dereferenced. */
+static struct ibv_ah *const ah_v6 = (struct ibv_ah *)0x6600, *const ah_v4 = (struct ibv_ah *)0x4400;
+
+/* A burst of the RoCE channel whose peer (IB) takes every send in its chain (peer_fast,
+ * flows allowed), as chan_burst_side sets one up. */
+static struct burst fast_burst(void)
+{
+	struct burst b = burst_new(SIDE_ROCE);
+	struct channel *out = &ch[SIDE_IB];
+
+	out->nwr = 0;
+	out->tx_head = out->tx_tail = 0;
+	out->unsignaled = 0;
+	out->sig_every = 16;
+	out->sq_depth = 64;
+	out->tx_buf = fast_ring;
+	out->tx_mask = 63;
+	memset(out->tx, 0, sizeof(out->tx));
+	b.meta = fast_meta;
+	b.flows_ok = true;
+	burst_peer_begin(&b, out, 1);
+	CHECK(b.peer_fast);
+	return b;
+}
+
+/*
+ * Packet r received on RoCE through the flow fast path (rx_fast_run, one completion):
+ * true when a flow took it (its send chained on the IB channel: *ah and *qkey what the
+ * send carries), false when it went back to the full path, having changed nothing.
+ */
+static bool fast_rx(const struct rx *r, struct ibv_ah **ah, uint32_t *qkey)
+{
+	struct burst b = fast_burst();
+	struct freelist fl = {.n = 0};
+	int i;
+
+	memcpy(region_buf, r->hdr, BR_GRH_LEN);
+	i = rx_fast_run(&b, &ch[SIDE_ROCE], SIDE_ROCE, false, &r->wc, 0, 1, &fl);
+	burst_peer_end(&b);
+	CHECK_EQ(fl.n, 0);
+	if (i == 0) {
+		CHECK_EQ(ch[SIDE_IB].nwr, 0);
+		return false;
+	}
+	CHECK_EQ(i, 1);
+	CHECK_EQ(ch[SIDE_IB].nwr, 1);
+	*ah = ch[SIDE_IB].tx[0].wr.wr.ud.ah;
+	*qkey = ch[SIDE_IB].tx[0].wr.wr.ud.remote_qkey;
+	return true;
+}
+
+/* Packet r through the full path (chan_rx): forwarded (chained on IB with *ah), which
+ * sets its flow. Its sender is the channel's last one (prev_sender = snd). */
+static void full_rx(const struct rx *r, struct sender *snd, struct ibv_ah **ah)
+{
+	struct burst b = fast_burst();
+	struct freelist fl = {.n = 0};
+	enum drop_reason why = FWD;
+	struct src_addr src;
+
+	memcpy(region_buf, r->hdr, BR_GRH_LEN);
+	/* The sender's key: what rx_classify makes of the source address. */
+	CHECK(rx_classify(&b, &ch[SIDE_ROCE], SIDE_ROCE, &r->wc, region_buf, &src, &why) != NULL);
+	snd->key.qpn = r->wc.src_qp;
+	memcpy(snd->key.addr, &src.hi, 8);
+	memcpy(snd->key.addr + 8, &src.lo, 8);
+	ch[SIDE_ROCE].prev_sender = snd;
+	chan_rx(&b, &ch[SIDE_ROCE], SIDE_ROCE, &r->wc, &fl);
+	burst_peer_end(&b);
+	CHECK_EQ(fl.n, 0);
+	CHECK_EQ(ch[SIDE_IB].nwr, 1);
+	*ah = ch[SIDE_IB].tx[0].wr.wr.ud.ah;
+}
+
+static void test_flows6(void)
+{
+	struct channel *c = &ch[SIDE_ROCE];
+	static struct sender snd6, snd4, snd6b;
+	struct sender_table *st = sender_table_new(1, 64);
+	struct worker w = {.br = &br};
+	struct ibv_ah *ah;
+	uint32_t qkey, a4, s4 = 0;
+	uint64_t fwd_before, x, k = 0;
+	char src6[INET6_ADDRSTRLEN];
+	struct rx r, r4, r6;
+
+	printf("# flows of RoCEv2 over IPv6 (rx_fast_run)\n");
+	CHECK(st != NULL);
+	br.senders = st;
+	c->flows = roce_flows;
+	c->flows_epoch = atomic_load(&br.flows_epoch);
+	c->gcache_epoch = atomic_load(&br.groups_epoch);
+	c->scache_epoch = atomic_load(&st->epoch);
+	ch[SIDE_IB].sd->mtu = 4096;
+	for (int s = 0; s < NSIDES; s++) {
+		g_v6.out_chan[s] = &ch[s];
+		g_both.out_chan[s] = &ch[s];
+	}
+	atomic_store(&g_v6.ah_out[SIDE_IB], ah_v6);
+	g_v6.qkey_out[SIDE_IB] = 0x11111111;
+	atomic_store(&g_both.ah_out[SIDE_IB], ah_v4);
+	g_both.qkey_out[SIDE_IB] = 0x01234567;
+
+	/* Made by the full path, then used: the flow's group, AH and Q_Key, counted to its
+	 * group and sender. */
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::1234");
+	CHECK(!fast_rx(&r, &ah, &qkey)); /* no flow yet */
+	full_rx(&r, &snd6, &ah);
+	CHECK(ah == ah_v6);
+	fwd_before = g_v6.fwd_pkts[SIDE_ROCE];
+	CHECK(fast_rx(&r, &ah, &qkey));
+	CHECK(ah == ah_v6);
+	CHECK_EQ(qkey, 0x11111111);
+	CHECK_EQ(g_v6.fwd_pkts[SIDE_ROCE], fwd_before + 1);
+	CHECK_EQ(snd6.pkts, 2); /* the full path's packet and this one */
+	CHECK(fast_rx(&r, &ah, &qkey));
+	CHECK_EQ(snd6.pkts, 3);
+	/* Too big for the other side: the full path (which drops it as too_big). */
+	r.wc.byte_len = BR_GRH_LEN + 4097;
+	CHECK(!fast_rx(&r, &ah, &qkey));
+	r.wc.byte_len = BR_GRH_LEN + PAYLOAD;
+	/* Another source, another group: no flow of theirs. */
+	r = roce6_pkt("fd00:0:0:1::34", "ff0e::1234");
+	CHECK(!fast_rx(&r, &ah, &qkey));
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::1235");
+	CHECK(!fast_rx(&r, &ah, &qkey));
+	/* An IPv6 header with 0x45 at byte 20 (IPv6 or IPv4 by the checksum): full path each
+	 * time, never a flow (flow_set), even after the full path forwarded it. */
+	r = roce6_pkt("fd00:0:0:1:0:0:4500:33", "ff0e::1234");
+	full_rx(&r, &snd6b, &ah);
+	CHECK(ah == ah_v6);
+	CHECK(!fast_rx(&r, &ah, &qkey));
+
+	/*
+	 * IPv4 and IPv6 flows in one set, with the same first key word: an IPv4 packet
+	 * 10.a.b.c -> 239.1.2.3 whose set is set 0, and an IPv6 source whose first 8 bytes
+	 * are that packet's addresses (0a.a.b.c.ef.01.02.03) with a low half that puts its
+	 * flow in set 0 too. Neither packet is taken by the other's flow.
+	 */
+	br.cfg.allow_foreign = true;
+	for (a4 = 1; a4 < (1u << 24); a4++) {
+		uint8_t kb[8]; /* the IPv4 packet's bytes 32-39: saddr, daddr */
+
+		s4 = htonl(10u << 24 | a4);
+		memcpy(kb, &s4, 4);
+		memcpy(kb + 4, &g_both.addr, 4);
+		memcpy(&k, kb, 8);
+		if (flow_slot(roce_flows, k, 0) == &roce_flows[0])
+			break;
+	}
+	CHECK(flow_slot(roce_flows, k, 0) == &roce_flows[0]);
+	{
+		union ibv_gid d = ip6("ff0e::1234");
+		uint8_t sa[16];
+		uint64_t dlo;
+
+		memcpy(&dlo, d.raw + 8, 8);
+		for (x = 1; flow_slot(roce_flows, x, dlo) != &roce_flows[0]; x++)
+			;
+		/* The source address: k's 8 bytes, then x's as memory holds them. */
+		memcpy(sa, &k, 8);
+		memcpy(sa + 8, &x, 8);
+		inet_ntop(AF_INET6, sa, src6, sizeof(src6));
+	}
+	flows_drop(c);
+	r6 = roce6_pkt(src6, "ff0e::1234");
+	r4 = roce_pkt(s4, g_both.addr);
+	CHECK(!memcmp(r6.hdr + GRH_SGID, r4.hdr + BR_IPV4_OFF + IPV4_SADDR, 8));
+	full_rx(&r6, &snd6, &ah);
+	CHECK(ah == ah_v6);
+	CHECK(fast_rx(&r6, &ah, &qkey) && ah == ah_v6);
+	/* The IPv4 packet finds the IPv6 flow's first word in way 0: not taken (lim 0). */
+	CHECK(!fast_rx(&r4, &ah, &qkey));
+	/* The full path forwards it to its own group and sets its flow there... */
+	full_rx(&r4, &snd4, &ah);
+	CHECK(ah == ah_v4);
+	CHECK(fast_rx(&r4, &ah, &qkey) && ah == ah_v4);
+	CHECK_EQ(qkey, 0x01234567);
+	/* ... and the IPv6 packet does not take the IPv4 flow (its key's other words are 0):
+	 * the full path, then both flows side by side in the set's two ways. */
+	CHECK(!fast_rx(&r6, &ah, &qkey));
+	full_rx(&r6, &snd6, &ah);
+	CHECK(fast_rx(&r6, &ah, &qkey) && ah == ah_v6);
+	CHECK(fast_rx(&r4, &ah, &qkey) && ah == ah_v4);
+	CHECK((roce_flows[0].lim != 0) != (roce_flows[1].lim != 0));
+	CHECK((roce_flows[0].lim6 != 0) != (roce_flows[1].lim6 != 0));
+	/* An IPv6 packet whose 32 address bytes are the IPv4 flow's key (k, then zeros: the
+	 * set of (0, 0) is set 0 as well) does not take it (lim6 0). */
+	{
+		uint8_t sa[16] = {0};
+		char t[INET6_ADDRSTRLEN];
+
+		CHECK(flow_slot(roce_flows, 0, 0) == &roce_flows[0]);
+		memcpy(sa, &k, 8);
+		inet_ntop(AF_INET6, sa, t, sizeof(t));
+		r = roce6_pkt(t, "::");
+		CHECK(!fast_rx(&r, &ah, &qkey));
+	}
+	br.cfg.allow_foreign = false;
+
+	/* A group's ready bits, role or AH changed (bridge_flows_stale): the channel drops
+	 * its flows before its next burst (chan_caches_check); the full path sets them again. */
+	r = roce6_pkt("fd00:0:0:1::33", "ff0e::1234");
+	full_rx(&r, &snd6, &ah);
+	CHECK(fast_rx(&r, &ah, &qkey));
+	bridge_flows_stale(&br);
+	chan_caches_check(&w, c);
+	CHECK(!fast_rx(&r, &ah, &qkey));
+	CHECK(!fast_rx(&r6, &ah, &qkey));
+	CHECK(!fast_rx(&r4, &ah, &qkey));
+	full_rx(&r, &snd6, &ah);
+	CHECK(fast_rx(&r, &ah, &qkey));
+	/* A group leaving the tables (its epoch): the same, and the full path no longer
+	 * finds it (unknown_group). */
+	group_unpublish(&br, &g_v6);
+	chan_caches_check(&w, c);
+	CHECK(!fast_rx(&r, &ah, &qkey));
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), DROP_UNKNOWN_GROUP);
+	if (group_publish(&br, &g_v6))
+		abort();
+	chan_caches_check(&w, c);
+	CHECK_EQ(verdict(SIDE_ROCE, &r, NULL), FWD);
 }
 
 /* The rules after the group is found: its direction, its joins, the bridging switch. */
@@ -660,6 +890,7 @@ int main(void)
 	test_ib();
 	test_roce();
 	test_roce6();
+	test_flows6();
 	test_group_rules();
 	test_pgm();
 	return tap_done();

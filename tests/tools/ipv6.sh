@@ -14,7 +14,8 @@
 # IPv6 groups do not use rdma_cm: simfab shows its QP attached and no rdma_cm join, and
 # mckey's rdma_cm join of an IPv6 group on RoCE is refused with 524 (ENOTSUPP) as on
 # Linux. Outside a network namespace the port's netdev (ifindex 104) does not exist: the
-# bridge logs the refused MLD membership once, counts it (console `events`), forwards.
+# bridge logs the refused MLD membership once, counts it (console `events`, stats --json
+# `mld_refused`, the metric ib2roce_mld_refused_total), forwards.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/tools.sh
 . "$(dirname "$0")/../lib/tools.sh"
@@ -38,7 +39,7 @@ grep -q "'ff02::1' is not a unicast IPv6 address" "$SF_TMP/badpeer.out" ||
 capdir=$SF_TMP/cap
 mkdir -m 0750 "$capdir"
 br_bridge bridge 4 -d sim_ib0 -r sim_roce0 --workers 1 -m "$g1" -m "$g2" -m "$g3" -m "$g4" \
-	--peer fd00:0:0:1::9 --peer 198.19.0.9 --capture-dir "$capdir"
+	--peer fd00:0:0:1::9 --peer 198.19.0.9 --capture-dir "$capdir" --metrics-file "$SF_TMP/metrics.prom"
 for g in "$g1" "$g2" "$g4"; do
 	grep -q "RoCE joined $g (IPv6, GID index 5)" "$SF_TMP/bridge.err" ||
 		br_fail "bridge: $g not joined on RoCE with the IPv6 RoCE v2 GID (index 5)" bridge
@@ -61,6 +62,9 @@ grep -q "^ib0 *ff0e::1234 " "$SF_TMP/groups.txt" ||
 con_ok bridge events >"$SF_TMP/events.txt"
 grep -q "^mld .* 3 memberships refused, last: .* on ifindex 104 refused: No such device" \
 	"$SF_TMP/events.txt" || br_fail "bridge: events does not count 3 refused MLD memberships" events
+# ... and so do stats --json and the metrics (read from the file written at exit, below).
+[ "$(con_json bridge '.mld_refused')" = 3 ] ||
+	br_fail "stats --json: mld_refused is '$(con_json bridge '.mld_refused')', not 3" bridge
 
 tools_listen on_roce -r sim_roce2 -m "$g1" -m "$g2roce" -m "$g3" -D 60
 tools_listen on_ib -d sim_ib2 -m "$g1" -m "$g2ib" -m "$g3" -D 60
@@ -167,4 +171,6 @@ for s in IB RoCE; do
 	br_expect bridge "$s" drops 0
 done
 br_conservation bridge sim_ib0 sim_roce0
+grep -qx 'ib2roce_mld_refused_total 3' "$SF_TMP/metrics.prom" ||
+	br_fail "metrics: $(grep -s mld_refused "$SF_TMP/metrics.prom" || echo 'no ib2roce_mld_refused_total')" bridge
 sf_log "PASS"
