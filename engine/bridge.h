@@ -300,9 +300,6 @@ struct channel {
 	uint32_t flow_gen;
 	struct chan_flow *flows; /* CH_FLOWS flows: the data path's fast path (fwd.c) */
 	uint64_t flows_epoch;	 /* the bridge's flows_epoch the flows were set under */
-	/* rx_fast_run's prefetch pipeline: on while runs end on changing flows (fwd.c). */
-	const struct chan_flow *pf_last;
-	bool pf_on;
 	struct chan_stats st;
 	/* Control thread only: counters at the last console "zap" (shown values are st - zap;
 	 * stats --json and the metrics file show st), and the rates of the last second. */

@@ -1078,55 +1078,6 @@ fast_send(struct tx_slot *t, uint32_t k, uint32_t *imm_mask, const struct ibv_wc
 	pool_meta_state(meta, buf, POOL_TX);
 }
 
-/*
- * The prefetch pipeline of an interleaved run (rx_fast_run with pf): at 4 096 or 16 000
- * interleaved groups a packet's header, its flow, its group's counters, its sender and
- * its AH are each a miss of the core's cache, and in the loop each waits for the one
- * before (docs/benchmarks.md, "where 4 096 groups lose their time"). While packet c is
- * forwarded, the header of c + PF_HDR, the flow set (way 0) of c + PF_FLOW, read from its
- * header prefetched a packet before, and what way 0 of c + 1's set points to are
- * fetched, so that the misses of three packets overlap. Assumed: the completions from c
- * on are the run's; a send completion's wr_id names no buffer (TX_TAG): it is skipped.
- * Prefetches of a flow not set (NULL pointers) or of a stale one are harmless hints.
- */
-#define PF_HDR	3
-#define PF_FLOW 2
-
-static inline __attribute__((always_inline)) struct chan_flow *
-pf_flow_set(struct chan_flow *flows, const struct region *r, const struct ibv_wc *c,
-	    const enum side side)
-{
-	const uint8_t *p;
-	uint64_t x, y = 0;
-
-	if (c->wr_id & TX_TAG)
-		return &flow_none;
-	p = region_data(r, (uint32_t)c->wr_id);
-	if (side == SIDE_IB) {
-		memcpy(&x, p + GRH_SGID + GID_LOW, 8);
-		memcpy(&y, p + GRH_DGID + GID_LOW, 8);
-	} else {
-		memcpy(&x, p + BR_IPV4_OFF + IPV4_SADDR, 8);
-	}
-	return flow_slot(flows, x, y);
-}
-
-/*
- * What forwarding a packet of flow f writes or hands to the NIC: the group's counters,
- * the sender, the AH (the provider reads its AH object at post time: the first two lines;
- * simfabric keeps its send fields in the second). Addresses as integers: a flow not set
- * has NULL pointers, and a prefetch of what they give is a harmless hint.
- */
-static inline __attribute__((always_inline)) void pf_flow_targets(const struct chan_flow *f)
-{
-	uintptr_t g = (uintptr_t)f->g, ah = (uintptr_t)f->ah;
-
-	__builtin_prefetch((const void *)(g + offsetof(struct group, fwd_pkts)), 1);
-	__builtin_prefetch(f->s, 1);
-	__builtin_prefetch((const void *)ah);
-	__builtin_prefetch((const void *)(ah + 64));
-}
-
 /* Why rx_fast_run's inner loop stopped at a completion. */
 enum run_stop {
 	RUN_END,   /* every completion done */
@@ -1152,7 +1103,7 @@ enum run_stop {
  */
 static inline __attribute__((always_inline)) int
 rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const bool pgm_on,
-	    const bool pf, const struct ibv_wc *wc, int i, int n, struct freelist *fl)
+	    const struct ibv_wc *wc, int i, int n, struct freelist *fl)
 {
 	const struct region r = b->region;
 	const struct ibv_wc *c = &wc[i], *const end = &wc[n];
@@ -1167,16 +1118,7 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 	uint64_t bytes = 0;    /* of the run's sends */
 	struct pool_meta *meta = b->meta;
 	const uint64_t now = b->now;
-	/* pf: way 0 of the set of c + 1 (its flow line prefetched a packet before). */
-	struct chan_flow *pf_next = &flow_none;
 
-	if (pf) {
-		for (int k = 1; k < PF_HDR && c + k < end; k++)
-			if (!(c[k].wr_id & TX_TAG))
-				__builtin_prefetch(region_data(&r, (uint32_t)c[k].wr_id));
-		if (c + 1 < end)
-			pf_next = pf_flow_set(flows, &r, c + 1, side);
-	}
 	for (;;) {
 		enum run_stop why = RUN_END;
 		uint32_t buf = 0, len = 0, qpn;
@@ -1194,21 +1136,6 @@ rx_fast_run(struct burst *b, struct channel *ch, const enum side side, const boo
 				break;
 			len = c->byte_len - BR_GRH_LEN;
 			p = region_data(&r, buf);
-			if (pf) {
-				if (c + PF_HDR < end && !(c[PF_HDR].wr_id & TX_TAG))
-					__builtin_prefetch(
-						region_data(&r, (uint32_t)c[PF_HDR].wr_id));
-				pf_flow_targets(pf_next);
-				if (c + PF_FLOW < end) {
-					struct chan_flow *nx =
-						pf_flow_set(flows, &r, c + PF_FLOW, side);
-
-					__builtin_prefetch(nx);
-					pf_next = nx;
-				} else {
-					pf_next = &flow_none;
-				}
-			}
 			if (side == SIDE_IB) {
 				if (p[GRH_HOP_LIMIT]) /* the loop marker */
 					break;
@@ -1350,10 +1277,6 @@ send:
 	b->pgm_malformed += shapes[PGM_SHAPE_MALFORMED];
 	b->pgm_not_pgm += shapes[PGM_SHAPE_NOT_PGM];
 	ch->st.pgm_pkts += pgm_next;
-	/* The next run prefetches when this one ended on another flow than the run before:
-	 * interleaved groups; one flow's runs never pay for the pipeline. */
-	ch->pf_on = f != ch->pf_last;
-	ch->pf_last = f;
 	return (int)(c - wc);
 }
 
@@ -1669,19 +1592,11 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	chan_caches_check(w, ch);
 	for (int i = 0; i < n; i++) {
 		if (b.flows_live) {
-			/* Four copies of the loop: PGM inspection and the prefetch pipeline
-			 * (interleaved flows) are constants in each. */
-			if (b.pgm_on) {
-				if (ch->pf_on)
-					i = rx_fast_run(&b, ch, side, true, true, wc, i, n, &fl);
-				else
-					i = rx_fast_run(&b, ch, side, true, false, wc, i, n, &fl);
-			} else {
-				if (ch->pf_on)
-					i = rx_fast_run(&b, ch, side, false, true, wc, i, n, &fl);
-				else
-					i = rx_fast_run(&b, ch, side, false, false, wc, i, n, &fl);
-			}
+			/* Two copies of the loop: PGM inspection is a constant in each. */
+			if (b.pgm_on)
+				i = rx_fast_run(&b, ch, side, true, wc, i, n, &fl);
+			else
+				i = rx_fast_run(&b, ch, side, false, wc, i, n, &fl);
 			if (i == n)
 				break;
 		}
