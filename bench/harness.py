@@ -897,11 +897,12 @@ def cg_totals(path):
 def cg_count(args, fab, bridge, sc, count, tag):
     """Engine instructions and forwarded packets of one callgrind run."""
     groups = group_addrs(sc["groups"])
-    # One file per run (--keep keeps them all: cg.<scenario>.<bridge's build>.<a|b>).
+    # One file per run (--keep keeps them all): cg.<scenario>.<source>-<build>.<a|b>, the
+    # bridge's build folder and the one above it (a baseline's "build" is another tree's).
     name = next((k for k, v in SCENARIOS.items() if v is sc), "scenario")
-    cg_out = os.path.join(fab.tmp, "cg.%s.%s.%s" % (
-        name, os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(bridge)))),
-        tag))
+    bdir = os.path.dirname(os.path.dirname(os.path.abspath(bridge)))
+    cg_out = os.path.join(fab.tmp, "cg.%s.%s-%s.%s" % (
+        name, os.path.basename(os.path.dirname(bdir)), os.path.basename(bdir), tag))
     fab.reset()
     try:
         b = start_bridge(fab, args, bridge, sc, groups, "cgbridge", cg_out)
