@@ -878,10 +878,31 @@ def scaling_run(args, fab, bridge, sc, nw, quick):
         subprocess.run([simfab, "reset"], env=env, capture_output=True)
 
 
+def cg_totals(path):
+    """Every event of a callgrind file over all it collected (inside chan_burst, the
+    simulated verbs included): {"Ir": n, "D1mr": n, ...}; with --cache-sim=yes the
+    cache events too (HARNESS_CG_OPTS)."""
+    events, totals = None, None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith("summary:") or line.startswith("totals:"):
+                totals = [int(x) for x in line.split()[1:]]
+    if not events or not totals:
+        return {}
+    return dict(zip(events, totals))
+
+
 def cg_count(args, fab, bridge, sc, count, tag):
     """Engine instructions and forwarded packets of one callgrind run."""
     groups = group_addrs(sc["groups"])
-    cg_out = os.path.join(fab.tmp, "cg.%s" % tag)
+    # One file per run (--keep keeps them all): cg.<scenario>.<source>-<build>.<a|b>, the
+    # bridge's build folder and the one above it (a baseline's "build" is another tree's).
+    name = next((k for k, v in SCENARIOS.items() if v is sc), "scenario")
+    bdir = os.path.dirname(os.path.dirname(os.path.abspath(bridge)))
+    cg_out = os.path.join(fab.tmp, "cg.%s.%s-%s.%s" % (
+        name, os.path.basename(os.path.dirname(bdir)), os.path.basename(bdir), tag))
     fab.reset()
     try:
         b = start_bridge(fab, args, bridge, sc, groups, "cgbridge", cg_out)
@@ -932,11 +953,11 @@ def cg_count(args, fab, bridge, sc, count, tag):
         r = subprocess.run(["awk", "-v", "obj=ib2roce", "-v", "sim=/simfabric/|libibverbs|librdmacm",
                             "-f", os.path.join(SRC, "bench", "cg_engine.awk"), cg_out],
                            capture_output=True, text=True, check=True)
-        return int(r.stdout.strip()), fwd
+        return int(r.stdout.strip()), fwd, cg_totals(cg_out)
     finally:
         fab.cleanup()
         for f in os.listdir(fab.tmp) if not args.keep else []:
-            if f.startswith("cg.%s" % tag):
+            if f.startswith(os.path.basename(cg_out)):
                 os.unlink(os.path.join(fab.tmp, f))
 
 
@@ -946,8 +967,8 @@ def cg_run(args, fab, bridge, sc, quick):
         n = args.cg_per_sender * sc["mcpkt_senders"]
     elif sc["groups"] * sc["streams"] > n // 10:
         n = 10 * sc["groups"] * sc["streams"]
-    ia, fa = cg_count(args, fab, bridge, sc, n, "a")
-    ib, fb = cg_count(args, fab, bridge, sc, 3 * n, "b")
+    ia, fa, ta = cg_count(args, fab, bridge, sc, n, "a")
+    ib, fb, tb = cg_count(args, fab, bridge, sc, 3 * n, "b")
     if fb <= fa:
         raise BenchError("callgrind: the second run forwarded no more packets (%d, %d)" % (fa, fb))
     # The difference cancels what both runs share (start-up, first sightings) only when
@@ -957,7 +978,10 @@ def cg_run(args, fab, bridge, sc, quick):
         raise BenchError("callgrind: the second run forwarded too few packets more than the "
                          "first (%d, %d; at least 1.5 times are needed): the bridge was not "
                          "saturated the same way in both (--cg-rate)" % (fa, fb))
-    return {"ipp": (ib - ia) / (fb - fa), "ir": [ia, ib], "fwd": [fa, fb]}
+    # Per packet, every event callgrind collected (all of chan_burst, the simulated NIC
+    # included): with --cache-sim=yes, D1mr/D1mw/DLmr/DLmw are the simulated misses.
+    per = {e: (tb[e] - ta[e]) / (fb - fa) for e in tb if e in ta}
+    return {"ipp": (ib - ia) / (fb - fa), "ir": [ia, ib], "fwd": [fa, fb], "per_packet": per}
 
 
 def summarize(vals):
@@ -1226,9 +1250,13 @@ def main():
                     r = cg_run(args, fab, b["bridge"], sc, args.quick)
                     raw[n][b["label"]]["ipp"].append(r["ipp"])
                     cg_detail.append({"scenario": n, "build": b["label"], "run": rep + 1,
-                                      "ir": r["ir"], "forwarded": r["fwd"]})
+                                      "ir": r["ir"], "forwarded": r["fwd"],
+                                      "per_packet": r["per_packet"]})
                     log("    %.0f instructions per forwarded packet (%s packets)" % (
                         r["ipp"], r["fwd"]))
+                    if "D1mr" in r["per_packet"]:
+                        log("    per packet, all of chan_burst: %s" % " ".join(
+                            "%s %.2f" % (e, v) for e, v in r["per_packet"].items()))
             except BenchError as e:
                 log("    failed: %s" % e)
                 errors.append({"step": kind, "scenario": n, "build": b["label"], "run": rep + 1,

@@ -297,6 +297,8 @@ void sf_lock(struct sf_fabric *fab)
 		/* A group change it was making (groups.c) ends here for the readers. */
 		if (atomic_load(&fab->groups_gen) & 1)
 			atomic_fetch_add(&fab->groups_gen, 1);
+		/* ... and any membership change it made is seen by the AHs' snapshots. */
+		atomic_fetch_add(&fab->members_gen, 1);
 		sf_reclaim_locked(fab);
 	}
 }

@@ -48,9 +48,20 @@ static void sf_groups_change_begin(struct sf_fabric *fab)
 	atomic_fetch_add_explicit(&fab->groups_gen, 1, memory_order_acq_rel);
 }
 
+/*
+ * What a multicast send delivers to changed (group, attached QPs, membership masks):
+ * after the change's stores; pairs with the acquire load in wire.c sf_wire_mcast, so
+ * that an AH that sees the new count rebuilds its snapshot from the new state.
+ */
+static void sf_members_changed(struct sf_fabric *fab)
+{
+	atomic_fetch_add_explicit(&fab->members_gen, 1, memory_order_release);
+}
+
 static void sf_groups_change_end(struct sf_fabric *fab)
 {
 	atomic_fetch_add_explicit(&fab->groups_gen, 1, memory_order_release);
+	sf_members_changed(fab);
 }
 
 /* Walk one chain for a live group matching seg and (mgid or mlid). */
@@ -269,10 +280,12 @@ int sf_group_attach_locked(struct sf_fabric *fab, struct sf_group *g, uint32_t q
 		atomic_store_explicit(&g->slots[free_slot], qp_index + 1, memory_order_release);
 		atomic_store_explicit(&g->nslots, ns + 1, memory_order_release);
 		fab->qps[qp_index].nattached++;
+		sf_members_changed(fab);
 		return 0;
 	}
 	atomic_store_explicit(&g->slots[free_slot], qp_index + 1, memory_order_release);
 	fab->qps[qp_index].nattached++;
+	sf_members_changed(fab);
 	return 0;
 }
 
@@ -284,6 +297,7 @@ int sf_group_detach_locked(struct sf_fabric *fab, struct sf_group *g, uint32_t q
 		if (atomic_load(&g->slots[s]) == qp_index + 1) {
 			atomic_store_explicit(&g->slots[s], 0, memory_order_release);
 			fab->qps[qp_index].nattached--;
+			sf_members_changed(fab);
 			return 0;
 		}
 	}
@@ -325,7 +339,7 @@ void sf_qp_detach_all_locked(struct sf_fabric *fab, uint32_t qp_index)
 	}
 }
 
-static void sf_group_masks_update(struct sf_group *g, uint32_t dev)
+static void sf_group_masks_update(struct sf_fabric *fab, struct sf_group *g, uint32_t dev)
 {
 	uint32_t bit = 1u << dev;
 
@@ -337,6 +351,7 @@ static void sf_group_masks_update(struct sf_group *g, uint32_t dev)
 		atomic_fetch_or(&g->any_mask, bit);
 	else
 		atomic_fetch_and(&g->any_mask, ~bit);
+	sf_members_changed(fab);
 }
 
 struct sf_join *sf_join_add_locked(struct sf_fabric *fab, struct sf_group *g, uint32_t dev,
@@ -362,7 +377,7 @@ struct sf_join *sf_join_add_locked(struct sf_fabric *fab, struct sf_group *g, ui
 			g->nsend[dev]++;
 		else
 			g->nfull[dev]++;
-		sf_group_masks_update(g, dev);
+		sf_group_masks_update(fab, g, dev);
 		atomic_store(&j->state, SF_JOIN_ACTIVE);
 		return j;
 	}
@@ -381,7 +396,7 @@ static void sf_join_deactivate_locked(struct sf_fabric *fab, struct sf_join *j)
 		g->nsend[j->dev]--;
 	else
 		g->nfull[j->dev]--;
-	sf_group_masks_update(g, j->dev);
+	sf_group_masks_update(fab, g, j->dev);
 	atomic_store(&j->state, SF_JOIN_ERROR);
 }
 

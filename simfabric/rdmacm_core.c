@@ -348,15 +348,6 @@ struct cm_id *cm_id_lookup_locked(uint64_t cookie)
 	return NULL;
 }
 
-/* A live join of the id by its cookie, or NULL. */
-struct cm_mc *cm_mc_lookup_locked(struct cm_id *idp, uint64_t cookie)
-{
-	for (struct cm_mc *mc = idp->mcs; mc; mc = mc->next)
-		if ((uintptr_t)mc == cookie)
-			return mc;
-	return NULL;
-}
-
 /*
  * rdma_create_id: PS_UDP and PS_IPOIB ids are UD, every other port space gets RC
  * (librdmacm passes IBV_QPT_RC; the kernel takes it for PS_IB, forces RC for PS_TCP and

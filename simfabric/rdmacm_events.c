@@ -288,6 +288,7 @@ SF_EXPORT int rdma_destroy_id(struct rdma_cm_id *id)
 		idp->mcs = mc->next;
 		free(mc);
 	}
+	cm_mc_index_free(idp);
 	if (idp->cma_dev >= 0)
 		cm_dev_put_locked(idp->cma_dev);
 	pthread_mutex_unlock(&cmlib.lock);

@@ -163,6 +163,149 @@ static int cm_join_locked(struct cm_id *idp, struct cm_mc *mc, struct cm_event *
 }
 
 /*
+ * The id's joins, indexed (cmlib.lock held): by address for rdma_leave_multicast and by
+ * cookie (the cm_mc pointer) for the fabric's notifications, in two tables of chains that
+ * double when the joins outnumber the buckets, so that leaving one of 16 000 groups
+ * costs a short chain, not a walk of the id's list (librdmacm walks its list: the
+ * simulated one must not make a bridge's shutdown quadratic). Without a table (its
+ * allocation failed) the list is walked.
+ */
+#define CM_MC_BUCKETS_MIN 16u
+
+static uint32_t cm_mc_hash_addr(const struct sockaddr *sa, socklen_t len, uint32_t nb)
+{
+	const uint8_t *p = (const uint8_t *)sa;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (socklen_t i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return (uint32_t)(h ^ h >> 32) & (nb - 1);
+}
+
+static uint32_t cm_mc_hash_ptr(uint64_t cookie, uint32_t nb)
+{
+	return (uint32_t)(cookie * 0x9e3779b97f4a7c15ull >> 32) & (nb - 1);
+}
+
+static void cm_mc_hash_in(struct cm_id *idp, struct cm_mc *mc)
+{
+	const struct sockaddr *sa = (const struct sockaddr *)&mc->addr;
+	uint32_t a = cm_mc_hash_addr(sa, cm_addrlen(sa), idp->mc_buckets);
+	uint32_t p = cm_mc_hash_ptr((uintptr_t)mc, idp->mc_buckets);
+
+	mc->hnext_addr = idp->mc_by_addr[a];
+	idp->mc_by_addr[a] = mc;
+	mc->hnext_ptr = idp->mc_by_ptr[p];
+	idp->mc_by_ptr[p] = mc;
+}
+
+/* Rebuild the tables with `nb` buckets (a power of two); false: no memory, kept as is. */
+static bool cm_mc_rehash(struct cm_id *idp, uint32_t nb)
+{
+	struct cm_mc **a = calloc(nb, sizeof(*a)), **p = calloc(nb, sizeof(*p));
+
+	if (!a || !p) {
+		free(a);
+		free(p);
+		return false;
+	}
+	free(idp->mc_by_addr);
+	free(idp->mc_by_ptr);
+	idp->mc_by_addr = a;
+	idp->mc_by_ptr = p;
+	idp->mc_buckets = nb;
+	for (struct cm_mc *mc = idp->mcs; mc; mc = mc->next)
+		cm_mc_hash_in(idp, mc);
+	return true;
+}
+
+/* Put mc on the id's list (first) and in its tables. */
+static void cm_mc_link_locked(struct cm_id *idp, struct cm_mc *mc)
+{
+	mc->serial = ++idp->mc_serial;
+	mc->next = idp->mcs;
+	if (mc->next)
+		mc->next->pprev = &mc->next;
+	mc->pprev = &idp->mcs;
+	idp->mcs = mc;
+	idp->nmcs++;
+	if (idp->nmcs > idp->mc_buckets &&
+	    cm_mc_rehash(idp, idp->mc_buckets ? idp->mc_buckets * 2 : CM_MC_BUCKETS_MIN))
+		return; /* the rebuild put mc in */
+	if (idp->mc_buckets)
+		cm_mc_hash_in(idp, mc);
+}
+
+/* Take mc off the id's list and tables. */
+static void cm_mc_unlink_locked(struct cm_id *idp, struct cm_mc *mc)
+{
+	*mc->pprev = mc->next;
+	if (mc->next)
+		mc->next->pprev = mc->pprev;
+	idp->nmcs--;
+	if (!idp->mc_buckets)
+		return;
+	{
+		const struct sockaddr *sa = (const struct sockaddr *)&mc->addr;
+		struct cm_mc **pp =
+			&idp->mc_by_addr[cm_mc_hash_addr(sa, cm_addrlen(sa), idp->mc_buckets)];
+
+		while (*pp != mc)
+			pp = &(*pp)->hnext_addr;
+		*pp = mc->hnext_addr;
+		pp = &idp->mc_by_ptr[cm_mc_hash_ptr((uintptr_t)mc, idp->mc_buckets)];
+		while (*pp != mc)
+			pp = &(*pp)->hnext_ptr;
+		*pp = mc->hnext_ptr;
+	}
+}
+
+/* The newest join of the id with address `addr` (memcmp over `len` bytes), or NULL. */
+static struct cm_mc *cm_mc_find_addr_locked(struct cm_id *idp, const struct sockaddr *addr,
+					    socklen_t len)
+{
+	struct cm_mc *best = NULL;
+
+	if (!idp->mc_buckets) {
+		for (struct cm_mc *mc = idp->mcs; mc; mc = mc->next)
+			if (!memcmp(&mc->addr, addr, len))
+				return mc;
+		return NULL;
+	}
+	for (struct cm_mc *mc = idp->mc_by_addr[cm_mc_hash_addr(addr, len, idp->mc_buckets)]; mc;
+	     mc = mc->hnext_addr)
+		if (!memcmp(&mc->addr, addr, len) && (!best || mc->serial > best->serial))
+			best = mc;
+	return best;
+}
+
+/* A live join of the id by its cookie, or NULL. */
+struct cm_mc *cm_mc_lookup_locked(struct cm_id *idp, uint64_t cookie)
+{
+	struct cm_mc *mc;
+
+	if (!idp->mc_buckets) {
+		for (mc = idp->mcs; mc; mc = mc->next)
+			if ((uintptr_t)mc == cookie)
+				return mc;
+		return NULL;
+	}
+	for (mc = idp->mc_by_ptr[cm_mc_hash_ptr(cookie, idp->mc_buckets)]; mc; mc = mc->hnext_ptr)
+		if ((uintptr_t)mc == cookie)
+			return mc;
+	return NULL;
+}
+
+/* Free the id's tables (rdma_destroy_id, after its joins were freed). */
+void cm_mc_index_free(struct cm_id *idp)
+{
+	free(idp->mc_by_addr);
+	free(idp->mc_by_ptr);
+	idp->mc_by_addr = idp->mc_by_ptr = NULL;
+	idp->mc_buckets = idp->nmcs = 0;
+}
+
+/*
  * rdma_join_multicast2: the join record goes on the id's list, the kernel queues the
  * event (MULTICAST_JOIN or MULTICAST_ERROR), a synchronous id waits for it.
  */
@@ -195,8 +338,7 @@ static int cm_join(struct rdma_cm_id *id, struct sockaddr *addr, socklen_t addrl
 		free(evt);
 		return cm_err(-ret);
 	}
-	mc->next = idp->mcs;
-	idp->mcs = mc;
+	cm_mc_link_locked(idp, mc);
 	cm_chan_push_locked(idp->chan, evt);
 	pthread_mutex_unlock(&cmlib.lock);
 	return cm_complete(idp);
@@ -239,31 +381,29 @@ SF_EXPORT int rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, 
 }
 
 /*
- * rdma_leave_multicast: the first join of the id with this address (memcmp over the
- * address length; none: EADDRNOTAVAIL) leaves the list; id->qp is detached from the
- * group librdmacm attached it to (unless send-only); the kernel drops the membership and
- * the join's unread events; then the call waits until the join's delivered events are
- * acked.
+ * rdma_leave_multicast: the newest join of the id with this address (librdmacm: the first
+ * on its newest-first list, memcmp over the address length; none: EADDRNOTAVAIL) leaves
+ * the list, found through the id's address table (O(1), not a walk of the list); id->qp
+ * is detached from the group librdmacm attached it to (unless send-only); the kernel
+ * drops the membership and the join's unread events; then the call waits until the
+ * join's delivered events are acked.
  */
 SF_EXPORT int rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
 	socklen_t addrlen = cm_addrlen(addr);
-	struct cm_mc *mc, **pp;
+	struct cm_mc *mc;
 	struct cm_id *idp;
 
 	if (!id || !addrlen)
 		return cm_err(EINVAL);
 	idp = container_of(id, struct cm_id, id);
 	pthread_mutex_lock(&cmlib.lock);
-	for (pp = &idp->mcs; *pp; pp = &(*pp)->next)
-		if (!memcmp(&(*pp)->addr, addr, addrlen))
-			break;
-	mc = *pp;
+	mc = cm_mc_find_addr_locked(idp, addr, addrlen);
 	if (!mc) {
 		pthread_mutex_unlock(&cmlib.lock);
 		return cm_err(EADDRNOTAVAIL);
 	}
-	*pp = mc->next;
+	cm_mc_unlink_locked(idp, mc);
 	if (id->qp && mc->seen && mc->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER)
 		ibv_detach_mcast(id->qp, &mc->umgid, mc->umlid);
 	cm_mc_release_locked(mc);

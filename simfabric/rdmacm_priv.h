@@ -176,13 +176,18 @@ struct cm_id {
 
 	/* Library state. */
 	int cma_dev; /* device whose reference (and PD) this id holds, -1: none */
-	struct cm_mc *mcs;
+	struct cm_mc *mcs; /* newest first; indexed below (rdmacm_mcast.c) */
+	struct cm_mc **mc_by_addr, **mc_by_ptr; /* mc_buckets chains each, NULL: none yet */
+	uint32_t mc_buckets, nmcs;
+	uint64_t mc_serial;
 	uint64_t reported;  /* events handed to the application */
 	uint64_t completed; /* events acknowledged */
 };
 
 struct cm_mc {
-	struct cm_mc *next;
+	struct cm_mc *next, **pprev; /* the id's list (pprev: the link to this one) */
+	struct cm_mc *hnext_addr, *hnext_ptr; /* the id's hash chains */
+	uint64_t serial; /* join order on the id: the newest of equal addresses wins */
 	struct cm_id *idp;
 	void *context;
 	struct sockaddr_storage addr;
@@ -253,6 +258,7 @@ struct cm_event *cm_chan_take_locked(struct cm_chan *ch, struct cm_id *idp, stru
 				     bool keep);
 struct cm_id *cm_id_lookup_locked(uint64_t cookie);
 struct cm_mc *cm_mc_lookup_locked(struct cm_id *idp, uint64_t cookie);
+void cm_mc_index_free(struct cm_id *idp);
 void cm_mc_release_locked(struct cm_mc *mc);
 void cm_wait_acked_locked(const uint64_t *completed, const uint64_t *reported);
 int cm_id_publish_locked(struct cm_id *idp);

@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 13u
+#define SF_VERSION 14u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -370,6 +370,12 @@ struct sf_fabric {
 	 * change) and after, so that lock-free lookups can tell they raced (groups.c).
 	 */
 	_Atomic uint64_t groups_gen;
+	/*
+	 * Bumped (release) after any change of what a multicast send delivers to: a group
+	 * made or freed, a QP attached or detached, a port's membership (groups.c). An AH
+	 * keeps its group's delivery while this does not change (wire.c).
+	 */
+	_Atomic uint64_t members_gen;
 	uint32_t group_hint, join_hint, qp_hint;       /* where to look for a free slot first */
 	_Atomic uint32_t group_by_mgid[SF_GROUP_HASH]; /* chain heads, index + 1 */
 	_Atomic uint32_t group_by_mlid[SF_GROUP_HASH];

@@ -84,20 +84,51 @@ struct sf_mr_priv {
 	uint32_t index; /* fab->mrs */
 };
 
+/*
+ * Members of its group an AH keeps for a multicast send (QP indices + 1); a group with
+ * more attached QPs is read from the fabric's group table at each send.
+ */
+#define SF_AH_SNAP_QPS	2
+#define SF_AH_SNAP_NONE 0xff /* snap_n: more members than fit, read the group */
+
+/*
+ * What a multicast send reads from its AH, in one cache line (the second of the AH,
+ * which is allocated 64-byte aligned): the header fields and a snapshot of the group's
+ * delivery (attached QPs, membership masks) as of fab->members_gen == snap_gen (low 32
+ * bits + 1, 0: none). A send to one of 16 000 groups then reads one line of its AH and
+ * none of the fabric's group table (wire.c sf_wire_mcast; docs/simfabric.md).
+ */
+struct sf_ah_hot {
+	union ibv_gid dgid;
+	union ibv_gid sgid;
+	uint32_t flow_label;
+	uint16_t dlid;
+	uint8_t traffic_class, hop_limit, is_global;
+	uint8_t snap_n; /* members in snap_qp, or SF_AH_SNAP_NONE */
+	uint16_t pad;
+	_Atomic uint32_t snap_gen;
+	uint32_t snap_any, snap_full;
+	uint32_t snap_qp[SF_AH_SNAP_QPS];
+};
+
 struct sf_ah_priv {
 	struct ibv_ah ah;
-	struct ibv_ah_attr attr;
 	uint32_t dev;
-	bool mcast;
+	_Atomic uint32_t snap_busy; /* one thread at a time rebuilds the snapshot */
 	uint32_t group;	     /* cached group index, UINT32_MAX: none */
 	uint64_t group_gen;  /* that group's gen when cached */
 	uint64_t groups_gen; /* fab->groups_gen when the cache was filled */
+	struct sf_ah_hot hot __attribute__((aligned(64)));
+	struct ibv_ah_attr attr;
 	union ibv_gid sgid;
+	bool mcast;
 	/* unicast: the destination QP found for uc_qpn */
 	uint32_t uc_qpn;
 	uint32_t uc_qpi;
 	uint64_t uc_gen;
 };
+_Static_assert(sizeof(struct sf_ah_hot) == 64, "the AH's send fields fill one cache line");
+_Static_assert(offsetof(struct sf_ah_priv, hot) == 64, "the AH's send line is its second");
 
 /* Receive WQE stride for a QP with `max_sge` scatter entries. */
 static inline uint32_t sf_rwqe_stride(uint32_t max_sge)

@@ -201,36 +201,36 @@ static void sf_put32(uint8_t *p, uint32_t v)
  */
 static void sf_wire_header(struct sf_fabric *fab, struct sf_tx *tx, const struct sf_ah_priv *ah)
 {
-	const struct ibv_global_route *grh = &ah->attr.grh;
+	const struct sf_ah_hot *a = &ah->hot; /* one cache line: the send reads nothing else */
 	uint32_t pad = (4 - (tx->len & 3)) & 3;
 	uint32_t transport = SF_BTH_LEN + SF_DETH_LEN + (tx->with_imm ? SF_IMM_LEN : 0) + tx->len +
 			     pad + SF_ICRC_LEN;
 	uint8_t *h = tx->hdr;
 
 	memset(h, 0, SF_GRH_LEN);
-	tx->has_grh = ah->attr.is_global;
-	if (!ah->attr.is_global)
+	tx->has_grh = a->is_global;
+	if (!a->is_global)
 		return;
-	if (tx->sdev->link == SF_LINK_ETH && sf_gid_is_ipv4(&ah->sgid)) {
+	if (tx->sdev->link == SF_LINK_ETH && sf_gid_is_ipv4(&a->sgid)) {
 		uint8_t *ip = h + SF_IPV4_OFF;
 		/* Per-thread IPv4 identification: ids only need to vary between packets. */
 		static __thread uint16_t t_ip_id;
 		uint16_t id = t_ip_id++;
 
 		ip[0] = 0x45;
-		ip[1] = grh->traffic_class;
+		ip[1] = a->traffic_class;
 		sf_put16(ip + 2, (uint16_t)(SF_IPV4_LEN + SF_UDP_LEN + transport));
 		sf_put16(ip + 4, id);
 		sf_put16(ip + 6, SF_IP_DF);
-		ip[8] = grh->hop_limit;
+		ip[8] = a->hop_limit;
 		ip[9] = SF_IPPROTO_UDP;
-		memcpy(ip + 12, &ah->sgid.raw[12], 4);
-		memcpy(ip + 16, &grh->dgid.raw[12], 4);
+		memcpy(ip + 12, &a->sgid.raw[12], 4);
+		memcpy(ip + 16, &a->dgid.raw[12], 4);
 		sf_put16(ip + 10, sf_ip_csum(ip, SF_IPV4_LEN));
 		return;
 	}
 	/* IB GRH, or the IPv6 header of RoCEv2 over IPv6 (same layout). */
-	sf_put32(h, 6u << 28 | (uint32_t)grh->traffic_class << 20 | (grh->flow_label & 0xfffff));
+	sf_put32(h, 6u << 28 | (uint32_t)a->traffic_class << 20 | (a->flow_label & 0xfffff));
 	if (tx->sdev->link == SF_LINK_ETH) {
 		sf_put16(h + 4, (uint16_t)(SF_UDP_LEN + transport));
 		h[6] = SF_IPPROTO_UDP;
@@ -238,9 +238,9 @@ static void sf_wire_header(struct sf_fabric *fab, struct sf_tx *tx, const struct
 		sf_put16(h + 4, (uint16_t)transport);
 		h[6] = SF_GRH_NEXT_HDR_BTH;
 	}
-	h[7] = grh->hop_limit;
-	memcpy(h + 8, ah->sgid.raw, 16);
-	memcpy(h + 24, grh->dgid.raw, 16);
+	h[7] = a->hop_limit;
+	memcpy(h + 8, a->sgid.raw, 16);
+	memcpy(h + 24, a->dgid.raw, 16);
 	(void)fab;
 }
 
@@ -500,13 +500,97 @@ static struct sf_group *sf_ah_group(struct sf_fabric *fab, struct sf_ah_priv *ah
 	return g;
 }
 
-static void sf_wire_mcast(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_priv *ah)
+/*
+ * One attached QP `v` (index + 1) of the group: HCA replication on the sending port
+ * (not to the sender itself with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB); on IB another port
+ * only if the sending port is a member and the receiving one a full member.
+ */
+static inline void sf_wire_member(struct sf_fabric *fab, struct sf_tx *tx, uint32_t v, uint32_t any,
+				  uint32_t full)
+{
+	uint32_t sdev = tx->qp->dev;
+	struct sf_qp *r = &fab->qps[v - 1];
+
+	if (r->dev == sdev) {
+		if (v - 1 == tx->qp->index && r->block_self_mcast)
+			return;
+	} else if (tx->sdev->link == SF_LINK_IB &&
+		   (!(any & 1u << sdev) || !(full & (1u << r->dev)))) {
+		SF_CTR_ADD(fab, r->dev, no_member, 1);
+		return;
+	}
+	sf_deliver(fab, tx, v - 1);
+}
+
+/*
+ * Rebuild the AH's snapshot of its group's delivery as of members_gen `mg` (read before
+ * the group, acquire): a change made after that read bumps members_gen again, so a
+ * snapshot that caught half of it is rebuilt at the next send. One thread publishes at a
+ * time (snap_busy); the others use what they read. `snap` gets the result either way.
+ */
+static void sf_ah_snap(struct sf_fabric *fab, struct sf_ah_priv *ah, uint64_t mg,
+		       struct sf_ah_hot *snap)
 {
 	struct sf_group *g = sf_ah_group(fab, ah);
-	uint32_t sdev = tx->qp->dev, sbit = 1u << sdev;
-	bool ib = tx->sdev->link == SF_LINK_IB;
+	struct sf_ah_hot *h = &ah->hot;
+	uint32_t n = 0;
+
+	snap->snap_any = snap->snap_full = 0;
+	if (g) {
+		uint32_t ns = atomic_load_explicit(&g->nslots, memory_order_acquire);
+
+		snap->snap_any = atomic_load_explicit(&g->any_mask, memory_order_relaxed);
+		snap->snap_full = atomic_load_explicit(&g->full_mask, memory_order_relaxed);
+		for (uint32_t s = 0; s < ns && n != SF_AH_SNAP_NONE; s++) {
+			uint32_t v = atomic_load_explicit(&g->slots[s], memory_order_acquire);
+
+			if (!v)
+				continue;
+			if (n == SF_AH_SNAP_QPS)
+				n = SF_AH_SNAP_NONE;
+			else
+				snap->snap_qp[n++] = v;
+		}
+	}
+	snap->snap_n = (uint8_t)n;
+	if (atomic_exchange_explicit(&ah->snap_busy, 1, memory_order_acquire))
+		return;
+	/* Seqlock-like: 0 while the fields change, pairs with the loads in sf_wire_mcast. */
+	atomic_store_explicit(&h->snap_gen, 0, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	h->snap_n = snap->snap_n;
+	h->snap_any = snap->snap_any;
+	h->snap_full = snap->snap_full;
+	memcpy(h->snap_qp, snap->snap_qp, sizeof(h->snap_qp));
+	atomic_store_explicit(&h->snap_gen, (uint32_t)mg + 1, memory_order_release);
+	atomic_store_explicit(&ah->snap_busy, 0, memory_order_release);
+}
+
+static void sf_wire_mcast(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_priv *ah)
+{
+	/* Pairs with the release increment after each membership change (groups.c). */
+	uint64_t mg = atomic_load_explicit(&fab->members_gen, memory_order_acquire);
+	const struct sf_ah_hot *h = &ah->hot;
+	struct sf_ah_hot snap;
+	uint32_t sg = atomic_load_explicit(&h->snap_gen, memory_order_acquire);
+	struct sf_group *g;
 	uint32_t ns, any, full;
 
+	snap.snap_n = h->snap_n;
+	snap.snap_any = h->snap_any;
+	snap.snap_full = h->snap_full;
+	memcpy(snap.snap_qp, h->snap_qp, sizeof(snap.snap_qp));
+	atomic_thread_fence(memory_order_acquire);
+	if (sg != (uint32_t)mg + 1 ||
+	    atomic_load_explicit(&h->snap_gen, memory_order_relaxed) != sg)
+		sf_ah_snap(fab, ah, mg, &snap);
+	if (snap.snap_n != SF_AH_SNAP_NONE) {
+		for (uint32_t i = 0; i < snap.snap_n; i++)
+			sf_wire_member(fab, tx, snap.snap_qp[i], snap.snap_any, snap.snap_full);
+		return;
+	}
+	/* More members than the AH keeps: walk the group's slots. */
+	g = sf_ah_group(fab, ah);
 	if (!g)
 		return;
 	any = atomic_load_explicit(&g->any_mask, memory_order_relaxed);
@@ -514,20 +598,9 @@ static void sf_wire_mcast(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_
 	ns = atomic_load_explicit(&g->nslots, memory_order_acquire);
 	for (uint32_t s = 0; s < ns; s++) {
 		uint32_t v = atomic_load_explicit(&g->slots[s], memory_order_acquire);
-		struct sf_qp *r;
 
-		if (!v)
-			continue;
-		r = &fab->qps[v - 1];
-		if (r->dev == sdev) {
-			/* HCA replication on the sending port. */
-			if (v - 1 == tx->qp->index && r->block_self_mcast)
-				continue;
-		} else if (ib && (!(any & sbit) || !(full & (1u << r->dev)))) {
-			SF_CTR_ADD(fab, r->dev, no_member, 1);
-			continue;
-		}
-		sf_deliver(fab, tx, v - 1);
+		if (v)
+			sf_wire_member(fab, tx, v, any, full);
 	}
 }
 
@@ -570,7 +643,7 @@ void sf_wire_send(struct sf_fabric *fab, struct sf_tx *tx, struct sf_ah_priv *ah
 		return;
 	}
 	tx->cap_seen = 0;
-	tx->dlid = ah->attr.dlid;
+	tx->dlid = ah->hot.dlid;
 	SF_CTR_ADD(fab, tx->qp->dev, xmit_pkts, 1);
 	SF_CTR_ADD(fab, tx->qp->dev, xmit_bytes, tx->len);
 	sf_wire_header(fab, tx, ah);
