@@ -5,6 +5,7 @@
  * drained by the owner with ibv_poll_cq. Completion events go to the CQ's channel.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -85,6 +86,7 @@ SF_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, voi
 	r->size = size;
 	r->cqe = size - 1;
 	atomic_store(&r->prod, 0);
+	atomic_store(&r->plock, 0);
 	atomic_store(&r->cons, 0);
 	atomic_store(&g_cons_seen[i], 0);
 	atomic_store(&r->armed, 0);
@@ -312,33 +314,75 @@ SF_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	return 0;
 }
 
+/*
+ * SIMFABRIC_TEST_DIE_IN_CQ_PUSH=N (tests only, tests/simfabric/deadpush.c): the N-th
+ * completion this process writes into another process's CQ kills it with SIGKILL in the
+ * middle of the write (CQE place taken, not published): a producer killed at the worst
+ * moment, on demand. Read once; 0 (unset) costs one predictable branch per push.
+ */
+static int64_t g_die_in_push = -1;
+
+static void sf_cq_push_test_die(const struct sf_cq *r)
+{
+	if (g_die_in_push < 0) {
+		const char *e = getenv("SIMFABRIC_TEST_DIE_IN_CQ_PUSH");
+
+		g_die_in_push = e ? strtoll(e, NULL, 10) : 0;
+		if (g_die_in_push < 0)
+			g_die_in_push = 0;
+	}
+	if (g_die_in_push > 0 && r->own.pid != sf_self_pid() && --g_die_in_push == 0)
+		raise(SIGKILL);
+}
+
+/*
+ * Producers (the owner's send completions, and every process that delivers into one of
+ * its QPs) write under the CQ's pid lock and advance `prod` only after the CQE is
+ * published. A lock-free claim (a compare-and-swap of prod, then the write, then seq)
+ * left a hole when the claiming process was killed between the two: the owner polls in
+ * order and stopped at the unpublished CQE for good, the CQ filled and every later
+ * completion was lost; the send queue of a bridge stopped retiring after its HA peer's
+ * SIGKILL (docs/operations.md, "tx wedge"). A real CQ is written by the HCA alone, which a
+ * dying process does not stop. Here a producer that dies holding the lock is taken over
+ * by the next one (sf_pidlock_lock): if the dead one had published its CQE but not yet
+ * advanced prod, prod moves past it; if it had not published, its half-written CQE is
+ * overwritten. Either way the owner never waits on a dead process.
+ */
 int sf_cq_push(struct sf_fabric *fab, uint32_t cqi, struct sf_cqe *ring, const struct ibv_wc *wc,
 	       uint64_t sq_index, bool solicited)
 {
 	struct sf_cq *r = &fab->cqs[cqi];
-	uint64_t prod = atomic_load_explicit(&r->prod, memory_order_relaxed);
-	uint64_t cons = atomic_load_explicit(&g_cons_seen[cqi], memory_order_relaxed);
+	uint64_t prod, cons = atomic_load_explicit(&g_cons_seen[cqi], memory_order_relaxed);
 	struct sf_cqe *e;
 	uint32_t armed;
 
-	do {
-		if (prod - cons >= r->cqe) {
-			/* Pairs with the release store of cons in sf_poll_cq. */
-			cons = atomic_load_explicit(&r->cons, memory_order_acquire);
-			atomic_store_explicit(&g_cons_seen[cqi], cons, memory_order_relaxed);
-			if (prod - cons >= r->cqe) {
-				if (!atomic_exchange(&r->error, 1))
-					sf_async_post_ctx(fab, r->ctx, IBV_EVENT_CQ_ERR, r->cookie,
-							  0);
-				return -EOVERFLOW;
-			}
-		}
-	} while (!atomic_compare_exchange_weak_explicit(
-		&r->prod, &prod, prod + 1, memory_order_acq_rel, memory_order_relaxed));
+	sf_pidlock_lock(&r->plock);
+	prod = atomic_load_explicit(&r->prod, memory_order_relaxed);
 	e = &ring[prod & (r->size - 1)];
+	if (atomic_load_explicit(&e->seq, memory_order_relaxed) == prod + 1) {
+		/* Published by a producer that died before it advanced prod. */
+		prod++;
+		atomic_store_explicit(&r->prod, prod, memory_order_relaxed);
+		e = &ring[prod & (r->size - 1)];
+	}
+	if (prod - cons >= r->cqe) {
+		/* Pairs with the release store of cons in sf_poll_cq. */
+		cons = atomic_load_explicit(&r->cons, memory_order_acquire);
+		atomic_store_explicit(&g_cons_seen[cqi], cons, memory_order_relaxed);
+		if (prod - cons >= r->cqe) {
+			sf_pidlock_unlock(&r->plock);
+			if (!atomic_exchange(&r->error, 1))
+				sf_async_post_ctx(fab, r->ctx, IBV_EVENT_CQ_ERR, r->cookie, 0);
+			return -EOVERFLOW;
+		}
+	}
 	e->wc = *wc;
 	e->sq_index = sq_index;
+	if (__builtin_expect(g_die_in_push != 0, 0))
+		sf_cq_push_test_die(r);
 	atomic_store_explicit(&e->seq, prod + 1, memory_order_release);
+	atomic_store_explicit(&r->prod, prod + 1, memory_order_relaxed);
+	sf_pidlock_unlock(&r->plock);
 
 	/* A CQ without a completion channel can never be armed. */
 	if (!r->chan_pid)

@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 14u
+#define SF_VERSION 15u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -190,8 +190,10 @@ struct sf_cq {
 	uint32_t ctx;		/* owning context (async events) */
 	_Atomic uint32_t error; /* overrun happened: CQ in error */
 	uint64_t cookie;	/* the owner's struct ibv_cq pointer */
-	/* Written by producers (any process). */
+	/* Written by producers (any process), under `plock` (a pid lock, wire.c): the
+	 * index of the next CQE, advanced only once that CQE is published (sf_cq_push). */
 	_Atomic uint64_t prod __attribute__((aligned(64)));
+	_Atomic int32_t plock;
 	/* Written by the owner: the consumer index and the notification request. */
 	_Atomic uint64_t cons __attribute__((aligned(64)));
 	_Atomic uint32_t armed; /* 0 no, 1 any completion, 2 solicited only */

@@ -175,6 +175,14 @@ void sf_sysfs_stop(void);
 
 /* ---- QP delivery lock (wire.c) ---- */
 
+/*
+ * A process-shared spinlock in fabric memory that holds its holder's pid: a waiter that
+ * has spun long takes it over when the holder died (SIGKILL mid-section). The QP, SRQ
+ * and CQ producer locks.
+ */
+void sf_pidlock_lock(_Atomic int32_t *lock);
+void sf_pidlock_unlock(_Atomic int32_t *lock);
+
 void sf_qp_lock(struct sf_qp *qp);
 void sf_qp_unlock(struct sf_qp *qp);
 

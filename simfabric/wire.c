@@ -32,7 +32,7 @@
 /* ---- the delivery locks of QPs and SRQs ---- */
 
 /* A spinlock holding its holder's pid, so that a waiter can break it when the holder died. */
-static void sf_spin_lock(_Atomic int32_t *lock)
+void sf_pidlock_lock(_Atomic int32_t *lock)
 {
 	int32_t me = sf_self_pid();
 	uint32_t spins = 0;
@@ -55,24 +55,29 @@ static void sf_spin_lock(_Atomic int32_t *lock)
 	}
 }
 
+void sf_pidlock_unlock(_Atomic int32_t *lock)
+{
+	atomic_store_explicit(lock, 0, memory_order_release);
+}
+
 void sf_qp_lock(struct sf_qp *qp)
 {
-	sf_spin_lock(&qp->lock);
+	sf_pidlock_lock(&qp->lock);
 }
 
 void sf_qp_unlock(struct sf_qp *qp)
 {
-	atomic_store_explicit(&qp->lock, 0, memory_order_release);
+	sf_pidlock_unlock(&qp->lock);
 }
 
 void sf_srq_lock(struct sf_srq *srq)
 {
-	sf_spin_lock(&srq->lock);
+	sf_pidlock_lock(&srq->lock);
 }
 
 void sf_srq_unlock(struct sf_srq *srq)
 {
-	atomic_store_explicit(&srq->lock, 0, memory_order_release);
+	sf_pidlock_unlock(&srq->lock);
 }
 
 /* ---- mappings of other processes' rings ---- */
