@@ -144,7 +144,7 @@ sf_wait_exit "$mk"
 con_wait_json bridge '.sides[0].fwd_pkts' $((3 * n + c))
 tools_stop mk_roce_rx
 tools_expect mk_roce_rx received=0 other="$c" unknown_group=0 rx_errors=0
-if mckey -m "$g1" -b fd00:0:0:1::4 -C 1 >"$SF_TMP/mk_roce.out" 2>&1; then
+if sf_tool 30 mckey -m "$g1" -b fd00:0:0:1::4 -C 1 >"$SF_TMP/mk_roce.out" 2>&1; then
 	br_fail "mckey: rdma_cm join of $g1 on RoCE succeeded" mk_roce
 fi
 grep -q 'failure joining: Unknown error 524' "$SF_TMP/mk_roce.out" ||
