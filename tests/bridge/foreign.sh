@@ -9,59 +9,28 @@
 # Needs root and network namespaces (skipped otherwise, exit 77).
 set -eu
 
-: "${SIMFAB:?SIMFAB must name the simfab tool}"
-
 # The default topology, plus a RoCE port on another subnet of the same segment.
 topology() {
-	cat <<'EOF'
-segment ib0   ib   prefix fe80::  sm 1
-segment eth0  eth
-device sim_ib0    segment ib0   lid 1  ipv4 198.18.0.1/24
-device sim_ib1    segment ib0   lid 2  ipv4 198.18.0.2/24
-device sim_ib2    segment ib0   lid 3  ipv4 198.18.0.3/24
-device sim_ib3    segment ib0   lid 4  ipv4 198.18.0.4/24
-device sim_roce0  segment eth0  mac 02:00:00:00:01:01  ipv4 198.19.0.1/24
-device sim_roce1  segment eth0  mac 02:00:00:00:01:02  ipv4 198.19.0.2/24
-device sim_roce2  segment eth0  mac 02:00:00:00:01:03  ipv4 198.19.0.3/24
-device sim_roce3  segment eth0  mac 02:00:00:00:01:04  ipv4 198.19.0.4/24
-device sim_roce9  segment eth0  mac 02:00:00:00:01:09  ipv4 198.20.0.9/24
-EOF
+	t_topology_default
+	echo 'device sim_roce9  segment eth0  mac 02:00:00:00:01:09  ipv4 198.20.0.9/24'
 }
 
-if [ -z "${BR_FOREIGN_NS:-}" ]; then
-	# Outside: make the namespace from the topology, then run this script inside it.
-	if [ "$(id -u)" != 0 ]; then
-		echo "foreign: SKIP: needs root for network namespaces" >&2
-		exit 77
-	fi
-	ns=ibr-foreign-$$
-	topo=$(mktemp "${TMPDIR:-/tmp}/foreign-topo.XXXXXX")
-	topology >"$topo"
-	trap 'ip netns delete "$ns" 2>/dev/null || true; SIMFABRIC=nsmk-$$ "$SIMFAB" reset >/dev/null 2>&1 || true; rm -f "$topo"' EXIT
-	if ! SIMFABRIC=nsmk-$$ SIMFABRIC_TOPOLOGY=$topo "$SIMFAB" netns "$ns" >"$topo.netns" 2>&1; then
-		echo "foreign: SKIP: simfab netns failed (no namespace support?):" >&2
-		cat "$topo.netns" >&2
-		rm -f "$topo.netns"
-		exit 77
-	fi
-	rm -f "$topo.netns"
-	rc=0
-	BR_FOREIGN_NS=$ns BR_FOREIGN_TOPO=$topo ip netns exec "$ns" bash "$0" || rc=$?
-	exit "$rc"
-fi
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+t_netns_reexec foreign "$0" topology
 
 # shellcheck source-path=SCRIPTDIR source=../lib/br.sh
 . "$(dirname "$0")/../lib/br.sh"
 
 sf_init bridge-foreign
-export SIMFABRIC_TOPOLOGY=$BR_FOREIGN_TOPO
+export SIMFABRIC_TOPOLOGY=$T_NETNS_TOPO
 "$SIMFAB" reset >/dev/null
 g=239.1.2.7
 n=200
 
 # The interfaces the kernel shows agree with the simulated GID table.
 ip -br addr show dev eth0 | grep -q ' 198\.19\.0\.1/24' ||
-	sf_fail "$BR_FOREIGN_NS: eth0 does not hold 198.19.0.1/24"
+	sf_fail "$T_NETNS: eth0 does not hold 198.19.0.1/24"
 [ "$(cat /sys/class/net/eth0/ifindex)" = 104 ] ||
 	sf_fail "eth0 ifindex $(cat /sys/class/net/eth0/ifindex), the GID table says 104"
 

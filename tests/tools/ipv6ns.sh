@@ -10,51 +10,21 @@
 # Needs root and network namespaces (skipped otherwise, exit 77).
 set -eu
 
-: "${SIMFAB:?SIMFAB must name the simfab tool}"
-
 # The default topology, plus a RoCE port with an IPv6 address of another prefix.
 topology() {
-	cat <<'EOF'
-segment ib0   ib   prefix fe80::  sm 1
-segment eth0  eth
-device sim_ib0    segment ib0   lid 1  ipv4 198.18.0.1/24
-device sim_ib1    segment ib0   lid 2  ipv4 198.18.0.2/24
-device sim_ib2    segment ib0   lid 3  ipv4 198.18.0.3/24
-device sim_ib3    segment ib0   lid 4  ipv4 198.18.0.4/24
-device sim_roce0  segment eth0  mac 02:00:00:00:01:01  ipv4 198.19.0.1/24
-device sim_roce1  segment eth0  mac 02:00:00:00:01:02  ipv4 198.19.0.2/24
-device sim_roce2  segment eth0  mac 02:00:00:00:01:03  ipv4 198.19.0.3/24
-device sim_roce3  segment eth0  mac 02:00:00:00:01:04  ipv4 198.19.0.4/24
-device sim_roce9  segment eth0  mac 02:00:00:00:01:09  ipv4 198.19.0.9/24  ipv6 fd00:0:0:2::9/64
-EOF
+	t_topology_default
+	echo 'device sim_roce9  segment eth0  mac 02:00:00:00:01:09  ipv4 198.19.0.9/24  ipv6 fd00:0:0:2::9/64'
 }
 
-if [ -z "${BR_V6_NS:-}" ]; then
-	if [ "$(id -u)" != 0 ]; then
-		echo "ipv6ns: SKIP: needs root for network namespaces" >&2
-		exit 77
-	fi
-	ns=ibr-v6-$$
-	topo=$(mktemp "${TMPDIR:-/tmp}/ipv6ns-topo.XXXXXX")
-	topology >"$topo"
-	trap 'ip netns delete "$ns" 2>/dev/null || true; SIMFABRIC=nsv6-$$ "$SIMFAB" reset >/dev/null 2>&1 || true; rm -f "$topo"' EXIT
-	if ! SIMFABRIC=nsv6-$$ SIMFABRIC_TOPOLOGY=$topo "$SIMFAB" netns "$ns" >"$topo.netns" 2>&1; then
-		echo "ipv6ns: SKIP: simfab netns failed (no namespace support?):" >&2
-		cat "$topo.netns" >&2
-		rm -f "$topo.netns"
-		exit 77
-	fi
-	rm -f "$topo.netns"
-	rc=0
-	BR_V6_NS=$ns BR_V6_TOPO=$topo ip netns exec "$ns" bash "$0" || rc=$?
-	exit "$rc"
-fi
+# shellcheck source-path=SCRIPTDIR source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+t_netns_reexec ipv6ns "$0" topology
 
 # shellcheck source-path=SCRIPTDIR source=../lib/tools.sh
 . "$(dirname "$0")/../lib/tools.sh"
 
 sf_init tools-ipv6ns
-export SIMFABRIC_TOPOLOGY=$BR_V6_TOPO
+export SIMFABRIC_TOPOLOGY=$T_NETNS_TOPO
 "$SIMFAB" reset >/dev/null
 n=200
 g=ff0e::1234
