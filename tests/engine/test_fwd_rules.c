@@ -20,14 +20,11 @@
 #include "fwd.c"
 
 #include <netinet/ip6.h>
-#include <netinet/udp.h>
 
+#include "fwdfake.h"
 #include "tap.h"
 
-#define FWD	 DROP_NREASONS /* the verdict "forwarded" */
-#define OWN_QPN	 0x000111u     /* the QPN of our channel on each side */
-#define PEER_QPN 0x000222u     /* a sender's QPN */
-#define PAYLOAD	 64u
+#define FWD DROP_NREASONS /* the verdict "forwarded" */
 
 static struct bridge br;
 static struct channel ch[NSIDES];
@@ -35,203 +32,31 @@ static struct group g_both, g_out, g_in, g_idle, g_v6;
 /* The receive buffers: one buffer of 512 bytes (the pool's data region). */
 static uint8_t region_buf[512] __attribute__((aligned(64)));
 
-static const union ibv_gid ib_port_gid = {
-	.raw = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0x01}};
-static const union ibv_gid ib_other_gid = {
-	.raw = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0x00, 0xaa, 0xbb, 0x02}};
-
-/* An IPv6 address from its text. */
-static union ibv_gid ip6(const char *txt)
-{
-	union ibv_gid g;
-
-	if (inet_pton(AF_INET6, txt, g.raw) != 1)
-		abort();
-	return g;
-}
-
 /* The RoCE port's IPv6 addresses (GID entries 5 and 1 of an mlx5 port with both). */
 static union ibv_gid roce_port_gid6, roce_port_gid6ll;
 
-/* An IPv4 address a.b.c.d in network order. */
-static uint32_t ip4(unsigned a, unsigned b, unsigned c, unsigned d)
-{
-	return htonl(a << 24 | b << 16 | c << 8 | d);
-}
-
-/* The IB MGID of a group: IPoIB's format for IPv4 (ff12:401b:ffff::a.b.c.d, the top
- * nibble of a kept here), `sig` the two signature bytes. */
-static union ibv_gid ib_mgid(uint16_t sig, uint32_t addr)
-{
-	union ibv_gid m = {.raw = {0xff, 0x12, (uint8_t)(sig >> 8), (uint8_t)sig, 0xff, 0xff}};
-
-	memcpy(m.raw + 12, &addr, 4);
-	return m;
-}
-
-/* The RoCE MGID of a group: ::ffff:a.b.c.d. */
-static union ibv_gid roce_mgid(uint32_t addr)
-{
-	union ibv_gid m = {.raw = {[10] = 0xff, [11] = 0xff}};
-
-	memcpy(m.raw + 12, &addr, 4);
-	return m;
-}
-
-static void group_init(struct group *g, uint32_t addr, enum group_dir dir, uint32_t ready)
-{
-	g->addr = addr;
-	g->ib_addr = addr; /* the IB MGID is made from it (groups_by_addr) */
-	g->dir = dir;
-	g->mgid[SIDE_IB] = ib_mgid(0x401b, addr);
-	g->mgid[SIDE_ROCE] = roce_mgid(addr);
-	atomic_store(&g->ready, ready);
-	if (group_publish(&br, g))
-		abort();
-}
-
+/* The fake bridge (tests/lib/fwdfake.h) with the groups and peers of the tests below. */
 static void setup(void)
 {
-	static struct {
-		struct qpn_set set;
-		uint32_t qpn[1];
-	} own_qpn[NSIDES];
-
-	urcu_qsbr_register_thread();
-	roce_port_gid6 = ip6("fd00:0:0:1::a");
+	fwdfake_bridge_init(&br, ch);
+	roce_port_gid6 = br.sd[SIDE_ROCE].gid6;
 	roce_port_gid6ll = ip6("fe80::ff:fe00:10a");
-	br.groups_by_addr =
-		cds_lfht_new_flavor(16, 16, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor, NULL);
-	for (int s = 0; s < NSIDES; s++) {
-		struct side_ctx *sd = &br.sd[s];
-
-		sd->side = (enum side)s;
-		sd->state = SIDE_UP;
-		sd->groups = cds_lfht_new_flavor(16, 16, 0, CDS_LFHT_AUTO_RESIZE, &urcu_qsbr_flavor,
-						 NULL);
-		sd->nchan = 1;
-		own_qpn[s].set.n = 1;
-		own_qpn[s].set.qpn[0] = OWN_QPN;
-		sd->own = &own_qpn[s].set;
-		sd->mtu = 4096;
-		ch[s].side = (enum side)s;
-		ch[s].br = &br;
-		ch[s].sd = sd;
-		ch[s].peer = &ch[!s];
-		ch[s].glast = &ch[s].gcache[0];
-	}
-	br.sd[SIDE_IB].gid = ib_port_gid;
-	br.sd[SIDE_ROCE].ipv4 = ip4(192, 168, 1, 10);
-	br.sd[SIDE_ROCE].netmask = ip4(255, 255, 255, 0);
 	br.cfg.peers[0] = ip4(192, 168, 1, 20);
 	br.cfg.npeers = 1;
-	group_init(&g_both, ip4(239, 1, 2, 3), DIR_BOTH, 1u << SIDE_IB | 1u << SIDE_ROCE);
-	group_init(&g_out, ip4(239, 1, 2, 4), DIR_OUT, 1u << SIDE_IB | 1u << SIDE_ROCE);
-	group_init(&g_in, ip4(239, 1, 2, 5), DIR_IN, 1u << SIDE_IB | 1u << SIDE_ROCE);
-	group_init(&g_idle, ip4(239, 1, 2, 6), DIR_BOTH, 0);
-	/* RoCEv2 over IPv6: the port's IPv6 RoCE v2 entries and prefix, an IPv6 peer, and an
-	 * IPv6 group (ff0e::1234 on both sides, as a native MGID on IB). */
-	br.sd[SIDE_ROCE].gid6 = roce_port_gid6;
-	br.sd[SIDE_ROCE].gid6_index = 5;
+	fwdfake_group_init(&br, &g_both, ip4(239, 1, 2, 3), DIR_BOTH,
+			   1u << SIDE_IB | 1u << SIDE_ROCE);
+	fwdfake_group_init(&br, &g_out, ip4(239, 1, 2, 4), DIR_OUT,
+			   1u << SIDE_IB | 1u << SIDE_ROCE);
+	fwdfake_group_init(&br, &g_in, ip4(239, 1, 2, 5), DIR_IN, 1u << SIDE_IB | 1u << SIDE_ROCE);
+	fwdfake_group_init(&br, &g_idle, ip4(239, 1, 2, 6), DIR_BOTH, 0);
+	/* RoCEv2 over IPv6: the port's link-local RoCE v2 entry beside fwdfake's global one
+	 * (fd00:0:0:1::a, prefix /64), an IPv6 peer, and an IPv6 group (ff0e::1234 on both
+	 * sides, as a native MGID on IB). */
 	br.sd[SIDE_ROCE].gid6ll = roce_port_gid6ll;
 	br.sd[SIDE_ROCE].gid6ll_index = 1;
-	memcpy(br.sd[SIDE_ROCE].net6, roce_port_gid6.raw, 8); /* fd00:0:0:1::/64 */
-	br.sd[SIDE_ROCE].mask6[0] = UINT64_MAX;
 	br.cfg.peers6[0] = ip6("fd00:0:0:1::20");
 	br.cfg.npeers6 = 1;
-	g_v6.dir = DIR_BOTH;
-	g_v6.mgid[SIDE_IB] = ip6("ff0e::1234");
-	g_v6.mgid[SIDE_ROCE] = ip6("ff0e::1234");
-	atomic_store(&g_v6.ready, 1u << SIDE_IB | 1u << SIDE_ROCE);
-	if (group_publish(&br, &g_v6))
-		abort();
-}
-
-/* A received packet: its header area and the work completion that came with it. */
-struct rx {
-	uint8_t hdr[BR_GRH_LEN];
-	struct ibv_wc wc;
-};
-
-/* An IB multicast packet from another port's QP, hop limit 0, to group address addr. */
-static struct rx ib_pkt(uint32_t addr)
-{
-	struct rx r = {.wc = {.status = IBV_WC_SUCCESS,
-			      .opcode = IBV_WC_RECV,
-			      .byte_len = BR_GRH_LEN + PAYLOAD,
-			      .wc_flags = IBV_WC_GRH,
-			      .src_qp = PEER_QPN}};
-	struct ibv_grh *grh = (struct ibv_grh *)r.hdr;
-
-	grh->version_tclass_flow = htonl(6u << 28);
-	grh->paylen = htons(PAYLOAD + 12 + 8 + 4); /* BTH, DETH, ICRC */
-	grh->next_hdr = 0x1b;
-	grh->hop_limit = 0;
-	grh->sgid = ib_other_gid;
-	grh->dgid = ib_mgid(0x401b, addr);
-	return r;
-}
-
-/* Set the IPv4 header checksum (RFC 791), as a NIC delivers it. */
-static void ip_csum_set(struct iphdr *ip)
-{
-	const uint8_t *b = (const uint8_t *)ip;
-	uint32_t sum = 0;
-
-	ip->check = 0;
-	for (unsigned i = 0; i < sizeof(*ip); i += 2)
-		sum += (uint32_t)b[i] << 8 | b[i + 1];
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	ip->check = htons((uint16_t)~sum);
-}
-
-/* A RoCEv2 packet from saddr to daddr: bytes 0-19 zero (as rxe), the IPv4 header at 20. */
-static struct rx roce_pkt(uint32_t saddr, uint32_t daddr)
-{
-	struct rx r = {.wc = {.status = IBV_WC_SUCCESS,
-			      .opcode = IBV_WC_RECV,
-			      .byte_len = BR_GRH_LEN + PAYLOAD,
-			      .wc_flags = IBV_WC_GRH,
-			      .src_qp = PEER_QPN}};
-	struct iphdr *ip = (struct iphdr *)(r.hdr + BR_IPV4_OFF);
-
-	ip->version = IPVERSION;
-	ip->ihl = sizeof(*ip) / 4;
-	ip->tot_len = htons(sizeof(*ip) + sizeof(struct udphdr) + 12 + 8 + PAYLOAD + 4);
-	ip->frag_off = htons(IP_DF);
-	ip->ttl = 64;
-	ip->protocol = IPPROTO_UDP;
-	ip->saddr = saddr;
-	ip->daddr = daddr;
-	ip_csum_set(ip);
-	return r;
-}
-
-/* A RoCEv2 over IPv6 packet from src to dst: the IPv6 header in the 40 bytes. */
-static struct rx roce6_pkt(const char *src, const char *dst)
-{
-	struct rx r = {.wc = {.status = IBV_WC_SUCCESS,
-			      .opcode = IBV_WC_RECV,
-			      .byte_len = BR_GRH_LEN + PAYLOAD,
-			      .wc_flags = IBV_WC_GRH,
-			      .src_qp = PEER_QPN}};
-	struct ip6_hdr *ip6h = (struct ip6_hdr *)r.hdr;
-	union ibv_gid s = ip6(src), d = ip6(dst);
-
-	ip6h->ip6_flow = htonl(6u << 28);
-	ip6h->ip6_plen = htons(sizeof(struct udphdr) + 12 + 8 + PAYLOAD + 4);
-	ip6h->ip6_nxt = IPPROTO_UDP;
-	ip6h->ip6_hlim = 64;
-	memcpy(&ip6h->ip6_src, s.raw, 16);
-	memcpy(&ip6h->ip6_dst, d.raw, 16);
-	return r;
-}
-
-/* The IPv4 header of a RoCE packet. */
-static struct iphdr *roce_ip(struct rx *r)
-{
-	return (struct iphdr *)(r->hdr + BR_IPV4_OFF);
+	fwdfake_group6_init(&br, &g_v6, "ff0e::1234");
 }
 
 /* A burst as chan_burst_side starts one (the fields the rules read). */
