@@ -27,13 +27,7 @@ br_send_start a_tx "$IB_NET.2" -g "$ga" -n "$ns" --rate 1000
 br_send_start b_tx "$ROCE_NET.4" -g "$gb" -n "$ns" --rate 1000
 
 # The joins, while the streams flow.
-for i in $(seq 0 $((nadd - 1))); do
-	echo "join 239.5.$((i / 256)).$((i % 256)) both"
-done >"$SF_TMP/joins.txt"
-timeout -k 2 120 "$BCOM" --control "$SF_TMP/bridge.sock" <"$SF_TMP/joins.txt" \
-	>"$SF_TMP/joins.out" 2>&1 || br_fail "bcom joins failed: $(tail -3 "$SF_TMP/joins.out")" bridge
-joining=$(grep -c '^joining 239\.5\.' "$SF_TMP/joins.out") || joining=0
-[ "$joining" = "$nadd" ] || br_fail "$joining of $nadd joins accepted: $(grep -v '^joining' "$SF_TMP/joins.out" | head -3)" bridge
+con_join_many bridge "$nadd"
 con_wait_json bridge "[.groups[] | select(.ib.state == \"joined\" and .roce.state == \"joined\")] | length" $((nadd + 2)) 120
 
 # The new groups' QPs are the start's: every channel on its worker's SRQ, two CQs each.

@@ -293,6 +293,29 @@ br_expect_group() {
 	[ "$v" = "$4" ] || br_fail "bridge $1: group $2 $3=$v, expected $4" "$1"
 }
 
+# br_expect_peer_pair GROUP N NAME...: the final counters of stopped bridges that bridge
+# GROUP with --peer set to each other, after N packets each way from native senders:
+# each got the senders' packets and the other bridge's copies of the other direction,
+# forwarded the former and dropped the latter (IB: the hop-limit marker, loop; RoCE: the
+# peer's source address, peer_bridge), N of each per side and per group direction.
+br_expect_peer_pair() {
+	local group=$1 n=$2 x
+
+	shift 2
+	for x in "$@"; do
+		br_expect "$x" IB rx_pkts $((2 * n))
+		br_expect "$x" IB fwd_pkts "$n"
+		br_expect "$x" IB drop_loop "$n"
+		br_expect "$x" IB drops "$n"
+		br_expect "$x" RoCE rx_pkts $((2 * n))
+		br_expect "$x" RoCE fwd_pkts "$n"
+		br_expect "$x" RoCE drop_peer_bridge "$n"
+		br_expect "$x" RoCE drops "$n"
+		br_expect_group "$x" "$group" ib_to_roce "$n"
+		br_expect_group "$x" "$group" roce_to_ib "$n"
+	done
+}
+
 # br_conservation NAME: the final counters of a stopped bridge account for every packet:
 # - on each side the named drop counters add up to `drops`;
 # - every received packet was forwarded, counted standby (its HA partition is standby

@@ -85,6 +85,22 @@ con_stall_worker() {
 	done
 }
 
+# con_join_many NAME N: join N groups 239.5.0.0, 239.5.0.1, ... (both directions) on
+# bridge NAME in one bcom session (120 s at most); every join must be accepted
+# ("joining"). Its output in $SF_TMP/joins.out. Does not wait for the joins to complete.
+con_join_many() {
+	local name=$1 n=$2 i joining
+
+	for i in $(seq 0 $((n - 1))); do
+		echo "join 239.5.$((i / 256)).$((i % 256)) both"
+	done >"$SF_TMP/joins.txt"
+	timeout -k 2 120 "$BCOM" --control "$SF_TMP/$name.sock" <"$SF_TMP/joins.txt" \
+		>"$SF_TMP/joins.out" 2>&1 || br_fail "bcom joins failed: $(tail -3 "$SF_TMP/joins.out")" "$name"
+	joining=$(grep -c '^joining 239\.5\.' "$SF_TMP/joins.out") || joining=0
+	[ "$joining" = "$n" ] ||
+		br_fail "$joining of $n joins accepted: $(grep -v '^joining' "$SF_TMP/joins.out" | head -3)" "$name"
+}
+
 # con_wait_json NAME FILTER VALUE [SECS]: poll until jq FILTER gives VALUE (10 s at most).
 con_wait_json() {
 	t_wait_until "${4:-10}" con_json_is "$1" "$2" "$3" ||

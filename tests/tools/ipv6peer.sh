@@ -42,18 +42,7 @@ tools_expect p2_ib received=$((2 * n)) unique="$n" dup="$n" lost=0 streams=1
 
 br_stop a
 br_stop b
-for x in a b; do
-	br_expect "$x" IB rx_pkts $((2 * n))
-	br_expect "$x" IB fwd_pkts "$n"
-	br_expect "$x" IB drop_loop "$n"
-	br_expect "$x" IB drops "$n"
-	br_expect "$x" RoCE rx_pkts $((2 * n))
-	br_expect "$x" RoCE fwd_pkts "$n"
-	br_expect "$x" RoCE drop_peer_bridge "$n"
-	br_expect "$x" RoCE drops "$n"
-	br_expect_group "$x" "$g" ib_to_roce "$n"
-	br_expect_group "$x" "$g" roce_to_ib "$n"
-done
+br_expect_peer_pair "$g" "$n" a b
 br_conservation a sim_ib0 sim_roce0
 br_conservation b sim_ib3 sim_roce3
 sf_log "PASS"
