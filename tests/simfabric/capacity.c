@@ -21,6 +21,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "tap.h"
+#include "tap_verbs.h"
 
 struct port {
 	struct ibv_context *ctx;
@@ -41,18 +42,12 @@ static void port_close(struct port *p)
 
 static void port_open(struct port *p, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_UD,
 				      .cap = {.max_send_wr = 4, .max_recv_wr = 4,
 					      .max_send_sge = 1, .max_recv_sge = 1}};
 	struct ibv_port_attr pa;
 
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			p->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!p->ctx)
-		tap_bail(name);
+	p->ctx = tap_open_dev(name);
 	p->pd = ibv_alloc_pd(p->ctx);
 	p->cq = ibv_create_cq(p->ctx, 8, NULL, NULL, 0);
 	qa.send_cq = qa.recv_cq = p->cq;

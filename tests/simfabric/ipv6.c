@@ -29,6 +29,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "tap.h"
+#include "tap_verbs.h"
 
 #define MSG_LEN	  100
 #define BUF_LEN	  (40 + 4096)
@@ -97,20 +98,6 @@ static int next_event(struct rdma_event_channel *ch, int *status)
 	return type;
 }
 
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **l = ibv_get_device_list(NULL);
-	struct ibv_context *c = NULL;
-
-	for (int i = 0; l && l[i]; i++)
-		if (!strcmp(ibv_get_device_name(l[i]), name))
-			c = ibv_open_device(l[i]);
-	ibv_free_device_list(l);
-	if (!c)
-		tap_bail(name);
-	return c;
-}
-
 /* ---- 1. the GID table ---- */
 
 static void test_gid_table(void)
@@ -119,7 +106,7 @@ static void test_gid_table(void)
 	static const char *const want[] = {"fe80::ff:fe00:102", "fe80::ff:fe00:102",
 					   "::ffff:198.19.0.2", "::ffff:198.19.0.2",
 					   "fd00:0:0:1::2",	"fd00:0:0:1::2"};
-	struct ibv_context *c = open_dev("sim_roce1");
+	struct ibv_context *c = tap_open_dev("sim_roce1");
 	struct ibv_gid_entry tab[16];
 	struct ibv_port_attr pa;
 	union ibv_gid g;

@@ -27,6 +27,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "tap.h"
+#include "tap_verbs.h"
 
 #define NRX	 3
 #define QKEY	 0x11111111u
@@ -42,20 +43,6 @@ struct ep {
 	struct ibv_mr *mr;
 	uint8_t *buf;
 };
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		tap_bail(name);
-	return ctx;
-}
 
 /* A UD QP in RTS with one receive buffer posted per receive slot. */
 static void ep_open(struct ep *e, struct ibv_context *ctx, struct ibv_pd *pd)
@@ -166,7 +153,7 @@ static void expect(struct ep *tx, struct ibv_ah *ah, struct ep *rx, unsigned wan
 
 static void ah_follows_group(void)
 {
-	struct ibv_context *tctx = open_dev("sim_roce1"), *rctx = open_dev("sim_roce2");
+	struct ibv_context *tctx = tap_open_dev("sim_roce1"), *rctx = tap_open_dev("sim_roce2");
 	struct ibv_pd *tpd = ibv_alloc_pd(tctx), *rpd = ibv_alloc_pd(rctx);
 	struct ibv_ah_attr aa = {.is_global = 1, .port_num = 1};
 	struct ep tx = {0}, rx[NRX] = {0};

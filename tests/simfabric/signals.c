@@ -37,6 +37,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "tap.h"
+#include "tap_verbs.h"
 
 /* How long the helper waits for a state change before it declares the test failed. */
 #define PATIENCE_MS	20000
@@ -153,16 +154,10 @@ static struct ibv_qp *ud_qp(struct port *p, struct ibv_cq *cq)
 
 static void port_open(struct port *p, const char *name)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_port_attr pa;
 	struct ibv_ah_attr aa = {.port_num = 1};
 
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			p->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!p->ctx)
-		tap_bail(name);
+	p->ctx = tap_open_dev(name);
 	if (ibv_query_port(p->ctx, 1, &pa))
 		tap_bail("ibv_query_port");
 	p->pd = ibv_alloc_pd(p->ctx);

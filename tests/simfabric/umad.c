@@ -24,6 +24,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "tap.h"
+#include "tap_verbs.h"
 
 #define MAD_LEN	 256
 #define SA_DATA	 56
@@ -123,18 +124,12 @@ struct rx {
 
 static void rx_open(struct rx *x, const char *dev)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_qp_init_attr qa = {
 		.qp_type = IBV_QPT_UD,
 		.cap = {.max_send_wr = 1, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
 	struct ibv_qp_attr at = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x01234567};
 
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), dev))
-			x->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!x->ctx)
-		tap_bail("ibv_open_device");
+	x->ctx = tap_open_dev(dev);
 	x->pd = ibv_alloc_pd(x->ctx);
 	x->cq = ibv_create_cq(x->ctx, 8, NULL, NULL, 0);
 	qa.send_cq = qa.recv_cq = x->cq;

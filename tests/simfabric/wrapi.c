@@ -20,6 +20,7 @@
 #include <infiniband/verbs.h>
 
 #include "tap.h"
+#include "tap_verbs.h"
 
 #define QKEY	  0x11111111u
 #define BUF	  8192
@@ -35,20 +36,6 @@ struct side {
 	uint8_t *buf;
 	uint16_t lid;
 };
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!ctx)
-		tap_bail(name);
-	return ctx;
-}
 
 static void to_rts(struct ibv_qp *qp)
 {
@@ -89,7 +76,7 @@ static void side_open(struct side *s, const char *dev, int ex)
 	struct ibv_cq_init_attr_ex ca = {.cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS};
 	struct ibv_port_attr pa;
 
-	s->ctx = open_dev(dev);
+	s->ctx = tap_open_dev(dev);
 	s->pd = ibv_alloc_pd(s->ctx);
 	s->cqx = ibv_create_cq_ex(s->ctx, &ca);
 	s->buf = calloc(1, BUF);

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * tap_verbs.h - what the verbs tests with TAP output (tests/simfabric) share, beside
+ * tap.h. Header-only, as tap.h: #include "tap_verbs.h" after "tap.h".
+ */
+#ifndef TESTS_TAP_VERBS_H
+#define TESTS_TAP_VERBS_H
+
+#include <string.h>
+#include <infiniband/verbs.h>
+
+#include "tap.h"
+
+/* Open the verbs device `name` (ibv_get_device_list, ibv_open_device), or stop the test
+ * (tap_bail) when there is none or it does not open. */
+static inline struct ibv_context *tap_open_dev(const char *name)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	if (!ctx)
+		tap_bail(name);
+	return ctx;
+}
+
+#endif /* TESTS_TAP_VERBS_H */
