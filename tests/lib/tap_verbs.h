@@ -11,9 +11,9 @@
 
 #include "tap.h"
 
-/* Open the verbs device `name` (ibv_get_device_list, ibv_open_device), or stop the test
- * (tap_bail) when there is none or it does not open. */
-static inline struct ibv_context *tap_open_dev(const char *name)
+/* Open the verbs device `name` (ibv_get_device_list, ibv_open_device): its context, or
+ * NULL when there is none or it does not open. */
+static inline struct ibv_context *tap_find_dev(const char *name)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;
@@ -22,6 +22,14 @@ static inline struct ibv_context *tap_open_dev(const char *name)
 		if (!strcmp(ibv_get_device_name(list[i]), name))
 			ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
+	return ctx;
+}
+
+/* tap_find_dev, or stop the test (tap_bail) when it finds none. */
+static inline struct ibv_context *tap_open_dev(const char *name)
+{
+	struct ibv_context *ctx = tap_find_dev(name);
+
 	if (!ctx)
 		tap_bail(name);
 	return ctx;

@@ -25,6 +25,7 @@
 
 #include "pool.h"
 #include "tap.h"
+#include "tap_verbs.h"
 
 #define QKEY	0x11111111u
 #define MSG_LEN 1000
@@ -71,18 +72,6 @@ struct side {
 	struct ibv_ah *ah;
 	uint32_t lkey;
 };
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
 
 /* A UD QP in RTS and an AH that addresses this very port (unicast to ourselves). */
 static int side_qp(struct side *s, bool roce)
@@ -290,8 +279,8 @@ int main(void)
 	setenv("SIMFABRIC", g_fabric, 1);
 	fabric_remove();
 
-	ib.ctx = open_dev(ib.name);
-	roce.ctx = open_dev(roce.name);
+	ib.ctx = tap_find_dev(ib.name);
+	roce.ctx = tap_find_dev(roce.name);
 	if (!OK(ib.ctx && roce.ctx, "open sim_ib0 and sim_roce0 (LD_LIBRARY_PATH=simfabric)"))
 		goto out;
 	ib.pd = ibv_alloc_pd(ib.ctx);
