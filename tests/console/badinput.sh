@@ -2,7 +2,8 @@
 # Bad console input gets a one-line message that names the item, exit status 1, and
 # changes nothing: `help` of a command that does not exist (it printed nothing and
 # succeeded), and capture start's count and snaplen values (the message was a bare
-# "'abc' is not a number", naming neither the command nor the item).
+# "'abc' is not a number", naming neither the command nor the item); bcom pointed at a
+# file that is not a socket.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/con.sh
 . "$(dirname "$0")/../lib/con.sh"
@@ -35,6 +36,14 @@ out=$(con_ok bridge help cap)
 con_expect_in "$out" "^capture start FILE" "help cap"
 out=$(con_ok bridge help)
 con_expect_in "$out" "^Commands may be abbreviated" "help"
+
+# bcom to a path that is not a socket (a config file given as --control): exit 3 and
+# "not a socket" (it said "Connection refused", as for a bridge that is not running).
+rc=0
+"$BCOM" --control "$SF_TMP/bridge.err" status >"$SF_TMP/ns.out" 2>&1 || rc=$?
+[ "$rc" = 3 ] || br_fail "bcom --control FILE: exit $rc, expected 3" bridge
+grep -qx "bcom: no bridge at $SF_TMP/bridge.err: not a socket (--control names the bridge's socket)" \
+	"$SF_TMP/ns.out" || br_fail "bcom --control FILE: $(cat "$SF_TMP/ns.out")" bridge
 
 # Nothing changed: no capture, the same groups.
 out=$(con_ok bridge capture status)
