@@ -831,14 +831,20 @@ int capture_start(struct capture *cap, char *args, char *err, size_t errlen)
 			else
 				return opt_errf(err, errlen, -EINVAL,
 						"capture start: side '%s': ib, roce or both", a);
-		} else if (!strcmp(w, "count")) {
-			if ((r = opt_parse_uint(a, 1, UINT64_MAX, &v, err, errlen)))
-				return r;
-			count = v;
-		} else if (!strcmp(w, "snaplen")) {
-			if ((r = opt_parse_uint(a, 64, CAPTURE_SNAP_DEFAULT, &v, err, errlen)))
-				return r;
-			snap = (uint32_t)v;
+		} else if (!strcmp(w, "count") || !strcmp(w, "snaplen")) {
+			bool is_count = !strcmp(w, "count");
+			char why[128];
+
+			/* The message names the item: "capture start: count 'x' is not a
+			 * number", not the bare "'x' is not a number". */
+			if ((r = opt_parse_uint(a, is_count ? 1 : 64,
+						is_count ? UINT64_MAX : CAPTURE_SNAP_DEFAULT, &v,
+						why, sizeof(why))))
+				return opt_errf(err, errlen, r, "capture start: %s %s", w, why);
+			if (is_count)
+				count = v;
+			else
+				snap = (uint32_t)v;
 		} else {
 			return opt_errf(err, errlen, -EINVAL,
 					"capture start: unknown '%s' (group, side, count, snaplen)",

@@ -69,8 +69,7 @@ int console_cmd_register(const struct console_cmd *table)
 static int cmd_help(struct ctl *c, char *args, FILE *out)
 {
 	(void)c;
-	concmd_help(cmds, sizeof(cmds[0]), concmd_rest(args), out);
-	return 0;
+	return concmd_help(cmds, sizeof(cmds[0]), concmd_rest(args), out) ? 0 : -1;
 }
 
 /*

@@ -50,7 +50,8 @@
 # turns the packets that would fall between the two bridges into duplicates. FAULT and
 # STOP (this bridge cannot or shall not forward) go standby at once. (Notify scripts
 # started per state do not wait: a delayed BACKUP script could overtake the MASTER one
-# that follows it.) Logs to syslog (logger) what it did, after doing it.
+# that follows it.) Logs to syslog (logger) what it did, after doing it; a role change
+# that failed also goes to stderr.
 # Exit status (per state): bcom's (0 done, 1 refused, 3 bridge not reachable; 124 no
 # answer within 10 s), 2 for bad usage. With --fifo it runs until keepalived ends it
 # with SIGTERM (keepalived stops; it writes no STOP events then): the partitions it made
@@ -121,6 +122,8 @@ apply() {
 	out=$(timeout -k 1 10 "$bcom" --control "$1" role "$2" "$role" 2>&1) || rc=$?
 	[ -z "$trace" ] || printf '%s done %s %s %s\n' "$(date -u +%T.%3N)" "$2" "$3" "$rc" >>"$trace"
 	logger -t ib2roce-notify "partition $2: $3: role $role: exit $rc: $out" 2>/dev/null || true
+	# A failure also on stderr: run by hand (or where no syslog runs) it said nothing.
+	[ "$rc" = 0 ] || echo "$0: partition $2: $3: role $role: exit $rc: $out" >&2
 }
 
 # The FIFO reader's end (SIGTERM from keepalived): the partitions it made active go

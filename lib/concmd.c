@@ -94,10 +94,10 @@ const struct concmd *concmd_find(const void *table, size_t size, const char *nam
  * own, its help on the next. */
 #define CONCMD_HELP_COL 40
 
-void concmd_help(const void *table, size_t size, const char *what, FILE *out)
+int concmd_help(const void *table, size_t size, const char *what, FILE *out)
 {
 	const struct concmd *k;
-	int w = 0;
+	int w = 0, shown = 0;
 
 	for (size_t i = 0; (k = entry(table, size, i))->name; i++) {
 		int n = (int)strlen(k->name) + (k->args ? 1 + (int)strlen(k->args) : 0);
@@ -110,6 +110,7 @@ void concmd_help(const void *table, size_t size, const char *what, FILE *out)
 
 		if (what && strncmp(k->name, what, strlen(what)))
 			continue;
+		shown++;
 		/* The syntax whole, however long (no fixed buffer): padded to the column of
 		 * the help, or on a line of its own when longer than that column. */
 		fprintf(out, "%s%s%s", k->name, k->args ? " " : "", k->args ? k->args : "");
@@ -118,8 +119,11 @@ void concmd_help(const void *table, size_t size, const char *what, FILE *out)
 		else
 			fprintf(out, "%*s  %s\n", w - n, "", k->help);
 	}
-	if (what)
-		return;
+	if (what) {
+		if (!shown)
+			fprintf(out, "help: no command '%s' (help lists them)\n", what);
+		return shown;
+	}
 	fprintf(out, "Commands may be abbreviated to any unique prefix");
 	for (size_t i = 0, first = 1; (k = entry(table, size, i))->name; i++)
 		if (k->exact) {
@@ -127,4 +131,5 @@ void concmd_help(const void *table, size_t size, const char *what, FILE *out)
 			first = 0;
 		}
 	fprintf(out, ".\n");
+	return shown;
 }

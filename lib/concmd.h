@@ -50,8 +50,10 @@ const struct concmd *concmd_find(const void *table, size_t size, const char *nam
 
 /*
  * concmd_help - one line per command whose name starts with what (NULL: all), "name
- * args  help" aligned; without what, a last line on prefixes.
+ * args  help" aligned; without what, a last line on prefixes. Returns how many
+ * commands it listed; none (what matches no command) prints "help: no command 'what'
+ * (help lists them)", for the caller to fail the command.
  */
-void concmd_help(const void *table, size_t size, const char *what, FILE *out);
+int concmd_help(const void *table, size_t size, const char *what, FILE *out);
 
 #endif /* LIB_CONCMD_H */

@@ -43,6 +43,12 @@ int groupopts_mgid_set(void *ctx, const char *arg, char *err, size_t len)
 	int f;
 
 	if (!arg) {
+		/* The list is for a command line (--mgid alone); a config line without a
+		 * format is an error, as a bare enable is: listing and exiting 0 would stop
+		 * a bridge at start-up with nothing in its log but the list. */
+		if (opt_in_file())
+			return opt_errf(err, len, -EINVAL,
+					"a format is required here (RDMA, IPv4, IPv6, PORT, IB)");
 		d->list_fmts = true;
 		opt_request_exit();
 		return 0;

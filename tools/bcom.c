@@ -179,6 +179,12 @@ static int conn_open(struct conn *c, const char *path, bool is_default)
 		return 0;
 	if (fd == -EACCES || fd == -EPERM)
 		fprintf(stderr, "bcom: %s: permission denied\n", path);
+	else if (fd == -ECONNREFUSED && stat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		/* connect(2) on a file that is not a socket fails with ECONNREFUSED. */
+		fprintf(stderr,
+			"bcom: no bridge at %s: not a socket (--control names the "
+			"bridge's socket)\n",
+			path);
 	else
 		fprintf(stderr, "bcom: no bridge at %s: %s\n", path, strerror(-fd));
 	/* A user's default is not where a system service listens: say so. */

@@ -41,8 +41,7 @@ static const struct cmd cmds[];
 static int cmd_help(struct mccon *con, char *args, FILE *out)
 {
 	(void)con;
-	concmd_help(cmds, sizeof(cmds[0]), concmd_rest(args), out);
-	return 0;
+	return concmd_help(cmds, sizeof(cmds[0]), concmd_rest(args), out) ? 0 : -1;
 }
 
 static int cmd_status(struct mccon *con, char *args, FILE *out)

@@ -91,6 +91,13 @@ printf 'device sim_ib0\nroce \001sim\n' | conf ctrl 2 "control character in line
 conf badgroupname 1 "control-group: no group '\.\.\.'" <<'C'
 control-group no-such-group-here
 C
+# A bare mgid lists the formats on a command line; in a file it is an error (it printed
+# the list and exited 0: a bridge that never started, its log only the list).
+conf baremgid 2 "mgid: a format is required here \(RDMA, IPv4, IPv6, PORT, IB\)$" <<'C'
+roce sim_roce0
+mgid
+multicast 239.1.2.3
+C
 # An included file: the error names the inner file and line, then where it was included.
 printf 'roce sim_roce0\nmgid NOPE\n' >"$SF_TMP/inner.conf"
 rc=0

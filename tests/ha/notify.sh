@@ -2,7 +2,7 @@
 # ha/ib2roce-notify.sh without keepalived: a stand-in bcom records the commands it is
 # given (one line each: the --control path and the command).
 # - per state: MASTER -> role P active, BACKUP/FAULT/STOP -> role P standby, the exit
-#   status is bcom's; bad usage and an unknown state: exit 2, no bcom run;
+#   status is bcom's (a failure also on stderr, with bcom's reply); bad usage and an unknown state: exit 2, no bcom run;
 # - --fifo: lines written into the FIFO as keepalived writes them are applied in their
 #   order; other instances and other lines are ignored; SIGTERM makes the partitions it
 #   made active (and only those) standby, and it exits 0;
@@ -65,8 +65,11 @@ wait_for() {
 "$HA_NOTIFY" --bcom "$T/bcom" /c md FAULT || fail "FAULT: exit $?"
 "$HA_NOTIFY" --bcom "$T/bcom" /c md STOP || fail "STOP: exit $?"
 rc=0
-"$HA_NOTIFY" --bcom "$T/bcom" /c x MASTER 2>/dev/null || rc=$?
+"$HA_NOTIFY" --bcom "$T/bcom" /c x MASTER 2>"$T/err" || rc=$?
 [ "$rc" = 1 ] || fail "bcom failing: exit $rc, not 1"
+# The failure is on stderr too (it went only to syslog: by hand, nothing was said).
+grep -q "partition x: MASTER: role active: exit 1: no partition x$" "$T/err" ||
+	fail "bcom failing: stderr does not say why"
 printf '%s\n' "/c role md active" "/c role md standby" "/c role md standby" \
 	"/c role md standby" "/c role x active" >"$T/want"
 cmp -s "$T/want" "$T/log" || fail "per-state commands differ from $(cat "$T/want")"
