@@ -9,16 +9,18 @@
 # over). Released (`sq-hang off`): the held sends complete, the condition clears (logged
 # once), health is ok again and the bridge forwards again. On the old bridge there is no
 # tx_stuck anywhere: health stays ok while the whole stream is dropped.
+# Argument: the number of workers (default 1; 0: the event-driven data path).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/con.sh
 . "$(dirname "$0")/../lib/con.sh"
 
-sf_init console-txstuck
+workers=${1:-1}
+sf_init "console-txstuck-w$workers"
 g=239.1.2.13
 prom=$SF_TMP/ib2roce.prom
 HA_NOTIFY=$(cd "$(dirname "$0")/../.." && pwd)/ha/ib2roce-notify.sh
 
-br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -e sqdepth=64 -e backlog=64 \
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers "$workers" -e sqdepth=64 -e backlog=64 \
 	--metrics-file "$prom" -e statint=1 -m "$g"
 con_wait_json bridge '.healthy | tostring' true
 con_expect_in "$(con_ok bridge health)" "^health ok$" "health at start"
