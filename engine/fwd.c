@@ -317,24 +317,35 @@ chan_post(struct worker *w, struct pool *pool, struct channel *out, struct freel
  * frees its buffer). Busy or stuck? Busy: a send completed since the last look (tx_tail
  * moved) or nothing is outstanding: this look starts a new one. Stuck: the tail stood
  * still for BR_TX_STUCK_NS since the first look that found it there (so the oldest
- * outstanding send is older than that): counted once (tx_stuck) and published
- * (tx_stuck_ns) until a completion moves the tail (the next look here, or
- * chan_backlog_drain, which the first completion of a stuck queue runs: its backlog is
- * full). now: the caller's clock, read once per burst (CLOCK_MONOTONIC ns). Cold: only a
- * full queue comes here, so the fast path's code is unchanged.
+ * outstanding send is older than that), and the channel's CQ was polled again after a
+ * look past the bound (a worker that lost its CPU for a second looks first and polls
+ * after: the completions that came meanwhile move the tail then). Counted once
+ * (tx_stuck) and published (tx_stuck_ns) until a completion moves the tail (the next look
+ * here, or chan_backlog_drain, which the first completion of a stuck queue runs: its
+ * backlog is full). now: the caller's clock, read once per burst (CLOCK_MONOTONIC ns).
+ * Cold: only a full queue comes here, so the fast path's code is unchanged.
  */
 static __attribute__((noinline, cold)) void chan_tx_full(struct channel *ch, uint64_t now)
 {
+	uint64_t polls = ch->w->ws[ch->side].polls + 1;
+
 	ch->st.drops[DROP_TX_FULL]++;
 	if (!ch->stall_ns || ch->tx_tail != ch->stall_tail || ch->tx_head == ch->tx_tail) {
 		ch->stall_tail = ch->tx_tail;
 		ch->stall_ns = now;
+		ch->stall_polls = 0;
 		if (atomic_load_explicit(&ch->tx_stuck_ns, memory_order_relaxed))
 			atomic_store_explicit(&ch->tx_stuck_ns, 0, memory_order_relaxed);
 		return;
 	}
-	if (!atomic_load_explicit(&ch->tx_stuck_ns, memory_order_relaxed) &&
-	    now - ch->stall_ns >= BR_TX_STUCK_NS) {
+	if (atomic_load_explicit(&ch->tx_stuck_ns, memory_order_relaxed) ||
+	    now - ch->stall_ns < BR_TX_STUCK_NS)
+		return;
+	if (!ch->stall_polls) {
+		ch->stall_polls = polls; /* past the bound: stuck if a poll brings nothing */
+		return;
+	}
+	if (polls != ch->stall_polls) {
 		ch->st.tx_stuck++;
 		atomic_store_explicit(&ch->tx_stuck_ns, ch->stall_ns, memory_order_relaxed);
 	}
