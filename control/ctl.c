@@ -9,6 +9,7 @@
  * docs/architecture.md).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include "loop.h"
 #include "options.h"
 #include "senders.h"
+#include "state.h"
 #include "stream.h"
 
 static void reload_hook(void *arg);
@@ -48,7 +50,7 @@ static int ctl_register(struct ctl *c)
 	t = loop_every(0, qp_errors_tick, c, "qp errors");
 	if (!t)
 		return -ENOMEM;
-	loop_timer_what(t, "queue pairs in the error state (said once)");
+	loop_timer_what(t, "queue pairs in the error state, stuck send queues (said once)");
 	if (!c->br->cfg.nworkers && (r = evmode_init(c)))
 		return r;
 	t = loop_every(1000, aging_tick, c, "aging");
@@ -163,15 +165,49 @@ static void reload_hook(void *arg)
 	do_reload(arg, "SIGHUP");
 }
 
-/* A QP in the error state (flushed completions) no longer receives: say so once. */
+/*
+ * A channel's send queue got stuck (engine/fwd.c, chan_tx_full) or moves again: said once
+ * per episode (an episode is its tx_stuck_ns, the time the worker first found the queue
+ * full with no completion since), and once when it clears.
+ */
+static void tx_stuck_report(struct ctl *c, int s, uint32_t k, struct channel *ch, uint64_t now_ms)
+{
+	uint64_t at = chan_tx_stuck_ns(ch), logged = ch->tx_stuck_logged;
+	const char *dev = c->br->sd[s].dev;
+
+	if (at == logged)
+		return;
+	if (!at) {
+		log_ctx(LOG_NOTICE, dev, NULL,
+			"%s %s channel %u (QP %#x): send queue completes again, %" PRIu64
+			" ms after it was first found full without completions",
+			side_name[s], dev, k, ch->qpn, sub0(now_ms, logged / 1000000));
+	} else {
+		uint64_t head = CMM_LOAD_SHARED(ch->tx_head), tail = CMM_LOAD_SHARED(ch->tx_tail);
+
+		log_ctx(LOG_ERR, dev, NULL,
+			"%s %s channel %u (QP %#x): send queue stuck: %" PRIu64
+			" sends outstanding, no send completion for %" PRIu64
+			" ms; nothing is sent through it (tx_full drops) until it completes again",
+			side_name[s], dev, k, ch->qpn, sub0(head, tail),
+			sub0(now_ms, at / 1000000));
+	}
+	ch->tx_stuck_logged = at;
+}
+
+/*
+ * A QP in the error state (flushed completions) no longer receives: say so once. A send
+ * queue that stopped completing: said once per episode (tx_stuck_report).
+ */
 static void qp_errors_tick(void *arg, uint64_t now)
 {
 	struct ctl *c = arg;
 
-	(void)now;
 	for (int s = 0; s < NSIDES; s++) {
 		for (uint32_t k = 0; k < c->br->sd[s].nchan; k++) {
 			struct channel *ch = c->br->sd[s].chan[k];
+
+			tx_stuck_report(c, s, k, ch, now);
 
 			if (__atomic_load_n(&ch->broken, __ATOMIC_RELAXED) &&
 			    !ch->broken_reported) {

@@ -484,9 +484,9 @@ static bool xfer_has(const struct ha *ha, uint32_t idx)
 }
 
 /*
- * Can this bridge forward partition idx now? Both sides up without broken channels, a
- * group in the partition, each of its groups forwarding in every direction it has
- * (joined), the worker of each alive. false with the first reason in why.
+ * Can this bridge forward partition idx now? Both sides up without broken channels or
+ * stuck send queues, a group in the partition, each of its groups forwarding in every
+ * direction it has (joined), the worker of each alive. false with the first reason in why.
  */
 static bool part_healthy(struct ha *ha, struct ctl *c, uint32_t idx, char *why, size_t len)
 {
@@ -510,6 +510,11 @@ static bool part_healthy(struct ha *ha, struct ctl *c, uint32_t idx, char *why, 
 		if (broken) {
 			snprintf(why, len, "%s: %u channel%s in the error state", side_name[s],
 				 broken, broken == 1 ? "" : "s");
+			return false;
+		}
+		if (side_tx_stuck(br, s)) {
+			snprintf(why, len, "%s: %u channel%s with a stuck send queue", side_name[s],
+				 side_tx_stuck(br, s), side_tx_stuck(br, s) == 1 ? "" : "s");
 			return false;
 		}
 	}

@@ -87,6 +87,28 @@ static inline uint32_t side_broken(struct bridge *br, int s)
 	return n;
 }
 
+/*
+ * Since when the channel's send queue is stuck (engine/fwd.c, chan_tx_full): the
+ * CLOCK_MONOTONIC ns of the worker's first look that found it full with no send
+ * completion since; 0 while it is not stuck. Relaxed: a value, the worker publishes
+ * nothing with it.
+ */
+static inline uint64_t chan_tx_stuck_ns(const struct channel *ch)
+{
+	/* C11's atomic_load takes no pointer to const (C17 does): the load writes nothing. */
+	return atomic_load_explicit((_Atomic uint64_t *)&ch->tx_stuck_ns, memory_order_relaxed);
+}
+
+/* Channels of side s whose send queue is stuck now. */
+static inline uint32_t side_tx_stuck(struct bridge *br, int s)
+{
+	uint32_t n = 0;
+
+	for (uint32_t k = 0; k < br->sd[s].nchan; k++)
+		n += chan_tx_stuck_ns(br->sd[s].chan[k]) != 0;
+	return n;
+}
+
 static inline uint64_t worker_heartbeat(const struct worker *w)
 {
 	/* Relaxed: a progress indicator, it publishes nothing (worker.c stores it relaxed). */

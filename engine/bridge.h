@@ -44,6 +44,8 @@ struct cap_ring;
 #define BR_POLL		       (8 * BR_BURST) /* completions one poll of a worker's CQ takes */
 #define BR_IB_MARKER_HOP_LIMIT 1 /* hop limit the bridge sets on IB: "already bridged" */
 #define BR_QKEY_CONTROLLED     0x80000000u /* a controlled Q_Key (IBA 10.2.4): needs privilege */
+/* A full send queue with no send completion for this long is stuck (fwd.c, chan_tx_full). */
+#define BR_TX_STUCK_NS 1000000000ull
 
 /* The Q_Key of group g on side s (rdma_cm's when none was given). */
 #define group_qkey(g, s) ((g)->qkey[s] ? (g)->qkey[s] : BR_UDP_QKEY)
@@ -351,6 +353,23 @@ struct channel {
 	struct chan_stats zap;
 	uint64_t rate_rx_prev, rate_fwd_prev;
 	uint64_t pps_rx, pps_fwd;
+	/*
+	 * A send queue that stopped completing (fwd.c, chan_tx_full): sends outstanding, the
+	 * queue and its backlog full, and the oldest outstanding send not completed for
+	 * BR_TX_STUCK_NS. At the end of the struct, off the data path's cache lines. Owner
+	 * thread: stall_tail, the tx_tail at the first look that found the queue full;
+	 * stall_ns, that look's time (CLOCK_MONOTONIC ns, the burst's clock; 0: no look
+	 * yet); stall_polls, 1 + the polls of the channel's side CQ (struct wside) at the
+	 * first look past the bound (0: none yet). tx_stuck_ns: stall_ns while the queue is
+	 * stuck, 0 otherwise; the owner stores it relaxed (a value, it publishes nothing
+	 * else), the control thread reads it (control/ctl.c logs an episode, ops/health.c's
+	 * tx_stuck).
+	 */
+	uint64_t stall_tail;
+	uint64_t stall_ns;
+	uint64_t stall_polls;
+	_Atomic uint64_t tx_stuck_ns;
+	uint64_t tx_stuck_logged; /* control thread: the tx_stuck_ns it logged, 0: none */
 } __attribute__((aligned(64)));
 
 /* A worker-to-worker single-producer single-consumer ring of packets. */

@@ -313,14 +313,53 @@ chan_post(struct worker *w, struct pool *pool, struct channel *out, struct freel
 }
 
 /*
+ * A send found the queue and its backlog full: the packet is dropped (tx_full; the caller
+ * frees its buffer). Busy or stuck? Busy: a send completed since the last look (tx_tail
+ * moved) or nothing is outstanding: this look starts a new one. Stuck: the tail stood
+ * still for BR_TX_STUCK_NS since the first look that found it there (so the oldest
+ * outstanding send is older than that), and the channel's CQ was polled again after a
+ * look past the bound (a worker that lost its CPU for a second looks first and polls
+ * after: the completions that came meanwhile move the tail then). Counted once
+ * (tx_stuck) and published (tx_stuck_ns) until a completion moves the tail (the next look
+ * here, or chan_backlog_drain, which the first completion of a stuck queue runs: its
+ * backlog is full). now: the caller's clock, read once per burst (CLOCK_MONOTONIC ns).
+ * Cold: only a full queue comes here, so the fast path's code is unchanged.
+ */
+static __attribute__((noinline, cold)) void chan_tx_full(struct channel *ch, uint64_t now)
+{
+	uint64_t polls = ch->w->ws[ch->side].polls + 1;
+
+	ch->st.drops[DROP_TX_FULL]++;
+	if (!ch->stall_ns || ch->tx_tail != ch->stall_tail || ch->tx_head == ch->tx_tail) {
+		ch->stall_tail = ch->tx_tail;
+		ch->stall_ns = now;
+		ch->stall_polls = 0;
+		if (atomic_load_explicit(&ch->tx_stuck_ns, memory_order_relaxed))
+			atomic_store_explicit(&ch->tx_stuck_ns, 0, memory_order_relaxed);
+		return;
+	}
+	if (atomic_load_explicit(&ch->tx_stuck_ns, memory_order_relaxed) ||
+	    now - ch->stall_ns < BR_TX_STUCK_NS)
+		return;
+	if (!ch->stall_polls) {
+		ch->stall_polls = polls; /* past the bound: stuck if a poll brings nothing */
+		return;
+	}
+	if (polls != ch->stall_polls) {
+		ch->st.tx_stuck++;
+		atomic_store_explicit(&ch->tx_stuck_ns, ch->stall_ns, memory_order_relaxed);
+	}
+}
+
+/*
  * Send buffer `buf` on `out`: chained now, or queued in the bounded backlog when the send
  * queue is full or older packets already wait (order is kept); dropped and counted when
- * the backlog is full too.
+ * the backlog is full too (chan_tx_full, which reads now: the caller's clock).
  */
 static inline __attribute__((always_inline)) void
 chan_send(struct worker *w, struct pool *pool, struct channel *out, struct freelist *fl,
 	  uint32_t buf, uintptr_t addr, uint32_t len, bool has_imm, uint32_t imm, struct ibv_ah *ah,
-	  uint32_t qkey)
+	  uint32_t qkey, uint64_t now)
 {
 	struct backlog_ent *b;
 
@@ -329,7 +368,7 @@ chan_send(struct worker *w, struct pool *pool, struct channel *out, struct freel
 		return;
 	}
 	if (out->bl_tail - out->bl_head > out->bl_mask) {
-		out->st.drops[DROP_TX_FULL]++;
+		chan_tx_full(out, now);
 		fl_put(w, fl, buf);
 		return;
 	}
@@ -351,6 +390,10 @@ static void chan_backlog_drain(struct worker *w, struct channel *ch, struct free
 {
 	struct pool *pool = w->br->pool;
 
+	/* A stuck queue's first completion: it moves again (chan_tx_full). */
+	if (__builtin_expect(atomic_load_explicit(&ch->tx_stuck_ns, memory_order_relaxed), 0) &&
+	    ch->tx_tail != ch->stall_tail)
+		atomic_store_explicit(&ch->tx_stuck_ns, 0, memory_order_relaxed);
 	while (ch->bl_head != ch->bl_tail && sq_used(ch) < ch->sq_depth) {
 		struct backlog_ent b = ch->bl[ch->bl_head++ & ch->bl_mask];
 
@@ -1621,7 +1664,7 @@ chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct 
 	if (__builtin_expect(cr != NULL, 0) && chan_send_drops(out))
 		why = DROP_TX_FULL; /* counted by chan_send */
 	chan_send(w, b->pool, out, fl, buf, (uintptr_t)p + BR_GRH_LEN, len,
-		  wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side]);
+		  wc->wc_flags & IBV_WC_WITH_IMM, wc->imm_data, ah, g->qkey_out[!side], b->now);
 forwarded:
 	if (__builtin_expect(cr != NULL, 0))
 		rx_capture_done(b, cr, g, why);
@@ -1966,6 +2009,7 @@ unsigned fwd_handoff_drain(struct worker *w)
 {
 	struct pool *pool = w->br->pool;
 	struct freelist fl;
+	uint64_t now = 0; /* read once, when a send will find its queue full (chan_tx_full) */
 	unsigned n = 0;
 
 	fl.n = 0;
@@ -1981,9 +2025,11 @@ unsigned fwd_handoff_drain(struct worker *w)
 			struct handoff_ent *e = &r->ent[head & r->mask];
 
 			pool_set_owner(pool, e->buf, w->id);
+			if (__builtin_expect(!now && chan_send_drops(e->out), 0))
+				now = now_ns();
 			chan_send(w, pool, e->out, &fl, e->buf,
 				  (uintptr_t)pool_data(pool, e->buf) + BR_GRH_LEN, e->len,
-				  e->has_imm, e->imm, e->ah, e->qkey);
+				  e->has_imm, e->imm, e->ah, e->qkey, now);
 		}
 		atomic_store_explicit(&r->head, head, memory_order_release);
 	}

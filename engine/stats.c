@@ -64,4 +64,5 @@ void chan_stats_add(struct chan_stats *d, const struct chan_stats *s)
 	d->pgm_not_pgm += s->pgm_not_pgm;
 	d->pgm_malformed += s->pgm_malformed;
 	d->pgm_bad_csum += s->pgm_bad_csum;
+	d->tx_stuck += s->tx_stuck;
 }

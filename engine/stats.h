@@ -55,6 +55,7 @@ struct chan_stats {
 	uint64_t pgm_not_pgm;	/* datagrams that are not PGM at all (other UDP traffic) */
 	uint64_t pgm_malformed; /* shaped like PGM but invalid (forwarded unless strict) */
 	uint64_t pgm_bad_csum;	/* PGM packets with a wrong checksum */
+	uint64_t tx_stuck;	/* times the send queue was found stuck (BR_TX_STUCK_NS) */
 };
 
 /*

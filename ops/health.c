@@ -25,6 +25,7 @@ const char *const health_cond_name[HEALTH_NCONDS] = {
 	[HEALTH_CTL_STALL] = "ctl_stall",     /* degraded */
 	[HEALTH_LOG_DROPPED] = "log_dropped", /* degraded */
 	[HEALTH_PLACEMENT] = "placement",     /* degraded */
+	[HEALTH_TX_STUCK] = "tx_stuck",	      /* failed */
 };
 
 const enum health_level health_cond_level[HEALTH_NCONDS] = {
@@ -36,6 +37,7 @@ const enum health_level health_cond_level[HEALTH_NCONDS] = {
 	[HEALTH_CTL_STALL] = HEALTH_LEVEL_DEGRADED,   /* the data path forwarded meanwhile */
 	[HEALTH_LOG_DROPPED] = HEALTH_LEVEL_DEGRADED, /* the data path forwards */
 	[HEALTH_PLACEMENT] = HEALTH_LEVEL_DEGRADED,   /* the standby is placed alike */
+	[HEALTH_TX_STUCK] = HEALTH_LEVEL_FAILED,      /* a channel sends nothing */
 };
 
 const char *const health_level_name[3] = {
@@ -127,6 +129,44 @@ static void check_sides(struct ctl *c, struct health *h)
 		fail(h, HEALTH_SIDES, "sides: %s", msg);
 }
 
+/*
+ * Send queues that stopped completing (engine/fwd.c, chan_tx_full): the first one named,
+ * with how long since its queue was first found full without a completion. FAILED: that
+ * channel sends nothing, so its groups lose that direction whole; the standby's queue
+ * pairs are its own, so a failover helps at once (where a microburst, DEGRADED, would
+ * reach the standby too).
+ */
+static void check_tx_stuck(struct ctl *c, uint64_t now_ms, struct health *h)
+{
+	struct bridge *br = c->br;
+	struct channel *first = NULL;
+	uint64_t first_ns = 0;
+	uint32_t n = 0;
+	int first_s = 0;
+
+	for (int s = 0; s < NSIDES; s++) {
+		for (uint32_t k = 0; k < br->sd[s].nchan; k++) {
+			struct channel *ch = br->sd[s].chan[k];
+			uint64_t at = chan_tx_stuck_ns(ch);
+
+			if (!at)
+				continue;
+			if (!n++) {
+				first = ch;
+				first_ns = at;
+				first_s = s;
+			}
+		}
+	}
+	if (n)
+		fail(h, HEALTH_TX_STUCK,
+		     "tx_stuck: %s %s channel %u (QP %#x): send queue full, no send completion "
+		     "for %.1f s%s",
+		     side_name[first_s], br->sd[first_s].dev, first->index, first->qpn,
+		     (double)sub0(now_ms, first_ns / 1000000) / 1000.0,
+		     n > 1 ? " (and more channels)" : "");
+}
+
 /* A DEGRADED condition's event (at ms, 0: never) is recent enough to hold. */
 static bool recent(uint64_t ms, uint64_t now_ms)
 {
@@ -143,6 +183,7 @@ bool health_check(struct ctl *c, uint64_t now_ms, struct health *h)
 		check_groups(c, h);
 	check_workers(c, now_ms, h);
 	check_sides(c, h);
+	check_tx_stuck(c, now_ms, h);
 	if (recent(c->nic_drops_ms, now_ms))
 		fail(h, HEALTH_NIC_DROPS,
 		     "nic_drops: the NIC's receive drop counter rose %" PRIu64 " s ago",

@@ -12,6 +12,9 @@
  *   groups     every group forwards in every direction it has (ready bits set)
  *   workers    every worker's heartbeat advanced within health_stall_ms()
  *   sides      both ports are up and no channel is in the error state
+ *   tx_stuck   no channel's send queue is stuck: full, with no send completion for
+ *              BR_TX_STUCK_NS (engine/fwd.c, chan_tx_full); such a channel sends nothing,
+ *              its groups lose that direction whole, and the standby's queue is its own
  *
  * DEGRADED: the bridge forwards but lost something or nearly did; a person should look,
  * a failover would not help (the standby sees the same microburst, the same disk) and
@@ -45,6 +48,7 @@ enum health_cond {
 	HEALTH_CTL_STALL,
 	HEALTH_LOG_DROPPED,
 	HEALTH_PLACEMENT,
+	HEALTH_TX_STUCK,
 	HEALTH_NCONDS
 };
 

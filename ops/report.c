@@ -63,11 +63,11 @@ void show_counters(struct ctl *c, FILE *out, bool final)
 			" tx_pkts=%" PRIu64 " tx_bytes=%" PRIu64 " drops=%" PRIu64
 			" rx_starved=%" PRIu64 " backlog_max=%" PRIu64 " pgm_pkts=%" PRIu64
 			" pgm_not_pgm=%" PRIu64 " pgm_malformed=%" PRIu64 " pgm_bad_csum=%" PRIu64
-			" standby=%" PRIu64,
+			" standby=%" PRIu64 " tx_stuck=%" PRIu64,
 			side_name[s], br->sd[s].dev, st.rx_pkts, st.rx_bytes, st.fwd_pkts,
 			st.tx_pkts, st.tx_bytes, chan_stats_drops(&st), st.rx_starved,
 			st.backlog_max, st.pgm_pkts, st.pgm_not_pgm, st.pgm_malformed,
-			st.pgm_bad_csum, st.standby);
+			st.pgm_bad_csum, st.standby, st.tx_stuck);
 		if (nic_ctr_get(&c->nic[s], false, &nic))
 			fprintf(out, " nic_rx_dropped=%" PRIu64, nic);
 		else
@@ -246,6 +246,8 @@ static void json_sides(struct jw *j, struct ctl *c)
 		jw_u64(j, "pgm_not_pgm", st.pgm_not_pgm);
 		jw_u64(j, "pgm_malformed", st.pgm_malformed);
 		jw_u64(j, "pgm_bad_csum", st.pgm_bad_csum);
+		jw_u64(j, "tx_stuck", st.tx_stuck);
+		jw_u64(j, "tx_stuck_channels", side_tx_stuck(br, s));
 		jw_open(j, "drop_reasons", '{');
 		for (int r = 0; r < DROP_NREASONS; r++)
 			jw_u64(j, drop_reason_name[r], st.drops[r]);
@@ -357,6 +359,13 @@ static void json_channels(struct jw *j, struct bridge *br)
 			jw_u64(j, "tx_pkts", st.tx_pkts);
 			jw_u64(j, "drops", chan_stats_drops(&st));
 			jw_bool(j, "broken", CMM_LOAD_SHARED(ch->broken));
+			jw_u64(j, "tx_stuck", st.tx_stuck);
+			/* ms since its queue was found full without completions; null: moves */
+			if (chan_tx_stuck_ns(ch))
+				jw_u64(j, "tx_stuck_ms",
+				       sub0(mono_ms(), chan_tx_stuck_ns(ch) / 1000000));
+			else
+				jw_null(j, "tx_stuck_ms");
 			jw_close(j, '}');
 		}
 	}
@@ -603,7 +612,7 @@ static void prom_side(FILE *f, const char *name, const struct side_ctx *sd)
 /* What the per-side metrics read, one snapshot per side. */
 struct side_vals {
 	uint64_t rx_pkts, rx_bytes, fwd_pkts, standby, tx_pkts, tx_bytes, rx_starved, backlog,
-		port_up, port_events, rejoins, broken;
+		port_up, port_events, rejoins, broken, tx_stuck, tx_stuck_chans;
 };
 
 static const struct {
@@ -638,6 +647,12 @@ static const struct {
 	{"ib2roce_broken_channels", "gauge",
 	 "Channels whose queue pair went to the error state (they no longer forward).",
 	 offsetof(struct side_vals, broken)},
+	{"ib2roce_tx_stuck_total", "counter",
+	 "Times a channel's send queue was found full with no send completion for 1 s.",
+	 offsetof(struct side_vals, tx_stuck)},
+	{"ib2roce_tx_stuck_channels", "gauge",
+	 "Channels whose send queue is stuck now (full, no send completion for 1 s or more).",
+	 offsetof(struct side_vals, tx_stuck_chans)},
 };
 
 static void prom_sides(FILE *f, struct bridge *br)
@@ -660,6 +675,8 @@ static void prom_sides(FILE *f, struct bridge *br)
 			.port_events = br->sd[s].port_events,
 			.rejoins = br->sd[s].rejoins,
 			.broken = side_broken(br, s),
+			.tx_stuck = st[s].tx_stuck,
+			.tx_stuck_chans = side_tx_stuck(br, s),
 		};
 	}
 	for (size_t m = 0; m < sizeof(side_metric) / sizeof(side_metric[0]); m++) {

@@ -367,7 +367,9 @@ void show_channels(struct ctl *c, FILE *out)
 			tbl_u64(&t, st.tx_pkts);
 			tbl_u64(&t, chan_stats_drops(&st));
 			tbl_u64(&t, ch->pps_rx);
-			tbl_txt(&t, CMM_LOAD_SHARED(ch->broken) ? "BROKEN" : "ok");
+			tbl_txt(&t, CMM_LOAD_SHARED(ch->broken) ? "BROKEN"
+				    : chan_tx_stuck_ns(ch)	? "TX_STUCK"
+								: "ok");
 			/* The QP's Q_Key: its groups' on this side (control/groups.c). */
 			tbl_add(&t, true, "0x%08x", ch->qkey);
 		}

@@ -428,6 +428,8 @@ int sf_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	}
 	if (i)
 		atomic_store_explicit(&r->cons, cons, memory_order_release);
+	else if (__builtin_expect(atomic_load_explicit(&g_sf_sq_held, memory_order_relaxed), 0))
+		sf_sq_release_cq(fab, p->index); /* a hung send queue's held sends (qp.c) */
 	return i;
 }
 

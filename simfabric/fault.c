@@ -101,3 +101,30 @@ int sf_loss_set(struct sf_fabric *fab, uint32_t seg, uint32_t ppm)
 	atomic_store(&fab->segs[seg].loss_ppm, ppm);
 	return 0;
 }
+
+/*
+ * A send queue that hangs: the QP's sends are accepted (ibv_post_send returns 0 while the
+ * queue has room, ENOMEM when it is full, as before) but neither sent nor completed; when
+ * the hang ends they are sent and completed in order by the owner's next ibv_post_send,
+ * or its next ibv_poll_cq of the send CQ that finds it empty (qp.c). What a QP whose
+ * hardware queue stopped, or whose completions were lost, looks like to its owner.
+ */
+int sf_sq_hang_set(struct sf_fabric *fab, uint32_t dev, uint32_t qpn, bool on)
+{
+	int ret = -ENOENT;
+
+	if (dev >= fab->ndevs || fab->devs[dev].removed)
+		return -ENODEV;
+	sf_lock(fab);
+	for (uint32_t i = 0; i < SF_MAX_QPS; i++) {
+		struct sf_qp *q = &fab->qps[i];
+
+		if (q->own.pid && q->dev == dev && q->qpn == qpn) {
+			atomic_store(&q->sq_hang, on ? 1u : 0u);
+			ret = 0;
+			break;
+		}
+	}
+	sf_unlock(fab);
+	return ret;
+}

@@ -5,6 +5,7 @@
  * any other QP type fails with EOPNOTSUPP, as on a device without that transport.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,6 +24,101 @@ struct sf_qp_priv *g_own_qps[SF_MAX_QPS];
 
 int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static void sf_qp_free_ex(struct sf_qp_priv *q);
+
+/* ---- a hanging send queue (simfab qp DEV QPN sq-hang on|off, fault.c) ---- */
+
+/*
+ * A send held while its QP's send queue hangs: a copy of the WR, of its scatter list and
+ * inline bytes (the application may reuse those after the post; the buffers a scatter
+ * entry points to stay the application's until the completion, as on a NIC), its place
+ * in the send queue and its length, checked when it was posted.
+ */
+struct sf_held_wr {
+	struct ibv_send_wr wr;
+	uint64_t pos;
+	uint32_t len;
+	bool inl;
+	struct ibv_sge sge[SF_MAX_SGE];
+	uint8_t data[SF_MAX_INLINE];
+};
+
+_Atomic uint32_t g_sf_sq_held; /* QPs on g_held_first's list */
+static struct sf_qp_priv *g_held_first;
+static pthread_mutex_t g_held_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Send one checked WR at send-queue place pos: deliver it, complete it when signaled. */
+static inline __attribute__((always_inline)) void
+sf_send_one(struct sf_fabric *fab, struct sf_qp_priv *q, struct sf_qp *r, struct sf_dev *d,
+	    struct ibv_send_wr *wr, uint32_t len, uint8_t *inline_data, uint64_t pos)
+{
+	struct sf_cq_priv *cq = (struct sf_cq_priv *)q->qp.send_cq;
+	struct sf_tx tx;
+
+	memset(&tx, 0, offsetof(struct sf_tx, hdr));
+	tx.inline_data = inline_data;
+	tx.qp = q;
+	tx.sqp = r;
+	tx.sdev = d;
+	tx.wr = wr;
+	tx.len = len;
+	tx.qkey = wr->wr.ud.remote_qkey & SF_QKEY_USE_QP ? r->qkey : wr->wr.ud.remote_qkey;
+	tx.with_imm = wr->opcode == IBV_WR_SEND_WITH_IMM;
+	tx.solicited = wr->send_flags & IBV_SEND_SOLICITED;
+	sf_wire_send(fab, &tx, (struct sf_ah_priv *)wr->wr.ud.ah);
+	if (q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED)) {
+		struct ibv_wc wc = {.wr_id = wr->wr_id,
+				    .status = IBV_WC_SUCCESS,
+				    .opcode = IBV_WC_SEND,
+				    .qp_num = q->qp.qp_num};
+
+		sf_cq_push(fab, cq->index, cq->ring, &wc, ((uint64_t)q->index << 40) | pos, false);
+	}
+}
+
+/* Hold a checked WR of a hung send queue (inline: its bytes copied to inl). 0 or ENOMEM. */
+static int sf_sq_hold(struct sf_qp_priv *q, const struct ibv_send_wr *wr, uint32_t len,
+		      const uint8_t *inl)
+{
+	struct sf_held_wr *h;
+
+	if (!q->held) {
+		q->held = calloc(q->max_send_wr ? q->max_send_wr : 1, sizeof(*q->held));
+		if (!q->held)
+			return ENOMEM;
+	}
+	h = &q->held[q->nheld++];
+	h->wr = *wr;
+	h->wr.next = NULL;
+	memcpy(h->sge, wr->sg_list, sizeof(struct ibv_sge) * (size_t)wr->num_sge);
+	h->wr.sg_list = h->sge;
+	h->pos = q->sq_posted;
+	h->len = len;
+	h->inl = inl != NULL;
+	if (inl)
+		memcpy(h->data, inl, len);
+	if (!q->held_listed) {
+		pthread_mutex_lock(&g_held_lock);
+		q->held_next = g_held_first;
+		g_held_first = q;
+		q->held_listed = true;
+		atomic_fetch_add(&g_sf_sq_held, 1);
+		pthread_mutex_unlock(&g_held_lock);
+	}
+	return 0;
+}
+
+/* Take q off the list of QPs holding sends. g_held_lock held. */
+static void sf_sq_unlist_locked(struct sf_qp_priv *q)
+{
+	for (struct sf_qp_priv **pp = &g_held_first; *pp; pp = &(*pp)->held_next) {
+		if (*pp == q) {
+			*pp = q->held_next;
+			q->held_listed = false;
+			atomic_fetch_sub(&g_sf_sq_held, 1);
+			return;
+		}
+	}
+}
 
 static struct ibv_qp *sf_qp_create(struct ibv_context *context, struct ibv_pd *pd,
 				   struct ibv_qp_init_attr_ex *a)
@@ -479,6 +575,12 @@ SF_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
 	sf_qp_unlock(r);
 	sf_unlock(fab);
 	g_own_qps[q->index] = NULL;
+	if (q->held_listed) {
+		pthread_mutex_lock(&g_held_lock);
+		sf_sq_unlist_locked(q);
+		pthread_mutex_unlock(&g_held_lock);
+	}
+	free(q->held);
 	sf_qp_free_ex(q);
 	if (q->rq) {
 		unlink(path);
@@ -683,6 +785,64 @@ int sf_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr *
 	return ret;
 }
 
+/*
+ * The hang ended: send and complete the held WRs in order (a QP in the error state
+ * flushes them). Called by the QP's owner thread (ibv_post_send), or by the poll of its
+ * send CQ (sf_sq_release_cq) with g_held_lock held: a program that posts and polls a QP
+ * from two threads at once must not use the knob on it.
+ */
+static void sf_sq_release_locked(struct sf_fabric *fab, struct sf_qp_priv *q)
+{
+	struct sf_qp *r = &fab->qps[q->index];
+	struct sf_dev *d = &fab->devs[q->dev];
+	struct sf_cq_priv *cq = (struct sf_cq_priv *)q->qp.send_cq;
+
+	for (uint32_t i = 0; i < q->nheld; i++) {
+		struct sf_held_wr *h = &q->held[i];
+
+		if (atomic_load(&r->state) == IBV_QPS_ERR) {
+			struct ibv_wc wc = {.wr_id = h->wr.wr_id,
+					    .status = IBV_WC_WR_FLUSH_ERR,
+					    .qp_num = q->qp.qp_num};
+
+			sf_cq_push(fab, cq->index, cq->ring, &wc,
+				   ((uint64_t)q->index << 40) | h->pos, false);
+			continue;
+		}
+		sf_send_one(fab, q, r, d, &h->wr, h->len, h->inl ? h->data : NULL, h->pos);
+	}
+	q->nheld = 0;
+	sf_sq_unlist_locked(q);
+}
+
+void sf_sq_release_cq(struct sf_fabric *fab, uint32_t cq)
+{
+	struct sf_qp_priv *q, *next;
+
+	pthread_mutex_lock(&g_held_lock);
+	for (q = g_held_first; q; q = next) {
+		next = q->held_next;
+		if (((struct sf_cq_priv *)q->qp.send_cq)->index == cq &&
+		    !atomic_load_explicit(&fab->qps[q->index].sq_hang, memory_order_relaxed))
+			sf_sq_release_locked(fab, q);
+	}
+	pthread_mutex_unlock(&g_held_lock);
+}
+
+/* ibv_post_send on a QP that hangs or holds sends: true while it hangs (hold the
+ * call's sends); held sends of an ended hang are released first (order kept). */
+static __attribute__((noinline)) bool sf_sq_hang_check(struct sf_fabric *fab, struct sf_qp_priv *q)
+{
+	if (atomic_load_explicit(&fab->qps[q->index].sq_hang, memory_order_relaxed))
+		return true;
+	if (q->nheld) {
+		pthread_mutex_lock(&g_held_lock);
+		sf_sq_release_locked(fab, q);
+		pthread_mutex_unlock(&g_held_lock);
+	}
+	return false;
+}
+
 /* Complete a send WR with an error; the QP goes to the error state. */
 static void sf_send_error(struct sf_fabric *fab, struct sf_qp_priv *q, struct ibv_send_wr *wr,
 			  enum ibv_wc_status status)
@@ -704,14 +864,16 @@ int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 	struct sf_dev *d = &fab->devs[q->dev];
 	uint32_t mtu = sf_mtu_bytes(d->active_mtu);
 	uint8_t inl[SF_MAX_INLINE];
-	struct sf_tx tx;
+	bool hold = false;
 	int ret = 0;
 
+	if (__builtin_expect(atomic_load_explicit(&r->sq_hang, memory_order_relaxed) || q->nheld,
+			     0))
+		hold = sf_sq_hang_check(fab, q);
 	for (; wr; wr = wr->next) {
 		enum ibv_qp_state st = atomic_load_explicit(&r->state, memory_order_relaxed);
-		struct sf_cq_priv *cq = (struct sf_cq_priv *)qp->send_cq;
+		uint8_t *inline_data = NULL;
 		uint64_t len = 0;
-		bool signaled;
 
 		if (st != IBV_QPS_RTS && st != IBV_QPS_ERR) {
 			ret = EINVAL;
@@ -738,8 +900,6 @@ int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 			sf_send_error(fab, q, wr, IBV_WC_WR_FLUSH_ERR);
 			continue;
 		}
-		memset(&tx, 0, offsetof(struct sf_tx, hdr));
-		tx.inline_data = NULL;
 		if (wr->send_flags & IBV_SEND_INLINE) {
 			uint32_t off = 0;
 
@@ -748,7 +908,7 @@ int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 				       wr->sg_list[i].length);
 				off += wr->sg_list[i].length;
 			}
-			tx.inline_data = inl;
+			inline_data = inl;
 		} else {
 			int i;
 
@@ -761,25 +921,14 @@ int sf_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr *
 				continue;
 			}
 		}
-		tx.qp = q;
-		tx.sqp = r;
-		tx.sdev = d;
-		tx.wr = wr;
-		tx.len = (uint32_t)len;
-		tx.qkey = wr->wr.ud.remote_qkey & SF_QKEY_USE_QP ? r->qkey : wr->wr.ud.remote_qkey;
-		tx.with_imm = wr->opcode == IBV_WR_SEND_WITH_IMM;
-		tx.solicited = wr->send_flags & IBV_SEND_SOLICITED;
-		sf_wire_send(fab, &tx, (struct sf_ah_priv *)wr->wr.ud.ah);
-
-		signaled = q->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-		if (signaled) {
-			struct ibv_wc wc = {.wr_id = wr->wr_id,
-					    .status = IBV_WC_SUCCESS,
-					    .opcode = IBV_WC_SEND,
-					    .qp_num = qp->qp_num};
-
-			sf_cq_push(fab, cq->index, cq->ring, &wc,
-				   ((uint64_t)q->index << 40) | q->sq_posted, false);
+		if (__builtin_expect(hold, 0)) {
+			/* The queue hangs: accepted, neither sent nor completed (yet). */
+			if (sf_sq_hold(q, wr, (uint32_t)len, inline_data)) {
+				ret = ENOMEM;
+				break;
+			}
+		} else {
+			sf_send_one(fab, q, r, d, wr, (uint32_t)len, inline_data, q->sq_posted);
 		}
 		q->sq_posted++;
 	}

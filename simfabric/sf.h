@@ -46,7 +46,7 @@
 #pragma GCC visibility push(default)
 
 #define SF_MAGIC   0x53494d4641425231ull /* "SIMFABR1" */
-#define SF_VERSION 15u
+#define SF_VERSION 16u
 
 #define SF_NAME_MAX    32
 #define SF_MAX_SEGS    8
@@ -237,7 +237,10 @@ struct sf_qp {
 	uint32_t ctx;
 	uint32_t nattached; /* groups the QP is attached to (fabric lock) */
 	uint32_t srq;	    /* its shared receive queue: index into srqs + 1; 0 none */
-	uint64_t cookie;    /* the owner's struct ibv_qp pointer */
+	/* Fault injection (simfab qp DEV QPN sq-hang on|off, sf_sq_hang_set): 1 while the
+	 * send queue hangs; read by the owner's ibv_post_send and ibv_poll_cq (qp.c). */
+	_Atomic uint32_t sq_hang;
+	uint64_t cookie; /* the owner's struct ibv_qp pointer */
 	/* Written by deliveries (any process): the lock and the consumer index. */
 	_Atomic int32_t lock __attribute__((aligned(64)));
 	_Atomic uint64_t rq_head;
@@ -670,6 +673,9 @@ int sf_port_set(struct sf_fabric *fab, uint32_t dev, bool up);
 int sf_client_reregister(struct sf_fabric *fab, uint32_t dev);
 int sf_device_remove(struct sf_fabric *fab, uint32_t dev);
 int sf_loss_set(struct sf_fabric *fab, uint32_t seg, uint32_t ppm);
+/* Make the send queue of QP `qpn` of device `dev` hang (on) or move again: 0, -ENODEV,
+ * -ENOENT (no such QP on the device). */
+int sf_sq_hang_set(struct sf_fabric *fab, uint32_t dev, uint32_t qpn, bool on);
 
 /* Mark every join of device `dev` in error and send MULTICAST_ERROR status to its id. */
 void sf_joins_error_dev_locked(struct sf_fabric *fab, uint32_t dev, int status);

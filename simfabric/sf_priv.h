@@ -68,7 +68,21 @@ struct sf_qp_priv {
 	uint32_t create_flags;
 	uint32_t port_num;
 	struct sf_wr_batch *wrb; /* the ibv_wr_* batch being built; NULL: not extended */
+	/* Sends held while the send queue hangs (qp.c, sf_sq_hold): nheld of them, in
+	 * order; the QP is then on the process's list of such QPs (held_next). */
+	struct sf_held_wr *held;
+	uint32_t nheld;
+	bool held_listed;
+	struct sf_qp_priv *held_next;
 };
+
+/*
+ * QPs of this process holding sends of a hung send queue (qp.c): ibv_poll_cq of a send CQ
+ * that finds nothing releases those whose hang ended (sf_sq_release_cq). Nonzero only
+ * while a QP of the process holds sends, so the poll pays one load otherwise.
+ */
+extern _Atomic uint32_t g_sf_sq_held;
+void sf_sq_release_cq(struct sf_fabric *fab, uint32_t cq);
 
 /* The process-local half of a shared receive queue (qp.c). */
 struct sf_srq_priv {

@@ -56,6 +56,10 @@ static const char simfab_usage[] =
 	"  remove DEV               remove a device (DEVICE_FATAL, rdma_cm DEVICE_REMOVAL)\n"
 	"  loss SEGMENT P           drop each delivered copy on SEGMENT with probability P\n"
 	"                           (0..1, resolution 1e-6; 0 turns loss off)\n"
+	"  qp DEV QPN sq-hang on|off\n"
+	"                           make the send queue of queue pair QPN on DEV hang: its\n"
+	"                           sends are accepted, not sent, not completed; off: sent\n"
+	"                           and completed in order\n"
 	"  capture FILE [-c N] [DEV...]\n"
 	"                           record every datagram reaching the ports DEV (default\n"
 	"                           all) into FILE (pcapng) until SIGINT/SIGTERM or N packets\n"
@@ -855,6 +859,36 @@ static int cmd_loss(struct simfab *sf, int argc, char **argv)
 	return simfab_result("loss", argv[1], sf_loss_set(fab, s, ppm));
 }
 
+/* simfab qp DEV QPN sq-hang on|off (QPN decimal or 0x hex, as `bcom channels` prints it) */
+static int cmd_qp(struct simfab *sf, int argc, char **argv)
+{
+	unsigned long qpn;
+	char *end;
+	int dev, ret;
+
+	if (argc != 5)
+		return simfab_bad_usage("usage: simfab qp DEV QPN sq-hang on|off");
+	errno = 0;
+	qpn = strtoul(argv[2], &end, 0);
+	if (errno || end == argv[2] || *end || qpn > 0xffffff)
+		return simfab_bad_usage("qp: '%s' is not a queue pair number (24 bits)", argv[2]);
+	if (strcmp(argv[3], "sq-hang"))
+		return simfab_bad_usage("qp: unknown fault '%s' (sq-hang)", argv[3]);
+	if (strcmp(argv[4], "on") && strcmp(argv[4], "off"))
+		return simfab_bad_usage("qp: sq-hang must be 'on' or 'off', not '%s'", argv[4]);
+	if (!simfab_attach(sf))
+		return SIMFAB_FAIL;
+	dev = simfab_dev(sf, argv[1]);
+	if (dev < 0)
+		return SIMFAB_FAIL;
+	ret = sf_sq_hang_set(sf->fab, (uint32_t)dev, (uint32_t)qpn, !strcmp(argv[4], "on"));
+	if (ret == -ENOENT) {
+		simfab_err("qp %s %s: no such queue pair on %s", argv[1], argv[2], argv[1]);
+		return SIMFAB_FAIL;
+	}
+	return simfab_result("qp", argv[1], ret);
+}
+
 #define SIMFAB_CAP_SLOTS 1024
 #define SIMFAB_CAP_SNAP	 65535
 
@@ -1292,6 +1326,7 @@ static const struct simfab_cmd simfab_cmds[] = {
 	{"reregister", cmd_reregister},
 	{"remove", cmd_remove},
 	{"loss", cmd_loss},
+	{"qp", cmd_qp},
 	{"capture", cmd_capture},
 	{"reclaim", cmd_reclaim},
 	{"reset", cmd_reset},
