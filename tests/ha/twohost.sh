@@ -17,6 +17,13 @@
 #    times at 10 and 100 kpps for docs/operations.md. Each run prints where the stream
 #    went on the survivor (received, forwarded, dropped as standby, its control-thread
 #    stalls); a run that loses more than a second also prints when each step came.
+#    Each stream runs traced (mcpkt --trace, KA_STREAM_TRACE): per death the loss's
+#    structure (`hostdeath structure`: the takeover's gap and when it lay, the gaps
+#    before and after it, the sender's lags, the ports' drops before and after the
+#    kill; ka_loss_structure of ../lib/ka.sh), checked to account for every lost packet.
+#    The bridges run with 16384-deep receive queues (TH_RQDEPTH): at 100 000 packets/s
+#    the default 2048 (20 ms) loses at the NICs on this 2-vCPU machine without any
+#    failure (docs/tuning.md).
 #    TH_XSTALL=MS stops a's control thread that long as B dies (fault injection: the
 #    signature of a survivor that cannot serve its console); TH_KEEP_LOGS=DIR keeps the
 #    bridges' and keepalived's logs (th-lib.sh).
@@ -46,9 +53,14 @@ BR_BRIDGE_SECS=$((180 + TH_DEATH_RUNS * 60))
 # host has HIGH. The backup's skew time, (256 - LOW) / 256 of advert_int, is part of
 # the takeover (RFC 9568, 6.1): 6.1 ms at 100, 2.2 ms at 200.
 IFS=/ read -r lo hi <<<"${TH_PRIO:-100/150}"
-# TH_RQDEPTH=N: the bridges' receive queue depth (-e rqdepth; default: the bridge's).
+# The bridges' receive queue depth (-e rqdepth; TH_RQDEPTH=N another, TH_RQDEPTH= the
+# bridge's default of 2048): 16384 holds 164 ms of a stream at 100 000 packets/s, what a
+# bridge of a pair at that rate needs on this 2-vCPU machine to ride out its worker's
+# descheduling and the sender's bursts (docs/tuning.md, "Receive depth for a stream
+# rate"); with 2048 the same stream without a death lost a median of 94 ms of traffic
+# at the bridges' NICs.
 rq=()
-[ -z "${TH_RQDEPTH:-}" ] || rq=(-e rqdepth="$TH_RQDEPTH")
+[ -z "${TH_RQDEPTH-16384}" ] || rq=(-e rqdepth="${TH_RQDEPTH-16384}")
 start_a() {
 	th_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role standby \
 		-m "$g1" -m "$g2" --partition p2:"$g2" "${rq[@]}"
