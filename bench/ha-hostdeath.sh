@@ -13,10 +13,14 @@
 # HD_VARIANTS="NAME:VAR=VALUE,VAR=VALUE;NAME:...": the settings to compare, each in its
 # own series, interleaved (the test's environment: TH_PRIO=LOW/HIGH, the VRRP priorities
 # of tests/ha/twohost.sh; KA_NOTIFY_RT=N, the notify reader's real-time priority, empty:
-# time-shared; default: one variant, the test's own settings). HD_BASELINE=0: no
+# time-shared; TH_RQDEPTH=N, the bridges' receive queue depth; default: one variant,
+# the test's own settings). HD_BASELINE=0: no
 # baseline streams. The series of docs/operations.md:
 #   HD_BATCH=5 HD_BASELINE=0 HD_VARIANTS="ts:KA_NOTIFY_RT=;rt:KA_NOTIFY_RT=1" \
 #     bench/ha-hostdeath.sh build 10 10000 100000
+# and the receive depths (TH_RQDEPTH: the bridges' rqdepth, the test's default 16384):
+#   HD_BATCH=3 HD_VARIANTS="rq2k:TH_RQDEPTH=2048;rq16k:TH_RQDEPTH=16384" \
+#     bench/ha-hostdeath.sh build 6 100000
 # Per run it also prints the loss's structure (the listener's and the sender's mcpkt
 # traces, the fabric's port drop counters: tests/lib/ka.sh, ka_loss_structure):
 # `takeover`, the packets missing where the forwarding source went from the dead bridge
