@@ -5,7 +5,7 @@
  *
  *   mcpkt send -b ADDR -g GROUP [-n count] [-s size] [--groups N] [--qps N] [--imm]
  *              [--rate pps] [--sendonly | --full] [--delay ms] [--timeout s]
- *              [--warmup pps [--warmup-pause ms]] [--trace FILE]
+ *              [--warmup pps [--warmup-pause ms]] [--trace FILE] [--no-catchup]
  *   mcpkt recv -b ADDR -g GROUP [-n expected] [--groups N] [--timeout s] [--verify]
  *              [--imm] [--linger ms] [--rq depth] [--size max] [--any-source]
  *              [--trace FILE]
@@ -19,7 +19,10 @@
  * for each group, for each QP. A packet's payload is a header (magic, run id, sender =
  * QP index, group index, seq, length, flags, checksum) followed by bytes generated from
  * (run, sender, group, seq). With --imm the immediate data is seq in network order.
- * --rate paces all QPs together (packets per second), --delay waits after the joins. One
+ * --rate paces all QPs together (packets per second): a sender held up sends what it is
+ * late by at once, in a burst above the rate, unless --no-catchup, with which a send
+ * more than 1 ms late moves the schedule instead (the stream never goes above the rate;
+ * it ends later). --delay waits after the joins. One
  * send in SIG_EVERY is signaled (and the last of each QP); a QP never has more than its
  * send queue depth outstanding; completions missing --timeout seconds after the start
  * are an error. It prints "mcpkt: joined ..." when ready and, at the end,
@@ -61,9 +64,10 @@
  * packet: packet k is due at T + k / rate; its run id in hex) and, per episode of sends
  * posted more than LAG_US late (descheduled: the sender then sends its backlog in a
  * burst), "lag FIRST LAST MAX_US T" (the episode's packet indexes, its largest
- * lateness, the time of its first late post). The receiver follows each sender record's packet index (seq *
- * groups + group, the order they are sent in) and writes, each line with the record's
- * run id in hex after its first word (RUN below left out), "gap FIRST COUNT T_BEFORE
+ * lateness, the time of its first late post). The receiver follows each sender
+ * record's packet index (seq * groups + group, the order they are sent in) and writes,
+ * each line with the record's run id in hex after its first word (RUN below left out),
+ * "gap FIRST COUNT T_BEFORE
  * T_AFTER SRC_BEFORE SRC_AFTER" when an index skips COUNT (FIRST: the first missing;
  * the times and sources, IPv4 on RoCE, GID on IB, of the packets around it, T_BEFORE 0
  * for a gap at the start), "late INDEX T SRC" when a missing one comes after all
@@ -156,6 +160,7 @@ struct opts {
 	uint32_t linger_ms;
 	uint32_t rq;
 	const char *trace; /* --trace FILE */
+	bool no_catchup;   /* --no-catchup: a late sender does not burst to catch up */
 };
 
 /* The rdma_cm side shared by both modes. */
@@ -591,8 +596,11 @@ static void lag_end(struct lag *l, uint64_t k)
 	l->on = false;
 }
 
-/* Wait until `due` (ns, now_ns()) to send packet k; --trace: follow its lateness. */
-static void pace(uint64_t due, uint64_t k, struct lag *l)
+/*
+ * Wait until `due` (ns, now_ns()) to send packet k; --trace: follow its lateness.
+ * Returns how late the send is (0: on time).
+ */
+static uint64_t pace(uint64_t due, uint64_t k, struct lag *l)
 {
 	uint64_t now = now_ns();
 
@@ -607,6 +615,7 @@ static void pace(uint64_t due, uint64_t k, struct lag *l)
 	} else {
 		lag_end(l, k);
 	}
+	return now > due ? now - due : 0;
 }
 
 /*
@@ -618,7 +627,7 @@ static uint64_t send_pass(struct sender *s, const struct cm *c, const struct opt
 			  uint32_t count, uint64_t rate, uint64_t deadline)
 {
 	uint32_t flags = o->imm ? MCPKT_F_IMM : 0;
-	uint64_t k = 0, t0 = now_ns();
+	uint64_t k = 0, t0 = now_ns(), shift = 0;
 	struct lag lag = {0};
 
 	trace_line("start %.6f %08x\n", real_s(), run);
@@ -637,8 +646,15 @@ static uint64_t send_pass(struct sender *s, const struct cm *c, const struct opt
 				bool last = seq + 1 == count && gi + 1 == o->ngroups;
 				int r;
 
-				if (rate)
-					pace(t0 + k * 1000000000ull / rate, k, &lag);
+				if (rate) {
+					uint64_t due = t0 + shift + k * 1000000000ull / rate;
+					uint64_t late = pace(due, k, &lag);
+
+					/* --no-catchup: a send more than LAG_US late moves the
+					 * schedule: what follows goes at the rate from now. */
+					if (o->no_catchup && late > LAG_US * 1000ull)
+						shift += late;
+				}
 				/* The slot is free once the send that used it was retired. */
 				send_wait(s, qi, s->sq_depth - 1, deadline);
 				payload_build(p, o->size, run, qi, gi, seq, flags);
@@ -1182,8 +1198,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: mcpkt send -b ADDR -g GROUP [-n count] [-s size] [--groups N] [--qps N]\n"
 		"                  [--imm] [--rate pps] [--sendonly | --full] [--delay ms]\n"
-		"                  [--timeout s] [--warmup pps [--warmup-pause ms]] [--trace "
-		"FILE]\n"
+		"                  [--timeout s] [--warmup pps [--warmup-pause ms]]\n"
+		"                  [--trace FILE] [--no-catchup]\n"
 		"       mcpkt recv -b ADDR -g GROUP [-n expected] [--groups N] [--timeout s]\n"
 		"                  [--verify] [--imm] [--linger ms] [--rq depth] [--size max]\n"
 		"                  [--any-source] [--trace FILE]\n");
@@ -1219,6 +1235,7 @@ enum {
 	OPT_WARMUP,
 	OPT_WARMUP_PAUSE,
 	OPT_TRACE,
+	OPT_NO_CATCHUP,
 };
 
 int main(int argc, char **argv)
@@ -1243,6 +1260,7 @@ int main(int argc, char **argv)
 		{"warmup", required_argument, NULL, OPT_WARMUP},
 		{"warmup-pause", required_argument, NULL, OPT_WARMUP_PAUSE},
 		{"trace", required_argument, NULL, OPT_TRACE},
+		{"no-catchup", no_argument, NULL, OPT_NO_CATCHUP},
 		{NULL, 0, NULL, 0},
 	};
 	struct opts o = {
@@ -1329,6 +1347,9 @@ int main(int argc, char **argv)
 		case OPT_TRACE:
 			o.trace = optarg;
 			break;
+		case OPT_NO_CATCHUP:
+			o.no_catchup = true;
+			break;
 		default:
 			usage();
 		}
@@ -1343,8 +1364,10 @@ int main(int argc, char **argv)
 		if (pause_set && !o.warmup)
 			die("--warmup-pause goes with --warmup");
 	} else {
-		if (o.nqps != 1 || o.rate || o.full || o.delay_ms || o.warmup || pause_set)
-			die("--qps, --rate, --full, --delay and --warmup are sender options");
+		if (o.nqps != 1 || o.rate || o.full || o.delay_ms || o.warmup || pause_set ||
+		    o.no_catchup)
+			die("--qps, --rate, --full, --delay, --warmup and --no-catchup are sender "
+			    "options");
 		if (!size_set)
 			o.size = MAX_MTU;
 	}

@@ -240,6 +240,8 @@ ka_stream() {
 		rt=(--trace "$SF_TMP/$1.rtrace")
 		st=(--trace "$SF_TMP/${1}_send.strace")
 	fi
+	# KA_STREAM_NOCATCHUP: a sender held up does not burst above KA_RATE to catch up.
+	[ -z "${KA_STREAM_NOCATCHUP:-}" ] || st+=(--no-catchup)
 	br_listen "$1" "$ROCE_NET.2" -g "$2" --verify --imm --any-source --rq 16384 --timeout 120 \
 		"${rt[@]}"
 	br_send_start "$1_send" "$IB_NET.2" -g "$2" -n "$3" --imm --rate "$KA_RATE" "${st[@]}"
