@@ -13,10 +13,27 @@
 # HD_VARIANTS="NAME:VAR=VALUE,VAR=VALUE;NAME:...": the settings to compare, each in its
 # own series, interleaved (the test's environment: TH_PRIO=LOW/HIGH, the VRRP priorities
 # of tests/ha/twohost.sh; KA_NOTIFY_RT=N, the notify reader's real-time priority, empty:
-# time-shared; default: one variant, the test's own settings). HD_BASELINE=0: no
+# time-shared; TH_RQDEPTH=N, the bridges' receive queue depth; default: one variant,
+# the test's own settings). HD_BASELINE=0: no
 # baseline streams. The series of docs/operations.md:
 #   HD_BATCH=5 HD_BASELINE=0 HD_VARIANTS="ts:KA_NOTIFY_RT=;rt:KA_NOTIFY_RT=1" \
 #     bench/ha-hostdeath.sh build 10 10000 100000
+# and the receive depths (TH_RQDEPTH: the bridges' rqdepth, the test's default 16384):
+#   HD_BATCH=3 HD_VARIANTS="rq2k:TH_RQDEPTH=2048;rq16k:TH_RQDEPTH=16384" \
+#     bench/ha-hostdeath.sh build 6 100000
+# Per run it also prints the loss's structure (the listener's and the sender's mcpkt
+# traces, the fabric's port drop counters: tests/lib/ka.sh, ka_loss_structure):
+# `takeover`, the packets missing where the forwarding source went from the dead bridge
+# to the survivor, `last_old` and `first_new` (ms after the kill) when the packets
+# around that gap arrived, `due_first`/`due_end` when the sender was due to send the
+# first missing one and the one after the gap; `pre` and `post`, the packets of the
+# other gaps before and after it ("packets/gaps"); `tail`; `oob_a_before` and
+# `oob_a_after`, the survivor's IB port drops (no receive posted) before the kill
+# (standby: no loss) and after it; `oob_b_before`, the dead bridge's before the kill
+# (lost); `oob_listener`, the listener's; `standby_after`, what the survivor dropped as
+# standby after the counters were read before the kill; `lag_kill`, the sender's
+# largest lateness (ms) in an episode that began within 100 ms of the kill. Then the
+# median of each, and of the baseline's parts (pre: all its gaps).
 # Before each test it prints what else runs: the load, real-time processes that are not
 # the kernel's, bridges and keepalived left running (a survivor whose control thread
 # cannot run loses everything until it can: docs/operations.md). Per run, where the
@@ -116,6 +133,19 @@ for v in "${variants[@]}"; do
 		awk '{ print ($1 > $2 ? $1 - $2 : 0) }' | median "$name lost less NIC drops" "$rate"
 	sed -n 's/^ha-twohost: hostdeath baseline rate=[0-9]* lost=\([0-9]*\) .*/\1/p' "$log" |
 		median "$name baseline (same stream, no death) lost" "$rate"
+	# The loss's structure per run (tests/ha/twohost.sh, ka_loss_structure of
+	# tests/lib/ka.sh: packets, times in ms after the kill) and the median of each part.
+	sed -n 's/^ha-twohost: hostdeath structure run \([0-9]*\) rate=[0-9]*: /'"$name"' run \1: structure: /p' "$log"
+	sed -n 's/^ha-twohost: hostdeath baseline structure run \([0-9]*\): /'"$name"' baseline \1: structure: /p' "$log"
+	for key in takeover last_old first_new due_first due_end pre post tail late oob_a_before \
+		oob_a_after oob_b_before oob_listener standby_after lag_kill; do
+		sed -n 's/^ha-twohost: hostdeath structure run .* '"$key"'=\(-\?[0-9.]*\).*/\1/p' "$log" |
+			median "$name structure: $key" 0
+	done
+	for key in pre oob_b oob_listener; do
+		sed -n 's/^ha-twohost: hostdeath baseline structure run .* '"$key"'=\(-\?[0-9.]*\).*/\1/p' "$log" |
+			median "$name baseline structure: $key" 0
+	done
 	for step in read "done" active; do
 		sed -n 's/^ha-twohost: hostdeath steps run .* '"$step"'=\(-\?[0-9]*\) .*/\1/p' "$log" |
 			median "$name ms from the kill to $step" 0

@@ -5,9 +5,10 @@
  *
  *   mcpkt send -b ADDR -g GROUP [-n count] [-s size] [--groups N] [--qps N] [--imm]
  *              [--rate pps] [--sendonly | --full] [--delay ms] [--timeout s]
- *              [--warmup pps [--warmup-pause ms]]
+ *              [--warmup pps [--warmup-pause ms]] [--trace FILE] [--no-catchup]
  *   mcpkt recv -b ADDR -g GROUP [-n expected] [--groups N] [--timeout s] [--verify]
  *              [--imm] [--linger ms] [--rq depth] [--size max] [--any-source]
+ *              [--trace FILE]
  *
  * ADDR is the local IPv4 address (IPoIB on InfiniBand) that selects the device; GROUP
  * the first IPv4 multicast group, --groups N uses GROUP, GROUP+1, ... GROUP+N-1.
@@ -18,7 +19,10 @@
  * for each group, for each QP. A packet's payload is a header (magic, run id, sender =
  * QP index, group index, seq, length, flags, checksum) followed by bytes generated from
  * (run, sender, group, seq). With --imm the immediate data is seq in network order.
- * --rate paces all QPs together (packets per second), --delay waits after the joins. One
+ * --rate paces all QPs together (packets per second): a sender held up sends what it is
+ * late by at once, in a burst above the rate, unless --no-catchup, with which a send
+ * more than 1 ms late moves the schedule instead (the stream never goes above the rate;
+ * it ends later). --delay waits after the joins. One
  * send in SIG_EVERY is signaled (and the last of each QP); a QP never has more than its
  * send queue depth outstanding; completions missing --timeout seconds after the start
  * are an error. It prints "mcpkt: joined ..." when ready and, at the end,
@@ -52,6 +56,26 @@
  * 1; 2 for usage or setup errors. Receives are reposted as soon as their completion is
  * polled; one that finds its queue still full is posted again later and counted in a
  * note on stderr (simfabric releases the slot just after publishing the completion).
+ *
+ * --trace FILE writes where a stream's loss lies in time (tests/ha/twohost.sh: the
+ * structure of a failover's loss). Times are CLOCK_REALTIME in seconds (microseconds),
+ * comparable with `date +%s.%N` of the test; at most TRACE_MAX lines, then a line
+ * "trace_truncated". The sender writes "start T RUN" (the due time of the pass's first
+ * packet: packet k is due at T + k / rate; its run id in hex) and, per episode of sends
+ * posted more than LAG_US late (descheduled: the sender then sends its backlog in a
+ * burst), "lag FIRST LAST MAX_US T" (the episode's packet indexes, its largest
+ * lateness, the time of its first late post). The receiver follows each sender
+ * record's packet index (seq * groups + group, the order they are sent in) and writes,
+ * each line with the record's run id in hex after its first word (RUN below left out),
+ * "gap FIRST COUNT T_BEFORE
+ * T_AFTER SRC_BEFORE SRC_AFTER" when an index skips COUNT (FIRST: the first missing;
+ * the times and sources, IPv4 on RoCE, GID on IB, of the packets around it, T_BEFORE 0
+ * for a gap at the start), "late INDEX T SRC" when a missing one comes after all
+ * (it fills a gap), "switch INDEX T SRC_FROM SRC_TO" when the forwarding source changes
+ * (an HA pair's failover), and at the end "last INDEX T SRC" (the highest index seen:
+ * what is missing after it is the stream's tail). Lost = the gaps' counts + the tail -
+ * the late ones, for the sender's run; a record of another run (a packet a bridge held
+ * from an earlier stream) received LAST + 1 - its gaps + its late ones.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -89,6 +113,8 @@
 #define DEF_LINGER_MS  300
 #define DEF_RQ	       4096
 #define MAX_MTU	       4096
+#define TRACE_MAX      100000 /* --trace lines at most */
+#define LAG_US	       1000   /* --trace: a send this late opens a "lag" episode */
 
 /* The start of every payload; all fields in network order. */
 struct mcpkt_hdr {
@@ -133,6 +159,8 @@ struct opts {
 	bool any_source; /* --any-source: a duplicate regardless of who forwarded it */
 	uint32_t linger_ms;
 	uint32_t rq;
+	const char *trace; /* --trace FILE */
+	bool no_catchup;   /* --no-catchup: a late sender does not burst to catch up */
 };
 
 /* The rdma_cm side shared by both modes. */
@@ -175,6 +203,51 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double real_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* --trace: the file (NULL: none) and the lines written. */
+static FILE *trace_f;
+static uint64_t trace_lines;
+
+static void trace_open(const char *path)
+{
+	if (!path)
+		return;
+	trace_f = fopen(path, "w");
+	if (!trace_f)
+		die("--trace %s: %s", path, strerror(errno));
+}
+
+static void trace_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void trace_line(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!trace_f || trace_lines > TRACE_MAX)
+		return;
+	if (trace_lines++ == TRACE_MAX) {
+		fprintf(trace_f, "trace_truncated\n");
+		return;
+	}
+	va_start(ap, fmt);
+	vfprintf(trace_f, fmt, ap);
+	va_end(ap);
+}
+
+static void trace_close(void)
+{
+	if (trace_f && fclose(trace_f))
+		die("--trace: %s", strerror(errno));
+	trace_f = NULL;
 }
 
 static void sleep_ns(uint64_t ns)
@@ -508,6 +581,43 @@ static void send_wait(struct sender *s, uint32_t qi, uint64_t limit, uint64_t de
 	}
 }
 
+/* --trace: an episode of sends posted more than LAG_US late. */
+struct lag {
+	bool on;
+	uint64_t first, max_ns;
+	double t;
+};
+
+static void lag_end(struct lag *l, uint64_t k)
+{
+	if (l->on)
+		trace_line("lag %" PRIu64 " %" PRIu64 " %" PRIu64 " %.6f\n", l->first, k - 1,
+			   l->max_ns / 1000, l->t);
+	l->on = false;
+}
+
+/*
+ * Wait until `due` (ns, now_ns()) to send packet k; --trace: follow its lateness.
+ * Returns how late the send is (0: on time).
+ */
+static uint64_t pace(uint64_t due, uint64_t k, struct lag *l)
+{
+	uint64_t now = now_ns();
+
+	if (now < due) {
+		sleep_ns(due - now);
+		lag_end(l, k);
+	} else if (trace_f && now - due > LAG_US * 1000ull) {
+		if (!l->on)
+			*l = (struct lag){.on = true, .first = k, .t = real_s()};
+		if (now - due > l->max_ns)
+			l->max_ns = now - due;
+	} else {
+		lag_end(l, k);
+	}
+	return now > due ? now - due : 0;
+}
+
 /*
  * One pass: `count` packets from every QP to every group (for seq, for group, for QP),
  * paced at `rate` pps when it is not 0, under run id `run`; returns the sends posted.
@@ -517,7 +627,10 @@ static uint64_t send_pass(struct sender *s, const struct cm *c, const struct opt
 			  uint32_t count, uint64_t rate, uint64_t deadline)
 {
 	uint32_t flags = o->imm ? MCPKT_F_IMM : 0;
-	uint64_t k = 0, t0 = now_ns();
+	uint64_t k = 0, t0 = now_ns(), shift = 0;
+	struct lag lag = {0};
+
+	trace_line("start %.6f %08x\n", real_s(), run);
 
 	for (uint32_t seq = 0; seq < count && !stop_flag; seq++) {
 		for (uint32_t gi = 0; gi < o->ngroups && !stop_flag; gi++) {
@@ -534,10 +647,13 @@ static uint64_t send_pass(struct sender *s, const struct cm *c, const struct opt
 				int r;
 
 				if (rate) {
-					uint64_t due = t0 + k * 1000000000ull / rate, now = now_ns();
+					uint64_t due = t0 + shift + k * 1000000000ull / rate;
+					uint64_t late = pace(due, k, &lag);
 
-					if (now < due)
-						sleep_ns(due - now);
+					/* --no-catchup: a send more than LAG_US late moves the
+					 * schedule: what follows goes at the rate from now. */
+					if (o->no_catchup && late > LAG_US * 1000ull)
+						shift += late;
 				}
 				/* The slot is free once the send that used it was retired. */
 				send_wait(s, qi, s->sq_depth - 1, deadline);
@@ -562,6 +678,7 @@ static uint64_t send_pass(struct sender *s, const struct cm *c, const struct opt
 			send_reap(s);
 		}
 	}
+	lag_end(&lag, k);
 	for (uint32_t qi = 0; qi < o->nqps; qi++)
 		send_wait(s, qi, 0, deadline);
 	return k;
@@ -620,9 +737,11 @@ static int run_send(const struct opts *o)
 		if (o->warmup_pause_ms)
 			sleep_ns((uint64_t)o->warmup_pause_ms * 1000000ull);
 	}
+	trace_open(o->trace); /* the counted pass only */
 	t0 = now_ns();
 	k = send_pass(&s, &c, o, run, (uint32_t)o->count, o->rate, deadline);
 	pass_ns = now_ns() - t0;
+	trace_close();
 
 	printf("mcpkt: sent=%" PRIu64 " completed=%" PRIu64 " errors=%" PRIu64
 	       " qps=%u groups=%u size=%u imm=%d duration_s=%.6f\n",
@@ -652,6 +771,10 @@ struct src_rec {
 	bool used;
 	uint64_t *seen; /* bit seq * ngroups + group */
 	uint64_t nwords;
+	/* --trace: the next index expected, when and from where the last in order came */
+	uint64_t next;
+	double t_last;
+	char src_last[48];
 };
 
 struct src_table {
@@ -799,6 +922,36 @@ static void recv_bad(struct receiver *rv, const char *what, const struct mcpkt_h
 			ntohl(h->sender), ntohl(h->group), ntohl(h->seq), ntohl(h->len));
 }
 
+/* --trace: the source of a packet (k.addr before --any-source clears it) as text. */
+static void src_text(const struct cm *c, const struct src_key *k, char *out, size_t n)
+{
+	if (c->roce)
+		snprintf(out, n, "%u.%u.%u.%u", k->addr[12], k->addr[13], k->addr[14], k->addr[15]);
+	else
+		inet_ntop(AF_INET6, k->addr, out, (socklen_t)n);
+}
+
+/* --trace: a new (not duplicate) packet of index b of record rec from source src. */
+static void trace_rx(struct src_rec *rec, uint64_t b, const char *src)
+{
+	double t = real_s();
+
+	if (b < rec->next) {
+		trace_line("late %08x %" PRIu64 " %.6f %s\n", rec->key.run, b, t, src);
+		return;
+	}
+	if (b > rec->next)
+		trace_line("gap %08x %" PRIu64 " %" PRIu64 " %.6f %.6f %s %s\n", rec->key.run, rec->next,
+			   b - rec->next, rec->t_last, t, rec->src_last[0] ? rec->src_last : "-",
+			   src);
+	else if (rec->src_last[0] && strcmp(rec->src_last, src))
+		trace_line("switch %08x %" PRIu64 " %.6f %s %s\n", rec->key.run, b, t, rec->src_last,
+			   src);
+	rec->next = b + 1;
+	rec->t_last = t;
+	snprintf(rec->src_last, sizeof(rec->src_last), "%s", src);
+}
+
 /* Check and count one receive completion. */
 static void recv_one(struct receiver *rv, const struct ibv_wc *wc)
 {
@@ -810,6 +963,7 @@ static void recv_one(struct receiver *rv, const struct ibv_wc *wc)
 	struct src_rec *rec;
 	struct mc_group *g;
 	uint32_t len, gi, seq, flags;
+	char src[INET6_ADDRSTRLEN];
 	bool created;
 
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -877,6 +1031,8 @@ static void recv_one(struct receiver *rv, const struct ibv_wc *wc)
 	g->rx++;
 	k.qpn = wc->src_qp;
 	src_get(&rv->sources, &k, &created);
+	if (trace_f)
+		src_text(rv->c, &k, src, sizeof(src));
 	k.run = ntohl(h.run);
 	k.sender = ntohl(h.sender);
 	if (o->any_source) {
@@ -886,6 +1042,8 @@ static void recv_one(struct receiver *rv, const struct ibv_wc *wc)
 	rec = src_get(&rv->senders, &k, &created);
 	if (src_mark(rec, (uint64_t)seq * rv->c->ngroups + gi))
 		rv->dup++;
+	else if (trace_f)
+		trace_rx(rec, (uint64_t)seq * rv->c->ngroups + gi, src);
 }
 
 static void recv_drain(struct receiver *rv, int *npolled)
@@ -912,6 +1070,7 @@ static int run_recv(const struct opts *o)
 	int fl, cqe, status;
 
 	rv.c = &c;
+	trace_open(o->trace);
 	cm_open(&c, o);
 	rv.bufsz = GRH_LEN + o->size;
 	rv.nq = (o->ngroups + GROUPS_PER_QP - 1) / GROUPS_PER_QP;
@@ -988,6 +1147,14 @@ static int run_recv(const struct opts *o)
 				ibv_ack_cq_events(ecq, 1);
 		}
 	}
+	for (uint64_t i = 0; trace_f && i < rv.senders.cap; i++) {
+		const struct src_rec *r = &rv.senders.r[i];
+
+		if (r->used && r->next)
+			trace_line("last %08x %" PRIu64 " %.6f %s\n", r->key.run, r->next - 1, r->t_last,
+				   r->src_last);
+	}
+	trace_close();
 	for (uint32_t i = 0; i < c.ngroups; i++)
 		groups_hit += c.groups[i].rx != 0;
 	printf("mcpkt: received=%" PRIu64 " bad=%" PRIu64 " dup=%" PRIu64 " imm_bad=%" PRIu64
@@ -1032,9 +1199,10 @@ static void usage(void)
 		"usage: mcpkt send -b ADDR -g GROUP [-n count] [-s size] [--groups N] [--qps N]\n"
 		"                  [--imm] [--rate pps] [--sendonly | --full] [--delay ms]\n"
 		"                  [--timeout s] [--warmup pps [--warmup-pause ms]]\n"
+		"                  [--trace FILE] [--no-catchup]\n"
 		"       mcpkt recv -b ADDR -g GROUP [-n expected] [--groups N] [--timeout s]\n"
 		"                  [--verify] [--imm] [--linger ms] [--rq depth] [--size max]\n"
-		"                  [--any-source]\n");
+		"                  [--any-source] [--trace FILE]\n");
 	exit(2);
 }
 
@@ -1066,6 +1234,8 @@ enum {
 	OPT_SIZE,
 	OPT_WARMUP,
 	OPT_WARMUP_PAUSE,
+	OPT_TRACE,
+	OPT_NO_CATCHUP,
 };
 
 int main(int argc, char **argv)
@@ -1089,6 +1259,8 @@ int main(int argc, char **argv)
 		{"size", required_argument, NULL, OPT_SIZE},
 		{"warmup", required_argument, NULL, OPT_WARMUP},
 		{"warmup-pause", required_argument, NULL, OPT_WARMUP_PAUSE},
+		{"trace", required_argument, NULL, OPT_TRACE},
+		{"no-catchup", no_argument, NULL, OPT_NO_CATCHUP},
 		{NULL, 0, NULL, 0},
 	};
 	struct opts o = {
@@ -1172,6 +1344,12 @@ int main(int argc, char **argv)
 		case OPT_RQ:
 			o.rq = (uint32_t)parse_num("--rq", optarg, 1, 32768);
 			break;
+		case OPT_TRACE:
+			o.trace = optarg;
+			break;
+		case OPT_NO_CATCHUP:
+			o.no_catchup = true;
+			break;
 		default:
 			usage();
 		}
@@ -1186,8 +1364,10 @@ int main(int argc, char **argv)
 		if (pause_set && !o.warmup)
 			die("--warmup-pause goes with --warmup");
 	} else {
-		if (o.nqps != 1 || o.rate || o.full || o.delay_ms || o.warmup || pause_set)
-			die("--qps, --rate, --full, --delay and --warmup are sender options");
+		if (o.nqps != 1 || o.rate || o.full || o.delay_ms || o.warmup || pause_set ||
+		    o.no_catchup)
+			die("--qps, --rate, --full, --delay, --warmup and --no-catchup are sender "
+			    "options");
 		if (!size_set)
 			o.size = MAX_MTU;
 	}

@@ -133,12 +133,15 @@ th_partition() {
 
 # th_kill_host NAME: every process of host NAME's namespace killed at once (SIGKILL),
 # then its link down (the host is gone from the network; the switch stays). Sets
-# TH_KILLED (HH:MM:SS.mmm UTC, just after the kill).
+# TH_KILLED (HH:MM:SS.mmm UTC, just after the kill) and TH_KILLED_S (seconds since the
+# epoch, microseconds: bash's clock read just before the kill, no process started).
 th_kill_host() {
 	local ns=$TH_NSA ifc=th-a-$$ pids
 
 	[ "$1" = a ] || { ns=$TH_NSB ifc=th-b-$$; }
 	pids=$(ip netns pids "$ns" | tr '\n' ' ')
+	# shellcheck disable=SC2034 # used by the tests that source this file
+	TH_KILLED_S=$EPOCHREALTIME
 	# shellcheck disable=SC2086 # a list of pids
 	[ -z "$pids" ] || kill -KILL $pids 2>/dev/null || true
 	# When they died (UTC, ms): the takeover's steps count from here (tests/ha/twohost.sh).
@@ -154,7 +157,7 @@ th_exit() {
 
 	set +e
 	# TH_KEEP_LOGS=DIR: the bridges' and keepalived's logs copied there (bench/ha-hostdeath.sh).
-	[ -z "${TH_KEEP_LOGS:-}" ] || cp "$SF_TMP"/*.err "$SF_TMP"/ka?.out "$SF_TMP"/ka?.trace "$TH_KEEP_LOGS"/ 2>/dev/null
+	[ -z "${TH_KEEP_LOGS:-}" ] || cp "$SF_TMP"/*.err "$SF_TMP"/ka?.out "$SF_TMP"/ka?.trace "$SF_TMP"/*.[rs]trace "$TH_KEEP_LOGS"/ 2>/dev/null
 	th_cleanup
 	(exit "$rc") # sf_cleanup exits with the status it finds
 	(sf_cleanup)

@@ -17,6 +17,13 @@
 #    times at 10 and 100 kpps for docs/operations.md. Each run prints where the stream
 #    went on the survivor (received, forwarded, dropped as standby, its control-thread
 #    stalls); a run that loses more than a second also prints when each step came.
+#    Each stream runs traced (mcpkt --trace, KA_STREAM_TRACE): per death the loss's
+#    structure (`hostdeath structure`: the takeover's gap and when it lay, the gaps
+#    before and after it, the sender's lags, the ports' drops before and after the
+#    kill; ka_loss_structure of ../lib/ka.sh), checked to account for every lost packet.
+#    The bridges run with 16384-deep receive queues (TH_RQDEPTH): at 100 000 packets/s
+#    the default 2048 (20 ms) loses at the NICs on this 2-vCPU machine without any
+#    failure (docs/tuning.md).
 #    TH_XSTALL=MS stops a's control thread that long as B dies (fault injection: the
 #    signature of a survivor that cannot serve its console); TH_KEEP_LOGS=DIR keeps the
 #    bridges' and keepalived's logs (th-lib.sh).
@@ -24,6 +31,14 @@
 set -eu
 # The notify readers' traces (ka?.trace: the takeover's steps, printed per death).
 export KA_TRACE=1
+# The streams' mcpkt traces (where each run's loss lies: ka_loss_structure).
+export KA_STREAM_TRACE=1
+# The sender never goes above the stream's rate (mcpkt --no-catchup; TH_CATCHUP=1: it
+# sends what it is late by at once, as before): held up for 100-260 ms on this 2-vCPU
+# machine, it sent 10 000-120 000 packets in one burst, above what a bridge's worker
+# drains, and those NIC drops were most of the loss left at 100 000 packets/s
+# (docs/operations.md).
+[ -n "${TH_CATCHUP:-}" ] || export KA_STREAM_NOCATCHUP=1
 # shellcheck source-path=SCRIPTDIR source=../lib/ha.sh
 . "$(dirname "$0")/../lib/ha.sh"
 # shellcheck source-path=SCRIPTDIR source=../lib/ka.sh
@@ -44,14 +59,22 @@ BR_BRIDGE_SECS=$((180 + TH_DEATH_RUNS * 60))
 # host has HIGH. The backup's skew time, (256 - LOW) / 256 of advert_int, is part of
 # the takeover (RFC 9568, 6.1): 6.1 ms at 100, 2.2 ms at 200.
 IFS=/ read -r lo hi <<<"${TH_PRIO:-100/150}"
+# The bridges' receive queue depth (-e rqdepth; TH_RQDEPTH=N another, TH_RQDEPTH= the
+# bridge's default of 2048): 16384 holds 164 ms of a stream at 100 000 packets/s, what a
+# bridge of a pair at that rate needs on this 2-vCPU machine to ride out its worker's
+# descheduling and the sender's bursts (docs/tuning.md, "Receive depth for a stream
+# rate"); with 2048 the same stream without a death lost a median of 94 ms of traffic
+# at the bridges' NICs.
+rq=()
+[ -z "${TH_RQDEPTH-16384}" ] || rq=(-e rqdepth="${TH_RQDEPTH-16384}")
 start_a() {
 	th_bridge a 2 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role standby \
-		-m "$g1" -m "$g2" --partition p2:"$g2"
+		-m "$g1" -m "$g2" --partition p2:"$g2" "${rq[@]}"
 	th_ka_start 1 a default:71:"$lo" p2:72:"$hi"
 }
 start_b() {
 	th_bridge b 2 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" --role standby \
-		-m "$g1" -m "$g2" --partition p2:"$g2"
+		-m "$g1" -m "$g2" --partition p2:"$g2" "${rq[@]}"
 	th_ka_start 2 b default:71:"$hi" p2:72:"$lo"
 }
 # nic_ib NAME: the IB side's nic_rx_dropped of running bridge NAME.
@@ -63,6 +86,12 @@ nic_ib() {
 # stalls (stats --json).
 a_ib() {
 	con_json a '"\(.sides[0].rx_pkts) \(.sides[0].fwd_pkts) \(.sides[0].standby) \(.sides[0].drops) \(.ctl_stalls)"'
+}
+# oob: the fabric's out_of_buffer drops (no receive posted) of the ports of bridge a's
+# IB side (sim_ib0), bridge b's (sim_ib3) and the listener (sim_roce1), live.
+oob() {
+	"$SIMFAB" counters --json |
+		jq -r '"\(.sim_ib0.out_of_buffer) \(.sim_ib3.out_of_buffer) \(.sim_roce1.out_of_buffer)"'
 }
 # steps HH:MM:SS.mmm: "read=MS done=MS active=MS" after that time (-1: not found):
 # keepalived 1's notify reader (ka1.trace, KA_TRACE) and bridge a's log (a.err).
@@ -140,17 +169,31 @@ for run in $(seq "$TH_DEATH_RUNS"); do
 	# TH_BASELINE: first the same stream through b with no death, for the loss that the
 	# rate costs on this machine without a failover (NIC and listener drops).
 	if [ -n "${TH_BASELINE:-}" ]; then
+		read -r ia0 ib0 il0 <<<"$(oob)"
 		ka_stream s4 "$g1" "$m"
 		ka_stream_end s4 "$m" "baseline $run (no death)"
+		read -r ia1 ib1 il1 <<<"$(oob)"
+		ka_loss_structure s4 "$m"
 		sf_log "hostdeath baseline rate=$KA_RATE lost=$KA_LOST ms=$((KA_LOST * 1000 / KA_RATE))"
+		# Where it lies: gaps (pre: all of them, no switch), the sender's lags, the
+		# NICs' drops (b forwards: b's IB port, the listener's port; a's, standby, loses
+		# nothing of the stream).
+		sf_log "hostdeath baseline structure run $run: $KA_LOSS oob_a=$((ia1 - ia0)) oob_b=$((ib1 - ib0)) oob_listener=$((il1 - il0))"
+		ka_loss_check "baseline $run"
+		for f in s4.rtrace s4_send.strace; do mv "$SF_TMP/$f" "$SF_TMP/base$run-$f"; done
 	fi
 	nic0=$(nic_ib a)
+	read -r ia0 ib0 il0 <<<"$(oob)"
 	read -r rx0 fwd0 sb0 dr0 st0 <<<"$(a_ib)"
 	ka_stream s3 "$g1" "$m"
 	sleep 2
 	# TH_XSTALL=MS: a's control thread stopped that long as host B dies (the fault
 	# injection ctlstall), to show what a survivor that cannot serve its console loses.
 	[ -z "${TH_XSTALL:-}" ] || con_must a enable ctlstall="$TH_XSTALL"
+	# The counters just before the kill: what a and b dropped while b forwarded.
+	read -r ia1 ib1 il1 <<<"$(oob)"
+	tpre=$EPOCHREALTIME
+	read -r _ _ sb1 dr1 _ <<<"$(a_ib)"
 	th_kill_host b
 	tkill=$TH_KILLED
 	rm -f "$SF_TMP/ka2.pid"
@@ -167,8 +210,20 @@ for run in $(seq "$TH_DEATH_RUNS"); do
 	# Where the stream went on the survivor during the run: what a received on IB,
 	# forwarded, dropped as standby (its role was late), dropped otherwise; and its
 	# control thread's stalls (a stall delays `role active`: docs/operations.md).
-	read -r rx1 fwd1 sb1 dr1 st1 <<<"$(a_ib)"
-	sf_log "hostdeath run $run: a IB rx=$((rx1 - rx0)) fwd=$((fwd1 - fwd0)) standby=$((sb1 - sb0)) drops=$((dr1 - dr0)) of $m; ctl_stalls +$((st1 - st0))"
+	read -r rx2 fwd2 sb2 dr2 st2 <<<"$(a_ib)"
+	read -r ia2 _ il2 <<<"$(oob)"
+	sf_log "hostdeath run $run: a IB rx=$((rx2 - rx0)) fwd=$((fwd2 - fwd0)) standby=$((sb2 - sb0)) drops=$((dr2 - dr0)) of $m; ctl_stalls +$((st2 - st0))"
+	# The loss's structure (the listener's and the sender's traces): the takeover's gap
+	# and when it lay, the other gaps before and after it, the sender's lags; beside it
+	# the NICs' drops before the kill (a standby: no loss; b: lost) and after it (a:
+	# lost once active; its drops between the kill and its activation fall in the
+	# takeover's gap), the listener's, and a's standby drops after the counters were
+	# read before the kill (pre_ms before it): the part of the takeover's gap that
+	# reached a while it was still standby.
+	ka_loss_structure s3 "$m" "$TH_KILLED_S" "$ROCE_NET.4" "$ROCE_NET.1"
+	sf_log "hostdeath structure run $run rate=$KA_RATE: $KA_LOSS oob_a_before=$((ia1 - ia0)) oob_a_after=$((ia2 - ia1)) oob_b_before=$((ib1 - ib0)) oob_listener=$((il2 - il0)) standby_after=$((sb2 - sb1)) drops_after=$((dr2 - dr1)) pre_ms=$(awk -v a="$tpre" -v b="$TH_KILLED_S" 'BEGIN { printf "%.1f", (b - a) * 1000 }')"
+	ka_loss_check "whole-host death $run"
+	for f in s3.rtrace s3_send.strace; do mv "$SF_TMP/$f" "$SF_TMP/run$run-$f"; done
 	# The takeover's steps, ms after the kill (UTC, ms): keepalived 1's MASTER event read
 	# by its notify reader (keepalived writes it as it enters MASTER), that reader's
 	# `role default active` returned, bridge a's log of the change (the workers forward

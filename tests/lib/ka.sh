@@ -229,10 +229,22 @@ ka_check_conf() {
 
 # ka_stream NAME GROUP COUNT: listener NAME on RoCE for GROUP counting each packet once
 # across the bridges (--any-source), a sender of COUNT packets at KA_RATE on IB
-# (NAME_send) started in the background.
+# (NAME_send) started in the background. With KA_STREAM_TRACE set, both write mcpkt's
+# --trace ($SF_TMP/NAME.rtrace: the listener's gaps, late packets and source switches
+# with their times; $SF_TMP/NAME_send.strace: the sender's start and pacing lags), for
+# ka_loss_structure.
 ka_stream() {
-	br_listen "$1" "$ROCE_NET.2" -g "$2" --verify --imm --any-source --rq 16384 --timeout 120
-	br_send_start "$1_send" "$IB_NET.2" -g "$2" -n "$3" --imm --rate "$KA_RATE"
+	local rt=() st=()
+
+	if [ -n "${KA_STREAM_TRACE:-}" ]; then
+		rt=(--trace "$SF_TMP/$1.rtrace")
+		st=(--trace "$SF_TMP/${1}_send.strace")
+	fi
+	# KA_STREAM_NOCATCHUP: a sender held up does not burst above KA_RATE to catch up.
+	[ -z "${KA_STREAM_NOCATCHUP:-}" ] || st+=(--no-catchup)
+	br_listen "$1" "$ROCE_NET.2" -g "$2" --verify --imm --any-source --rq 16384 --timeout 120 \
+		"${rt[@]}"
+	br_send_start "$1_send" "$IB_NET.2" -g "$2" -n "$3" --imm --rate "$KA_RATE" "${st[@]}"
 }
 
 # ka_stream_end NAME COUNT WHAT: wait for the sender, stop the listener; sets KA_LOST
@@ -254,4 +266,85 @@ ka_stream_end() {
 	KA_LOST=$((m - (rx - KA_DUP)))
 	sf_log "$what: sent $m at $KA_RATE/s, lost $KA_LOST ($((KA_LOST * 1000 / KA_RATE)) ms), duplicates $KA_DUP"
 	[ "$rx" -gt 0 ] || br_fail "$what: nothing arrived" "$name"
+}
+
+# ka_loss_structure NAME COUNT [T_KILL OLD NEW]: where stream NAME's loss lies (its
+# KA_STREAM_TRACE files; COUNT packets at KA_RATE), in KA_LOSS as "key=value" words;
+# times in ms after T_KILL (seconds, $EPOCHREALTIME; without it after the sender's
+# start). OLD and NEW: the RoCE addresses of the bridge that forwarded before the
+# failover and of the one after. The words:
+#   acct      the stream's loss by the trace: gaps + tail - late of the sender's run
+#             (-1 when the trace was truncated); KA_LOST + foreign when every packet is
+#             accounted for
+#   foreign   packets of other runs the listener received (a bridge's queue held them
+#             from an earlier stream: the summary line counts them as received)
+#   takeover  packets missing where the forwarding source went from OLD to NEW (0: the
+#             switch with no gap; -1: no switch), last_old/first_new when the packets
+#             around it came, due_first/due_end when the sender was due to send the
+#             first missing one and the one after the last (start + index / rate)
+#   pre, post packets in the gaps before and after that switch ("P/GAPS"), post_max the
+#             largest gap after it and when it came (P@MS), tail the packets missing
+#             after the last one received, late the missing ones that came later
+#   lag       the sender's episodes of sends more than 1 ms late ("N/MAX_MS"), lag_kill
+#             the largest lateness of an episode that began within 100 ms of T_KILL
+ka_loss_structure() {
+	local name=$1 m=$2 k=${3:-} old=${4:-} new=${5:-}
+
+	# shellcheck disable=SC2034 # read by the tests
+	KA_LOSS=$(awk -v k="$k" -v rate="$KA_RATE" -v m="$m" -v old="$old" -v new="$new" '
+		function ms(t) { return sprintf("%.1f", (t - k) * 1000) }
+		FNR == 1 { f++ }
+		f == 1 && $1 == "start" { start = $2; run = $3; if (k == "") k = start }
+		f == 1 && $1 == "lag" {
+			nlag++; if ($4 > lagmax) lagmax = $4
+			if ($5 >= k - 0.1 && $5 <= k + 0.1 && $4 > lagk) lagk = $4
+		}
+		f == 2 && $1 == "trace_truncated" { trunc = 1 }
+		# Records of other runs: what they brought, LAST + 1 - gaps + late.
+		f == 2 && $2 != run {
+			if ($1 == "gap") fg[$2] += $4
+			else if ($1 == "late") fl[$2]++
+			else if ($1 == "last") flast[$2] = $3
+			next
+		}
+		f == 2 && ($1 == "gap" || $1 == "switch") {
+			from = $1 == "gap" ? $7 : $5; to = $1 == "gap" ? $8 : $6
+			if (old != "" && tk < 0 && from == old && to == new) {
+				tk = $1 == "gap" ? $4 : 0
+				lo = ms($1 == "gap" ? $5 : $4); fn = ms($1 == "gap" ? $6 : $4)
+				if ($1 == "gap") {
+					df = ms(start + $3 / rate); de = ms(start + ($3 + $4) / rate)
+				}
+				next
+			}
+		}
+		f == 2 && $1 == "gap" {
+			if (tk < 0) { pre += $4; npre++ }
+			else {
+				post += $4; npost++
+				if ($4 > pmax) { pmax = $4; pmaxt = ms($6) }
+			}
+		}
+		f == 2 && $1 == "late" { late++ }
+		f == 2 && $1 == "last" { last = $3 }
+		BEGIN { tk = -1; last = -1; lo = fn = df = de = "-" }
+		END {
+			for (r in flast) foreign += flast[r] + 1 - fg[r] + fl[r]
+			tail = m - 1 - last
+			acct = trunc ? -1 : (tk > 0 ? tk : 0) + pre + post + tail - late
+			printf "acct=%d foreign=%d takeover=%d last_old=%s first_new=%s due_first=%s due_end=%s", acct, foreign, tk, lo, fn, df, de
+			printf " pre=%d/%d post=%d/%d post_max=%d@%s tail=%d late=%d", pre, npre, post, npost, pmax, pmax ? pmaxt : "-", tail, late
+			printf " lag=%d/%.1f lag_kill=%.1f\n", nlag, lagmax / 1000, lagk / 1000
+		}' "$SF_TMP/${name}_send.strace" "$SF_TMP/$name.rtrace")
+}
+
+# ka_loss_check WHAT: fail unless KA_LOSS (ka_loss_structure) accounts for every packet
+# that KA_LOST (ka_stream_end) says was lost: acct = KA_LOST + foreign.
+ka_loss_check() {
+	local acct foreign
+
+	acct=$(printf '%s\n' "$KA_LOSS" | sed -n 's/^acct=\(-\?[0-9]*\) .*/\1/p')
+	foreign=$(printf '%s\n' "$KA_LOSS" | sed -n 's/.* foreign=\([0-9]*\) .*/\1/p')
+	[ "$acct" = -1 ] || [ "$acct" = $((KA_LOST + foreign)) ] ||
+		sf_fail "$1: the listener's trace accounts for $acct lost ($foreign of other runs received), the summary for $KA_LOST"
 }
