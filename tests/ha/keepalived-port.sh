@@ -1,6 +1,6 @@
 #!/bin/bash
 # A port of the active bridge goes down under keepalived (tests/lib/ka.sh, the
-# settings of ha/keepalived.conf.example): bridges a (priority 150) and b (100), one
+# settings of ha/keepalived.conf.example): bridges a (priority 250) and b (240), one
 # partition (default), a active. For the IB port of a, then its RoCE port, each during
 # a stream (IB -> RoCE, counted once across both bridges with --any-source):
 # - `simfab port DEV down`: a's health fails (sides, groups), the notify reader's
@@ -27,8 +27,8 @@ m=10000
 
 br_bridge a 1 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role standby -m "$g1"
 br_bridge b 1 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" --role standby -m "$g1"
-ka_start 1 a default:61:150
-ka_start 2 b default:61:100
+ka_start 1 a default:61:250
+ka_start 2 b default:61:240
 ka_wait_role a default active
 ka_wait_role b default standby
 ka_check_conf 1

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Two partitions split over the two bridges by keepalived (tests/lib/ka.sh, the
 # settings of ha/keepalived.conf.example): partition md (g1) prefers bridge a
-# (priorities 150 / 100), partition orders (g2) prefers bridge b (100 / 150), so each
+# (priorities 250 / 240), partition orders (g2) prefers bridge b (240 / 250), so each
 # keepalived is master of one partition. Each partition carries a stream (IB -> RoCE,
 # counted once across both bridges with --any-source).
 # - before: a active for md only, b for orders only;
@@ -27,8 +27,8 @@ for n in a b; do
 	br_bridge "$n" 2 "$@" -m "$g1" -m "$g2" --partition "md:$g1" --partition "orders:$g2" \
 		--role md=standby --role orders=standby
 done
-ka_start 1 a md:61:150 orders:62:100
-ka_start 2 b md:61:100 orders:62:150
+ka_start 1 a md:61:250 orders:62:240
+ka_start 2 b md:61:240 orders:62:250
 ka_wait_role a md active
 ka_wait_role a orders standby
 ka_wait_role b md standby

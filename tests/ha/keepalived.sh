@@ -33,8 +33,8 @@ ip netns exec "$KA_NS2" "$KA" -t -f "$SF_TMP/example.conf" >"$SF_TMP/example.out
 
 br_bridge a 1 -d sim_ib0 -r sim_roce0 --workers 1 --peer "$ROCE_NET.4" --role standby -m "$g1"
 br_bridge b 1 -d sim_ib3 -r sim_roce3 --workers 0 --peer "$ROCE_NET.1" --role standby -m "$g1"
-ka_start 1 a default:61:150
-ka_start 2 b default:61:100
+ka_start 1 a default:61:250
+ka_start 2 b default:61:240
 ka_wait_role a default active
 ka_wait_role b default standby
 ka_check_conf 1
@@ -64,7 +64,7 @@ sleep 1
 ka_stop_one 1
 ka_wait_role b default active
 ka_wait_role a default standby
-ka_start 1 a default:61:150
+ka_start 1 a default:61:250
 ka_wait_role a default active
 ka_wait_role b default standby
 ka_stream_end p0 "$m" "keepalived of the active bridge stopped, then started again"

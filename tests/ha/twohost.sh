@@ -55,10 +55,10 @@ KA_RATE=${TH_RATE:-2000} # ka-lib.sh sets 2000
 BR_BRIDGE_SECS=$((180 + TH_DEATH_RUNS * 60))
 : "${KA_KILL_MAX_LOST:=$((KA_RATE * 2))}"
 
-# TH_PRIO=LOW/HIGH: the VRRP priorities (default 100/150): each partition's preferred
+# TH_PRIO=LOW/HIGH: the VRRP priorities (default 240/250): each partition's preferred
 # host has HIGH. The backup's skew time, (256 - LOW) / 256 of advert_int, is part of
 # the takeover (RFC 9568, 6.1): 6.1 ms at 100, 2.2 ms at 200.
-IFS=/ read -r lo hi <<<"${TH_PRIO:-100/150}"
+IFS=/ read -r lo hi <<<"${TH_PRIO:-240/250}"
 # The bridges' receive queue depth (-e rqdepth; TH_RQDEPTH=N another, TH_RQDEPTH= the
 # bridge's default of 2048): 16384 holds 164 ms of a stream at 100 000 packets/s, what a
 # bridge of a pair at that rate needs on this 2-vCPU machine to ride out its worker's
