@@ -348,10 +348,14 @@ def run_senders(fab, cmds, name):
 def listen_argv(args, fab, sc, groups, busy):
     # The direct path listens on the senders' fabric (InfiniBand), without the bridge.
     dev = ["-d", args.direct_dev] if sc.get("direct") else ["-r", args.listen_dev]
-    # mclisten posts --rq buffers on each of its QPs (240 groups each): beyond 4096 groups
-    # (18 QPs of 8192) at most 131 072 buffers in all (16 000 groups: 67 QPs of 1956).
+    # mclisten posts --rq buffers on each of its QPs (240 groups each), one 4 KiB page
+    # each (40 + MTU bytes): 8 192 in all, whatever the groups (at least 256 a QP: 16 000
+    # groups, 67 QPs, 17 152). The simulated NIC that writes them is the bridge's worker's
+    # CPU: 8 192 a QP (4 096 groups: 18 QPs, 600 MB) made every delivery a TLB miss and,
+    # before simfabric mapped them populated, a page fault in the worker, so that the
+    # groups scenarios measured the listener's memory (docs/benchmarks.md, issue 28).
     nqp = (len(groups) + 239) // 240
-    rq = 8192 if len(groups) <= 4096 else max(256, 131072 // nqp)
+    rq = max(256, 8192 // nqp)
     return [os.path.join(fab.tools, "tools", "mclisten")] + dev + ["--json",
             "--rq", str(rq), "-D", "3600"] + (["--busy"] if busy else []) + groups
 

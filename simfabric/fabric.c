@@ -160,6 +160,19 @@ void sf_obj_path(char *buf, size_t len, const char *kind, int32_t pid, uint32_t 
 	snprintf(buf, len, SF_SHM_DIR "/simfabric.%s.%s.%d.%u", g_name, kind, pid, serial);
 }
 
+/*
+ * Objects the simulated NIC reads or writes (rings, registered memory) are mapped with
+ * MAP_POPULATE, in their owner (sf_obj_create) and in every process that delivers into
+ * them (sf_obj_map): a NIC's DMA never takes a page fault (ibv_reg_mr pins the pages,
+ * rdma-core's ibv_cmd_reg_mr and the kernel's ib_umem_get), and here each first touch
+ * of a 4 KiB page of a peer's memory took one in the sending thread: at 4 096 groups a
+ * listener's 18 receive queues of 8 192 buffers of 4 KiB (600 MB) cost the bridge's
+ * worker a fault a forwarded packet (docs/benchmarks.md, "page faults"). The pages are
+ * the owner's already (it wrote them or ftruncate made them); populating maps them
+ * into the page table at once. Where the kernel cannot populate (memory pressure, a
+ * locked-memory limit does not apply: nothing is locked), mmap still succeeds and the
+ * pages fault in on first touch as before.
+ */
 void *sf_obj_create(const char *kind, uint32_t serial, size_t len, int *fdp)
 {
 	char path[256];
@@ -172,7 +185,7 @@ void *sf_obj_create(const char *kind, uint32_t serial, size_t len, int *fdp)
 		return NULL;
 	if (sf_file_share(fd, 0600) < 0 || ftruncate(fd, (off_t)len) < 0)
 		goto fail;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (p == MAP_FAILED)
 		goto fail;
 	if (fdp)
@@ -200,7 +213,7 @@ void *sf_obj_map(const char *kind, int32_t pid, uint32_t serial, size_t len)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	close(fd);
 	return p == MAP_FAILED ? NULL : p;
 }

@@ -126,7 +126,9 @@ static struct sf_extent *sf_extent_get(struct sf_fabric *fab, uintptr_t s, uintp
 	if (!tmp)
 		return NULL;
 	sf_copy_pages(tmp, (const uint64_t *)ns, ne - ns);
-	p = mmap((void *)ns, ne - ns, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	/* Populated: a registered region's pages are pinned (fabric.c, sf_obj_create). */
+	p = mmap((void *)ns, ne - ns, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_POPULATE,
+		 fd, 0);
 	munmap(tmp, ne - ns);
 	close(fd);
 	if (p == MAP_FAILED)
