@@ -171,7 +171,11 @@ void sf_obj_path(char *buf, size_t len, const char *kind, int32_t pid, uint32_t 
  * the owner's already (it wrote them or ftruncate made them); populating maps them
  * into the page table at once. Where the kernel cannot populate (memory pressure, a
  * locked-memory limit does not apply: nothing is locked), mmap still succeeds and the
- * pages fault in on first touch as before.
+ * pages fault in on first touch as before. Another process's mapping is populated only
+ * up to SF_MAP_POPULATE_MAX: populating happens in the delivering thread at its first
+ * packet into the region, and a bridge's pool of hundreds of MB stalled a sender for
+ * tens of ms (a stall no NIC has; its catch-up burst then overflowed a small receive
+ * queue: tests/bridge/mtu.sh); a larger region faults a page at a time, spread out.
  */
 void *sf_obj_create(const char *kind, uint32_t serial, size_t len, int *fdp)
 {
@@ -203,6 +207,8 @@ fail : {
 }
 }
 
+#define SF_MAP_POPULATE_MAX (64u << 20)
+
 void *sf_obj_map(const char *kind, int32_t pid, uint32_t serial, size_t len)
 {
 	char path[256];
@@ -213,7 +219,8 @@ void *sf_obj_map(const char *kind, int32_t pid, uint32_t serial, size_t len)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | (len <= SF_MAP_POPULATE_MAX ? MAP_POPULATE : 0), fd, 0);
 	close(fd);
 	return p == MAP_FAILED ? NULL : p;
 }
