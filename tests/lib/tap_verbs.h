@@ -35,4 +35,20 @@ static inline struct ibv_context *tap_open_dev(const char *name)
 	return ctx;
 }
 
+/* Take UD QP `qp` of port 1 through INIT (P_Key index 0, Q_Key `qkey`), RTR and RTS, or
+ * stop the test (tap_bail, naming the state that failed). */
+static inline void tap_ud_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		tap_bail("INIT");
+	a.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		tap_bail("RTR");
+	a.qp_state = IBV_QPS_RTS;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		tap_bail("RTS");
+}
+
 #endif /* TESTS_TAP_VERBS_H */

@@ -27,6 +27,7 @@
 #include <infiniband/verbs.h>
 
 #include "tap.h"
+#include "tap_verbs.h"
 
 #define DEV	 "sim_ib0"
 #define QKEY	 0x11111111u
@@ -83,21 +84,14 @@ static double now(void)
 /* The port, one CQ, a UD QP attached to the group, an AH to it, PAGES pages registered. */
 static void end_open(struct end *e)
 {
-	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_qp_init_attr qa = {.qp_type = IBV_QPT_UD,
 				      .cap = {.max_send_wr = PAGES,
 					      .max_recv_wr = PAGES,
 					      .max_send_sge = 1,
 					      .max_recv_sge = 1}};
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
 	struct ibv_ah_attr aa = {.is_global = 1, .dlid = MLID, .port_num = 1};
 
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), DEV))
-			e->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	if (!e->ctx)
-		tap_bail(DEV);
+	e->ctx = tap_open_dev(DEV);
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->cq = e->pd ? ibv_create_cq(e->ctx, (int)(2 * PAGES), NULL, NULL, 0) : NULL;
 	if (!e->cq)
@@ -106,14 +100,7 @@ static void end_open(struct end *e)
 	e->qp = ibv_create_qp(e->pd, &qa);
 	if (!e->qp)
 		tap_bail("ibv_create_qp");
-	if (ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		tap_bail("INIT");
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(e->qp, &a, IBV_QP_STATE))
-		tap_bail("RTR");
-	a.qp_state = IBV_QPS_RTS;
-	if (ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		tap_bail("RTS");
+	tap_ud_rts(e->qp, QKEY);
 	e->buf = aligned_alloc(PAGE, (size_t)PAGES * PAGE);
 	if (!e->buf)
 		tap_bail("aligned_alloc");
