@@ -22,21 +22,13 @@ con_wait_json bridge '.healthy | tostring' true
 con_expect_in "$(con_ok bridge health)" "^health ok$" "health at start"
 
 # wait_prom LINE: the metrics file holds LINE within 10 s.
-wait_prom() {
-	t_wait_until 10 grep -sqx -- "$1" "$prom" || br_fail "metrics file without '$1'" bridge
-}
+wait_prom() { con_wait_prom "$prom" bridge "$1"; }
 wait_prom 'ib2roce_degraded 0'
 wait_prom 'ib2roce_health_condition{condition="nic_drops",level="degraded"} 0'
 wait_prom 'ib2roce_health_condition{condition="sides",level="failed"} 0'
 
 # The notify reader's health file, fed by `bcom health` every 0.1 s (as under keepalived).
-mkfifo "$SF_TMP/ka.fifo"
-"$HA_NOTIFY" --bcom "$BCOM" --health-file "$SF_TMP/ka.health" --fifo "$SF_TMP/bridge.sock" \
-	"$SF_TMP/ka.fifo" 2>"$SF_TMP/reader.err" &
-READER=$!
-SF_PIDS="$SF_PIDS $READER"
-exec 4<>"$SF_TMP/ka.fifo"
-t_wait_until 10 grep -sqx 0 "$SF_TMP/ka.health" || br_fail "health file not 0 at start" bridge
+con_health_reader bridge
 
 # A control-thread stall of 1.5 s: DEGRADED, not FAILED.
 con_ok bridge enable ctlstall=1500 >/dev/null

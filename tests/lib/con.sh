@@ -113,3 +113,23 @@ con_json_is() {
 	CON_JSON=$(con_json "$1" "$2" 2>/dev/null || true)
 	[ "$CON_JSON" = "$3" ]
 }
+
+# con_wait_prom FILE NAME LINE: bridge NAME's metrics file FILE holds the line LINE within
+# 10 s (br_fail otherwise).
+con_wait_prom() {
+	t_wait_until 10 grep -sqx -- "$3" "$1" || br_fail "metrics file without '$3'" "$2"
+}
+
+# con_health_reader NAME: the HA notify reader (ha/ib2roce-notify.sh) on a fifo of its own,
+# writing $SF_TMP/ka.health from `bcom health` every 0.1 s of bridge NAME, as under
+# keepalived; READER is its pid (also in SF_PIDS), fd 4 holds the fifo open; returns once
+# the file says 0.
+con_health_reader() {
+	mkfifo "$SF_TMP/ka.fifo"
+	"$HA_NOTIFY" --bcom "$BCOM" --health-file "$SF_TMP/ka.health" --fifo "$SF_TMP/$1.sock" \
+		"$SF_TMP/ka.fifo" 2>"$SF_TMP/reader.err" &
+	READER=$!
+	SF_PIDS="$SF_PIDS $READER"
+	exec 4<>"$SF_TMP/ka.fifo"
+	t_wait_until 10 grep -sqx 0 "$SF_TMP/ka.health" || br_fail "health file not 0 at start" "$1"
+}
