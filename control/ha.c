@@ -500,7 +500,7 @@ static bool part_healthy(struct ha *ha, struct ctl *c, uint32_t idx, char *why, 
 	}
 	for (int s = 0; s < NSIDES; s++) {
 		const struct side_ctx *sd = &br->sd[s];
-		uint32_t broken = side_broken(br, s);
+		uint32_t broken = side_broken(br, s), stuck = side_tx_stuck(br, s);
 
 		if (sd->state != SIDE_UP) {
 			snprintf(why, len, "%s %s port %u %s", side_name[s], sd->dev, sd->port,
@@ -512,9 +512,9 @@ static bool part_healthy(struct ha *ha, struct ctl *c, uint32_t idx, char *why, 
 				 broken, broken == 1 ? "" : "s");
 			return false;
 		}
-		if (side_tx_stuck(br, s)) {
+		if (stuck) {
 			snprintf(why, len, "%s: %u channel%s with a stuck send queue", side_name[s],
-				 side_tx_stuck(br, s), side_tx_stuck(br, s) == 1 ? "" : "s");
+				 stuck, stuck == 1 ? "" : "s");
 			return false;
 		}
 	}

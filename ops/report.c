@@ -340,6 +340,7 @@ static void json_channels(struct jw *j, struct bridge *br)
 		for (uint32_t k = 0; k < br->sd[s].nchan; k++) {
 			const struct channel *ch = br->sd[s].chan[k];
 			struct chan_stats st;
+			uint64_t stuck_ns;
 
 			chan_view(ch, false, &st);
 			jw_open(j, NULL, '{');
@@ -360,10 +361,11 @@ static void json_channels(struct jw *j, struct bridge *br)
 			jw_u64(j, "drops", chan_stats_drops(&st));
 			jw_bool(j, "broken", CMM_LOAD_SHARED(ch->broken));
 			jw_u64(j, "tx_stuck", st.tx_stuck);
-			/* ms since its queue was found full without completions; null: moves */
-			if (chan_tx_stuck_ns(ch))
-				jw_u64(j, "tx_stuck_ms",
-				       sub0(mono_ms(), chan_tx_stuck_ns(ch) / 1000000));
+			/* ms since its queue was found full without completions; null: moves.
+			 * Read once: the worker may clear it between two reads. */
+			stuck_ns = chan_tx_stuck_ns(ch);
+			if (stuck_ns)
+				jw_u64(j, "tx_stuck_ms", sub0(mono_ms(), stuck_ns / 1000000));
 			else
 				jw_null(j, "tx_stuck_ms");
 			jw_close(j, '}');
