@@ -461,6 +461,10 @@ struct worker {
 	_Atomic uint64_t heartbeat; /* passes, read by the control thread */
 	_Atomic bool stop;
 	uint64_t passes;
+	/* Worker only: its channels whose backlog holds packets (chan_send counts a backlog
+	 * that fills, chan_backlog_drain one it empties), so that a pass learns whether it
+	 * may report a quiescent state without reading every channel (worker_backlogged). */
+	uint32_t backlogged;
 	uint64_t drop_nth; /* fault injection counter */
 	struct hist lat;   /* poll -> post, ns */
 	/* Packet capture (capring.h): published by the control thread (rcu_assign_pointer)

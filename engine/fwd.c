@@ -372,6 +372,9 @@ chan_send(struct worker *w, struct pool *pool, struct channel *out, struct freel
 		fl_put(w, fl, buf);
 		return;
 	}
+	/* The first packet of the backlog: out is w's (a hand-off goes to the owner). */
+	if (out->bl_tail == out->bl_head)
+		w->backlogged++;
 	b = &out->bl[out->bl_tail++ & out->bl_mask];
 	b->buf = buf;
 	b->len = len;
@@ -389,6 +392,7 @@ chan_send(struct worker *w, struct pool *pool, struct channel *out, struct freel
 static void chan_backlog_drain(struct worker *w, struct channel *ch, struct freelist *fl)
 {
 	struct pool *pool = w->br->pool;
+	bool waiting = ch->bl_head != ch->bl_tail;
 
 	/* A stuck queue's first completion: it moves again (chan_tx_full). */
 	if (__builtin_expect(atomic_load_explicit(&ch->tx_stuck_ns, memory_order_relaxed), 0) &&
@@ -400,6 +404,8 @@ static void chan_backlog_drain(struct worker *w, struct channel *ch, struct free
 		chan_post(w, pool, ch, fl, b.buf, (uintptr_t)pool_data(pool, b.buf) + BR_GRH_LEN,
 			  b.len, b.has_imm, b.imm, b.ah, b.qkey);
 	}
+	if (waiting && ch->bl_head == ch->bl_tail)
+		w->backlogged--;
 	ch->st.backlog = ch->bl_tail - ch->bl_head;
 	chan_flush(w, ch, fl);
 }
@@ -2005,12 +2011,22 @@ bool fwd_handoff(struct worker *w, struct channel *out, uint32_t buf, uint32_t l
 	return true;
 }
 
+/*
+ * The channels a drain sent on, to post their chains after it: the first
+ * HANDOFF_FLUSH_MAX distinct ones; a drain that met more flushes every channel of the
+ * worker (a walk of the views, which reads a cache line of each: at thousands of groups
+ * dozens of channels, for a drain that usually names one or two).
+ */
+#define HANDOFF_FLUSH_MAX 8
+
 unsigned fwd_handoff_drain(struct worker *w)
 {
 	struct pool *pool = w->br->pool;
+	struct channel *sent[HANDOFF_FLUSH_MAX];
 	struct freelist fl;
 	uint64_t now = 0; /* read once, when a send will find its queue full (chan_tx_full) */
-	unsigned n = 0;
+	unsigned n = 0, nsent = 0;
+	bool all = false;
 
 	fl.n = 0;
 	for (uint32_t from = 0; from < w->br->nworkers; from++) {
@@ -2023,17 +2039,28 @@ unsigned fwd_handoff_drain(struct worker *w)
 		tail = atomic_load_explicit(&r->tail, memory_order_acquire);
 		for (; head != tail; head++, n++) {
 			struct handoff_ent *e = &r->ent[head & r->mask];
+			struct channel *out = e->out;
 
 			pool_set_owner(pool, e->buf, w->id);
-			if (__builtin_expect(!now && chan_send_drops(e->out), 0))
+			if (__builtin_expect(!now && chan_send_drops(out), 0))
 				now = now_ns();
-			chan_send(w, pool, e->out, &fl, e->buf,
+			chan_send(w, pool, out, &fl, e->buf,
 				  (uintptr_t)pool_data(pool, e->buf) + BR_GRH_LEN, e->len,
 				  e->has_imm, e->imm, e->ah, e->qkey, now);
+			if (!all && (!nsent || sent[nsent - 1] != out)) {
+				unsigned k = 0;
+
+				while (k < nsent && sent[k] != out)
+					k++;
+				if (k == nsent && nsent < HANDOFF_FLUSH_MAX)
+					sent[nsent++] = out;
+				else if (k == nsent)
+					all = true;
+			}
 		}
 		atomic_store_explicit(&r->head, head, memory_order_release);
 	}
-	if (n) {
+	if (all) {
 		/* After the rings' acquire loads: a channel added at run time that an entry
 		 * names is in its side's view. */
 		for (int s = 0; s < NSIDES; s++) {
@@ -2042,6 +2069,9 @@ unsigned fwd_handoff_drain(struct worker *w)
 			for (uint32_t i = 0; i < v->nchan; i++)
 				chan_flush(w, v->chan[i], &fl);
 		}
+	} else {
+		for (unsigned k = 0; k < nsent; k++)
+			chan_flush(w, sent[k], &fl);
 	}
 	fl_flush(w, &fl);
 	return n;
