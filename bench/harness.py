@@ -86,7 +86,15 @@ SCENARIOS = {
     # worker), no RoCE listener. scaling_run().
     "workersN": dict(desc="1, 2, 4, 8 workers, one sender process per worker on its own "
                      "IB device, 64 B", groups=1, size="64", scaling=[1, 2, 4, 8]),
+    # Issue 28: the bridge's ceiling against the number of groups. For G in 1, 1000, 4096,
+    # 16000: one mcsender as fast as it sends (G groups interleaved, the QPs of groupsN)
+    # into a bridge of one worker, and no listener: on a 2-vCPU machine the listener's
+    # CPU is taken from the worker and the sender (ceiling_run).
+    "ceiling": dict(desc="1, 1000, 4096, 16000 groups, no listener: what the bridge "
+                    "forwards of what one sender offers, 64 B", groups=1, size="64",
+                    ceiling=[1, 1000, 4096, 16000]),
 }
+CEILING_QPS = {1: 1, 1000: 4, 4096: 16, 16000: 64}
 QUICK_DEFAULT = ["single", "pgm"]
 
 
@@ -882,6 +890,83 @@ def scaling_run(args, fab, bridge, sc, nw, quick):
         subprocess.run([simfab, "reset"], env=env, capture_output=True)
 
 
+def perf_worker(pid, out):
+    """perf record (cpu-clock, 4 000 a second) of the bridge's worker thread ib2roce-w0 of
+    process pid into out; None where perf or the thread is missing."""
+    if not shutil.which("perf"):
+        return None
+    try:
+        tid = next(t for t in os.listdir("/proc/%d/task" % pid)
+                   if open("/proc/%d/task/%s/comm" % (pid, t)).read().startswith("ib2roce-w0"))
+    except (OSError, StopIteration):
+        return None
+    return subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", "4000", "-t", tid,
+                             "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def perf_symbols(path):
+    """Samples per symbol of a perf.data file: {symbol: samples}."""
+    r = subprocess.run(["perf", "report", "-i", path, "-n", "--no-children", "-g", "none",
+                        "--sort", "sym"], capture_output=True, text=True)
+    out = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*[0-9.]+%\s+(\d+)\s+\[[^]]*\]\s+(\S+)", line)
+        if m:
+            out[m.group(2)] = out.get(m.group(2), 0) + int(m.group(1))
+    return out
+
+
+# What ceiling_run counts as the engine's time a packet: the burst and the sorting and
+# fetching ahead of a poll of several QPs.
+ENGINE_SYMS = ("chan_burst", "wside_poll_mixed")
+
+
+def ceiling_run(args, fab, bridge, sc, ng, quick):
+    """One sender (mcsender -R 0, ng groups interleaved over CEILING_QPS[ng] QPs) into a
+    bridge of one worker with no RoCE listener: {"offered_mpps", "fwd_mpps", "sent",
+    "fwd", "drops", "nic_drop", "unaccounted"} over the sender's duration (unaccounted =
+    sent - (IB rx_pkts + its NIC's drops), must be 0); with args.perf also "engine_us",
+    the worker's cpu-clock samples in ENGINE_SYMS a forwarded packet (the worker's other
+    samples are mostly polls of an empty queue: it spins while the sender starts)."""
+    groups = group_addrs(ng)
+    gsc = dict(sc, groups=ng, streams=1, qps=CEILING_QPS.get(ng, (ng + 239) // 240))
+    fab.reset()
+    ctl = os.path.join(fab.tmp, "ceiling.sock")
+    b = start_bridge(fab, args, bridge, gsc, groups, "ceiling")
+    pf = None
+    try:
+        st0 = bridge_stats(fab, ctl)
+        if args.perf:
+            pf = perf_worker(b.pid, os.path.join(fab.tmp, "ceiling.perf"))
+        count = 200000 if quick else args.count
+        snd = run_senders(fab, sender_cmds(args, fab, gsc, groups, count, 0, 5000000),
+                          "ceilsend")
+        if pf:
+            pf.send_signal(signal.SIGINT)
+            pf.wait(60)
+        time.sleep(1)
+        st1 = bridge_stats(fab, ctl)
+    finally:
+        if pf and pf.poll() is None:
+            pf.kill()
+            pf.wait()
+        fab.stop(b)
+        fab.cleanup()
+    d = side_delta(st0, st1, "IB")
+    sent, dur = snd["sent"], snd["dt"]
+    nic = d.get("nic_rx_dropped") or 0
+    out = {"sent": sent, "fwd": d["fwd_pkts"], "drops": d["drops"], "nic_drop": nic,
+           "offered_mpps": sent / dur / 1e6 if dur else None,
+           "fwd_mpps": d["fwd_pkts"] / dur / 1e6 if dur else None,
+           "kept": d["fwd_pkts"] / sent if sent else None,
+           "unaccounted": snd["wire"] - d["rx_pkts"] - nic}
+    if pf and d["fwd_pkts"]:
+        syms = perf_symbols(os.path.join(fab.tmp, "ceiling.perf"))
+        us = 1e6 / 4000 / d["fwd_pkts"]
+        out["engine_us"] = sum(syms.get(k, 0) for k in ENGINE_SYMS) * us
+    return out
+
+
 def cg_totals(path):
     """Every event of a callgrind file over all it collected (inside chan_burst, the
     simulated verbs included): {"Ir": n, "D1mr": n, ...}; with --cache-sim=yes the
@@ -1140,6 +1225,9 @@ def main():
     ap.add_argument("--direct-dev", default="sim_ib2",
                     help="IB device of the listener of the direct path")
     ap.add_argument("--mcpkt-addr", default="198.18.0.2", help="IPv4 of --send-dev (mcpkt)")
+    ap.add_argument("--perf", action="store_true",
+                    help="ceiling: record the worker with perf (linux-perf) and print its "
+                    "time a packet, in the engine and in all")
     ap.add_argument("--keep", action="store_true",
                     help="keep the processes' output (a temporary directory)")
     args = ap.parse_args()
@@ -1197,12 +1285,18 @@ def main():
         for rep in range(runs):
             for n in names:
                 for b in builds:
-                    if not args.no_timed:
-                        for w in SCENARIOS[n].get("scaling", [None]):
-                            steps.append(("scaling" if w else "timed", rep, n, b, w))
+                    if args.no_timed:
+                        continue
+                    if SCENARIOS[n].get("ceiling"):
+                        for g in SCENARIOS[n]["ceiling"]:
+                            steps.append(("ceiling", rep, n, b, g))
+                        continue
+                    for w in SCENARIOS[n].get("scaling", [None]):
+                        steps.append(("scaling" if w else "timed", rep, n, b, w))
         for rep in range(1 if args.quick else args.cg_runs):
             for n in names:
-                if SCENARIOS[n].get("direct") or SCENARIOS[n].get("scaling"):
+                if SCENARIOS[n].get("direct") or SCENARIOS[n].get("scaling") or \
+                        SCENARIOS[n].get("ceiling"):
                     continue
                 for b in builds:
                     if not args.no_callgrind:
@@ -1212,14 +1306,30 @@ def main():
         acc_detail = []
         t0 = time.monotonic()
         scaling = []
+        ceiling = []
         for i, (kind, rep, n, b, nw) in enumerate(steps):
             sc = SCENARIOS[n]
             el = time.monotonic() - t0
             log("[%d/%d %4.0fs] %s %s%s %s run %d" % (
-                i + 1, len(steps), el, kind, n, " W=%d" % nw if nw else "", b["label"],
+                i + 1, len(steps), el, kind, n,
+                (" G=%d" if kind == "ceiling" else " W=%d") % nw if nw else "", b["label"],
                 rep + 1))
             try:
-                if kind == "scaling":
+                if kind == "ceiling":
+                    r = ceiling_run(args, fab, b["bridge"], sc, nw, args.quick)
+                    r.update({"groups": nw, "build": b["label"], "run": rep + 1})
+                    ceiling.append(r)
+                    log("    %d groups: offered %.3f Mpps, forwarded %.3f, drops %d, NIC %d, "
+                        "unaccounted %d%s" % (
+                            nw, r["offered_mpps"] or 0, r["fwd_mpps"] or 0, r["drops"],
+                            r["nic_drop"], r["unaccounted"],
+                            "; engine %.3f us a packet" % r["engine_us"]
+                            if "engine_us" in r else ""))
+                    if r["unaccounted"]:
+                        errors.append({"step": kind, "scenario": n, "build": b["label"],
+                                       "run": rep + 1, "error": "%d unaccounted" %
+                                       r["unaccounted"]})
+                elif kind == "scaling":
                     r = scaling_run(args, fab, b["bridge"], sc, nw, args.quick)
                     r.update({"workers": nw, "build": b["label"], "run": rep + 1})
                     scaling.append(r)
@@ -1280,6 +1390,7 @@ def main():
             "callgrind_runs": cg_detail,
             "accounting": acc_detail,
             "workers_scaling": scaling,
+            "ceiling": ceiling,
         }
         if len(builds) == 2:
             doc["ratios_new_over_old"] = {
@@ -1350,6 +1461,34 @@ def main():
                         b["label"], nw, med("fabric_mpps"), med("offered_mpps"),
                         med("fwd_mpps"), sum(r["drops"] for r in rs),
                         sum(r["nic_drop"] for r in rs), sum(r["unaccounted"] for r in rs)))
+        if ceiling:
+            print("\nceiling: one sender into one worker, no listener (median of the runs; "
+                  "kept: forwarded over offered, below 1 where the bridge is the limit; fwd/1: "
+                  "the forwarded rate over one group's, same build, the sender's limit where "
+                  "kept is 1; engine: us of the worker's CPU a forwarded packet in chan_burst "
+                  "and wside_poll_mixed, with --perf):")
+            print("  %-4s %6s %9s %9s %6s %6s %8s %10s %6s %7s" % (
+                "", "groups", "offered", "fwd Mpps", "kept", "fwd/1", "drops", "NIC drops",
+                "unacc", "engine"))
+            for b in builds:
+                one = None
+                for ng in sorted({r["groups"] for r in ceiling}):
+                    rs = [r for r in ceiling if r["groups"] == ng and r["build"] == b["label"]]
+                    if not rs:
+                        continue
+
+                    def med(k):
+                        v = [r[k] for r in rs if r.get(k) is not None]
+                        return statistics.median(v) if v else None
+                    fwd = med("fwd_mpps")
+                    if ng == 1:
+                        one = fwd
+                    print("  %-4s %6d %9.3f %9.3f %6.3f %6s %8d %10d %6d %7s" % (
+                        b["label"], ng, med("offered_mpps") or 0, fwd or 0,
+                        med("kept") or 0, "%.3f" % (fwd / one) if fwd and one else "-",
+                        sum(r["drops"] for r in rs), sum(r["nic_drop"] for r in rs),
+                        sum(r["unaccounted"] for r in rs),
+                        "%.3f" % med("engine_us") if med("engine_us") is not None else "-"))
         # Where the packets went: every phase of every run, summed per scenario and build.
         if acc_detail:
             print("\nwhere the offered packets went (all timed runs; loss%%: lost anywhere at "
