@@ -971,6 +971,22 @@ def ceiling_run(args, fab, bridge, sc, ng, quick):
     return out
 
 
+def median_of(runs, k, default=None):
+    """The median of the runs' values of k (those that have one), else default."""
+    v = [r[k] for r in runs if r.get(k) is not None]
+    return statistics.median(v) if v else default
+
+
+def runs_by(runs, builds, key):
+    """(build, value, that build's runs with that value) for each build and each value of
+    key among the runs, in order; a pair without runs is left out."""
+    for b in builds:
+        for v in sorted({r[key] for r in runs}):
+            rs = [r for r in runs if r[key] == v and r["build"] == b["label"]]
+            if rs:
+                yield b, v, rs
+
+
 def cg_totals(path):
     """Every event of a callgrind file over all it collected (inside chan_burst, the
     simulated verbs included): {"Ir": n, "D1mr": n, ...}; with --cache-sim=yes the
@@ -1452,19 +1468,12 @@ def main():
                   "(median of the runs, Mpps; unaccounted summed, must be 0):")
             print("  %-4s %2s %12s %12s %12s %8s %10s %6s" % (
                 "", "W", "fabric", "offered", "forwarded", "drops", "NIC drops", "unacc"))
-            for b in builds:
-                for nw in sorted({r["workers"] for r in scaling}):
-                    rs = [r for r in scaling if r["workers"] == nw and r["build"] == b["label"]]
-                    if not rs:
-                        continue
-
-                    def med(k):
-                        v = [r[k] for r in rs if r.get(k) is not None]
-                        return statistics.median(v) if v else 0
-                    print("  %-4s %2d %12.3f %12.3f %12.3f %8d %10d %6d" % (
-                        b["label"], nw, med("fabric_mpps"), med("offered_mpps"),
-                        med("fwd_mpps"), sum(r["drops"] for r in rs),
-                        sum(r["nic_drop"] for r in rs), sum(r["unaccounted"] for r in rs)))
+            for b, nw, rs in runs_by(scaling, builds, "workers"):
+                print("  %-4s %2d %12.3f %12.3f %12.3f %8d %10d %6d" % (
+                    b["label"], nw, median_of(rs, "fabric_mpps", 0),
+                    median_of(rs, "offered_mpps", 0), median_of(rs, "fwd_mpps", 0),
+                    sum(r["drops"] for r in rs), sum(r["nic_drop"] for r in rs),
+                    sum(r["unaccounted"] for r in rs)))
         if ceiling:
             print("\nceiling: one sender into one worker, no listener (median of the runs; "
                   "kept: forwarded over offered, below 1 where the bridge is the limit; fwd/1: "
@@ -1474,25 +1483,17 @@ def main():
             print("  %-4s %6s %9s %9s %6s %6s %8s %10s %6s %7s" % (
                 "", "groups", "offered", "fwd Mpps", "kept", "fwd/1", "drops", "NIC drops",
                 "unacc", "engine"))
-            for b in builds:
-                one = None
-                for ng in sorted({r["groups"] for r in ceiling}):
-                    rs = [r for r in ceiling if r["groups"] == ng and r["build"] == b["label"]]
-                    if not rs:
-                        continue
-
-                    def med(k):
-                        v = [r[k] for r in rs if r.get(k) is not None]
-                        return statistics.median(v) if v else None
-                    fwd = med("fwd_mpps")
-                    if ng == 1:
-                        one = fwd
-                    print("  %-4s %6d %9.3f %9.3f %6.3f %6s %8d %10d %6d %7s" % (
-                        b["label"], ng, med("offered_mpps") or 0, fwd or 0,
-                        med("kept") or 0, "%.3f" % (fwd / one) if fwd and one else "-",
-                        sum(r["drops"] for r in rs), sum(r["nic_drop"] for r in rs),
-                        sum(r["unaccounted"] for r in rs),
-                        "%.3f" % med("engine_us") if med("engine_us") is not None else "-"))
+            one = {}
+            for b, ng, rs in runs_by(ceiling, builds, "groups"):
+                fwd, eng = median_of(rs, "fwd_mpps"), median_of(rs, "engine_us")
+                if ng == 1:
+                    one[b["label"]] = fwd
+                base = one.get(b["label"])
+                print("  %-4s %6d %9.3f %9.3f %6.3f %6s %8d %10d %6d %7s" % (
+                    b["label"], ng, median_of(rs, "offered_mpps", 0), fwd or 0,
+                    median_of(rs, "kept", 0), "%.3f" % (fwd / base) if fwd and base else "-",
+                    sum(r["drops"] for r in rs), sum(r["nic_drop"] for r in rs),
+                    sum(r["unaccounted"] for r in rs), "%.3f" % eng if eng is not None else "-"))
         # Where the packets went: every phase of every run, summed per scenario and build.
         if acc_detail:
             print("\nwhere the offered packets went (all timed runs; loss%%: lost anywhere at "
