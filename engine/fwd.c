@@ -2120,15 +2120,15 @@ unsigned fwd_handoff_drain(struct worker *w)
 			chan_send(w, pool, out, &fl, e->buf,
 				  (uintptr_t)pool_data(pool, e->buf) + BR_GRH_LEN, e->len,
 				  e->has_imm, e->imm, e->ah, e->qkey, now);
-			if (!all && (!nsent || sent[nsent - 1] != out)) {
+			if (!all) {
 				unsigned k = 0;
 
 				while (k < nsent && sent[k] != out)
 					k++;
-				if (k == nsent && nsent < HANDOFF_FLUSH_MAX)
-					sent[nsent++] = out;
-				else if (k == nsent)
+				if (k == HANDOFF_FLUSH_MAX)
 					all = true;
+				else if (k == nsent)
+					sent[nsent++] = out;
 			}
 		}
 		atomic_store_explicit(&r->head, head, memory_order_release);

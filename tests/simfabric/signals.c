@@ -136,19 +136,11 @@ static struct ibv_qp *ud_qp(struct port *p, struct ibv_cq *cq)
 		.send_cq = cq,
 		.recv_cq = cq,
 		.cap = {.max_send_wr = 8, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x11111111};
 	struct ibv_qp *qp = ibv_create_qp(p->pd, &qa);
 
 	if (!qp)
 		tap_bail("ibv_create_qp");
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		tap_bail("INIT");
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		tap_bail("RTR");
-	a.qp_state = IBV_QPS_RTS;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		tap_bail("RTS");
+	tap_ud_rts(qp, 0x11111111);
 	return qp;
 }
 

@@ -37,20 +37,6 @@ struct side {
 	uint16_t lid;
 };
 
-static void to_rts(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
-		tap_bail("INIT");
-	a.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
-		tap_bail("RTR");
-	a.qp_state = IBV_QPS_RTS;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
-		tap_bail("RTS");
-}
-
 static struct ibv_qp *make_qp(struct side *s, int ex, uint64_t ops, uint32_t max_send_wr,
 			      uint32_t max_inline)
 {
@@ -88,7 +74,7 @@ static void side_open(struct side *s, const char *dev, int ex)
 	s->qp = make_qp(s, ex, IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM, 4, 64);
 	if (!s->qp)
 		tap_bail("ibv_create_qp_ex");
-	to_rts(s->qp);
+	tap_ud_rts(s->qp, QKEY);
 	if (ibv_query_port(s->ctx, 1, &pa))
 		tap_bail("ibv_query_port");
 	s->lid = pa.lid;
@@ -349,7 +335,7 @@ static void test_errors(struct side *tx, struct side *rx, struct ibv_ah *ah)
 	qp = make_qp(tx, 1, IBV_QP_EX_WITH_SEND, 4, 0);
 	if (!qp)
 		tap_bail("ibv_create_qp_ex");
-	to_rts(qp);
+	tap_ud_rts(qp, QKEY);
 	x = ibv_qp_to_qp_ex(qp);
 	ibv_wr_start(x);
 	x->wr_id = 88;
