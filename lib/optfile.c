@@ -72,7 +72,8 @@ static void scrub(char *msg, const char *src)
 
 	if (!srclen)
 		return;
-	for (size_t i = 0; i < n && o + 4 < sizeof(out);) {
+	/* Room for the longest piece ("'...'", 5 bytes) and the final NUL. */
+	for (size_t i = 0; i < n && o + 5 < sizeof(out);) {
 		const char *close = msg[i] == '\'' ? strchr(msg + i + 1, '\'') : NULL;
 
 		if (close && close > msg + i + 1 &&
