@@ -50,6 +50,9 @@ struct opts {
 	bool reloading;
 	struct group **want;
 	uint32_t nwant, want_cap;
+	/* The index of the list add_group appends to (br->groups at start, want in a
+	 * reload), for its duplicate check; the parse's only. */
+	struct group_index gidx;
 };
 
 /* What a reload needs of the start: the command line, main's opts, the settings given. */

@@ -65,8 +65,14 @@ static int add_group(struct opts *o, const char *spec, enum group_dir dir, char 
 		struct group **v = o->reloading ? o->want : br->groups;
 		uint32_t n = o->reloading ? o->nwant : br->ngroups;
 		const char *why = NULL;
-		struct group *dup = group_array_find_same(v, n, g, &why);
+		struct group *dup;
 
+		/* An index, not a walk of the list: thousands of groups (mgid.c). */
+		if (group_index_sync(&o->gidx, v, n)) {
+			free(g);
+			return opt_errf(err, len, -ENOMEM, "out of memory");
+		}
+		dup = group_index_same(&o->gidx, g, &why);
 		if (dup) {
 			opt_errf(err, len, -EINVAL, "group '%s': its %s is already bridged by '%s'",
 				 spec, why, dup->spec);
@@ -80,6 +86,8 @@ static int add_group(struct opts *o, const char *spec, enum group_dir dir, char 
 		free(g);
 		return opt_errf(err, len, r, "out of memory");
 	}
+	/* Out of memory leaves it empty: the next group's sync builds it again. */
+	(void)group_index_add(&o->gidx, g);
 	return 0;
 }
 

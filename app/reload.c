@@ -67,6 +67,20 @@ static bool same_group(const struct group *a, const struct group *b)
 	       a->tos_set == b->tos_set && (!a->tos_set || a->tos == b->tos);
 }
 
+/*
+ * The group of list x (indexed) that is g as configured (same_group), or NULL. A list
+ * holds no two groups with an MGID in common (add_group, ctl_group_insert), so the only
+ * candidate is the one group_index_same names: a group configured alike has both of g's
+ * MGIDs.
+ */
+static const struct group *running_match(const struct group_index *x, const struct group *g)
+{
+	const char *why;
+	const struct group *m = group_index_same(x, g, &why);
+
+	return m && same_group(m, g) ? m : NULL;
+}
+
 static void free_want(struct opts *o)
 {
 	for (uint32_t i = 0; i < o->nwant; i++)
@@ -99,6 +113,7 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 	o->reloading = true;
 	o->want = NULL;
 	o->nwant = o->want_cap = 0;
+	memset(&o->gidx, 0, sizeof(o->gidx));
 	if (live.cwd >= 0 && fchdir(live.cwd))
 		log_debug("reload: fchdir: %s", strerror(errno));
 	ret = opt_parse_argv(live.argc, live.argv, err, errlen);
@@ -107,6 +122,7 @@ static int reparse(struct bridge_cfg *shadow, struct opts *res, char *err, size_
 			log_debug("reload: fchdir back: %s", strerror(errno));
 		close(here);
 	}
+	group_index_free(&o->gidx);
 	*res = *o;
 	*o = saved;
 	return ret < 0 ? ret : 0;
@@ -341,6 +357,9 @@ int reload(struct ctl *c, FILE *out)
 	struct opts *o = live.o;
 	struct bridge_cfg shadow;
 	struct opts r = {0};
+	/* The running groups and the configuration's, indexed: the lists are matched one
+	 * against the other, thousands of groups each (running_match). */
+	struct group_index run = {0}, conf = {0};
 	char err[OPT_ERR_LEN];
 	uint32_t added = 0, removed = 0, failed = 0;
 	int ret;
@@ -377,11 +396,14 @@ int reload(struct ctl *c, FILE *out)
 		goto done;
 	}
 	/* A new group with a controlled Q_Key the kernel would refuse: nothing changes. */
+	if (group_index_sync(&run, o->br->groups, o->br->ngroups)) {
+		fprintf(out, "reload refused: out of memory; nothing changed\n");
+		ret = -ECANCELED;
+		goto done;
+	}
 	for (uint32_t k = 0; k < r.nwant; k++) {
-		bool have = false;
+		bool have = running_match(&run, r.want[k]) != NULL;
 
-		for (uint32_t i = 0; i < o->br->ngroups && !have; i++)
-			have = same_group(o->br->groups[i], r.want[k]);
 		if (!have && group_qkey_check(o->br, r.want[k], err, sizeof(err))) {
 			fprintf(out, "reload refused: %s; nothing changed\n", err);
 			ret = -ECANCELED;
@@ -400,19 +422,20 @@ int reload(struct ctl *c, FILE *out)
 		goto done;
 	}
 	console_conf_groups(r.want, r.nwant); /* the configuration's groups (unbridged) */
+	if (group_index_sync(&conf, r.want, r.nwant)) {
+		fprintf(out, "reload: out of memory matching the groups; no group changed\n");
+		ret = -EINVAL;
+		goto done;
+	}
 	for (uint32_t i = 0; i < o->br->ngroups;) {
 		struct group *g = o->br->groups[i];
-		bool keep = false;
+		const struct group *want = running_match(&conf, g);
 
-		for (uint32_t k = 0; k < r.nwant && !keep; k++)
-			if (r.want[k] && same_group(g, r.want[k])) {
-				/* A new weight counts for the groups placed from now on; this
-				 * one stays on its pair. The spec (control thread) says it. */
-				g->weight = r.want[k]->weight;
-				memcpy(g->spec, r.want[k]->spec, sizeof(g->spec));
-				keep = true;
-			}
-		if (keep) {
+		if (want) {
+			/* A new weight counts for the groups placed from now on; this one
+			 * stays on its pair. The spec (control thread) says it. */
+			g->weight = want->weight;
+			memcpy(g->spec, want->spec, sizeof(g->spec));
 			i++;
 			continue;
 		}
@@ -425,13 +448,18 @@ int reload(struct ctl *c, FILE *out)
 		}
 		removed++;
 	}
+	/* The running list after the leaves: the joins below add only groups that no
+	 * other of the configuration's matches (it has no two alike: add_group). */
+	group_index_free(&run);
+	if (group_index_sync(&run, o->br->groups, o->br->ngroups)) {
+		fprintf(out, "reload: out of memory; no group joined\n");
+		ret = -EINVAL;
+		goto done;
+	}
 	for (uint32_t k = 0; k < r.nwant; k++) {
 		struct group *w = r.want[k];
-		bool have = false;
 
-		for (uint32_t i = 0; i < o->br->ngroups && !have; i++)
-			have = same_group(o->br->groups[i], w);
-		if (have)
+		if (running_match(&run, w))
 			continue;
 		r.want[k] = NULL; /* ctl_group_insert owns it now */
 		fprintf(out, "joining %s (%s)\n", w->spec, group_dir_name[w->dir]);
@@ -446,6 +474,8 @@ int reload(struct ctl *c, FILE *out)
 		failed ? ", some changes failed" : "");
 	ret = failed ? -EINVAL : 0;
 done:
+	group_index_free(&run);
+	group_index_free(&conf);
 	free_want(&r);
 	live.o = o;
 	return ret;

@@ -513,6 +513,8 @@ int app_parse(struct app *a, int argc, char **argv)
 		return 1;
 	}
 	r = opt_parse_argv(argc, argv, err, sizeof(err));
+	/* The groups' index serves the parse only (add_group): br->groups changes later. */
+	group_index_free(&a->o.gidx);
 	if (r < 0) {
 		fprintf(stderr, "ib2roce: %s\n", err);
 		return config_invalid(err);

@@ -348,5 +348,6 @@ void ctl_fini(struct ctl *c)
 		sd->cm_id = NULL;
 		sd->cm_ch = NULL;
 	}
+	group_index_free(&c->gidx);
 	loop_fini();
 }

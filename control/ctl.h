@@ -39,6 +39,9 @@ struct ctl {
 	struct capture *cap;	 /* packet capture (control/capture.c), NULL without */
 	struct metrics_http *mh; /* GET /metrics (--metrics-port), NULL: off */
 	struct ha *ha;		 /* partitions and roles (control/ha.c), NULL before ha_start */
+	/* br->groups indexed for ctl_group_insert's duplicate check (control/groups.c):
+	 * grown with each insert, dropped at each removal, built again when needed. */
+	struct group_index gidx;
 	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
 	bool sd;
 	uint64_t wd_usec, last_wd_ms;

@@ -654,6 +654,33 @@ void group_mgid_roce(const struct group *g, union ibv_gid *mgid);
  */
 bool group_spec_same(const struct group *a, const struct group *b, const char **why);
 
+/*
+ * An index of a list of groups by what group_spec_same compares, for the lists a start
+ * or a reload builds from the command line and the files (thousands of groups). Entries
+ * are only added (the list grows) and the index is dropped with the list's parse. A
+ * zeroed struct is an empty index.
+ */
+struct group_index {
+	struct group_index_ent *e; /* mask + 1 slots, NULL: none yet */
+	uint32_t mask;
+	uint32_t used;	  /* slots taken (two a group) */
+	uint32_t ngroups; /* groups added: v[0..ngroups) of the list it indexes */
+};
+
+/* Make x the index of v[0..n) unless it already is (its count is n: lists only grow while
+ * they are parsed). 0 or -ENOMEM (x is then empty and must be built again). */
+int group_index_sync(struct group_index *x, struct group *const *v, uint32_t n);
+
+/* The indexed group that bridges the same group as g, or NULL: what
+ * group_array_find_same answers over the list in the order it was added (with why). */
+struct group *group_index_same(const struct group_index *x, const struct group *g,
+			       const char **why);
+
+/* Add g, the list's next group. 0 or -ENOMEM (x is then empty). */
+int group_index_add(struct group_index *x, struct group *g);
+
+void group_index_free(struct group_index *x);
+
 /* Format name lookup; -1 if unknown. */
 int mgid_fmt_parse(const char *name);
 

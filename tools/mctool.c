@@ -99,12 +99,10 @@ bool mct_hdr_get(const void *buf, size_t len, struct mct_hdr *h)
 static int add_group(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct mct_cfg *c = ctx;
-	struct group *g;
+	struct group *g, *dup;
+	const char *why;
 	int r;
 
-	for (uint32_t i = 0; i < c->ngroups; i++)
-		if (!strcmp(c->groups[i].spec->spec, arg))
-			return opt_errf(err, len, -EINVAL, "group '%s' given twice", arg);
 	if (c->ngroups == c->cap) {
 		uint32_t cap = c->cap ? 2 * c->cap : 8;
 		struct mct_group *v = realloc(c->groups, cap * sizeof(*v));
@@ -132,16 +130,20 @@ static int add_group(void *ctx, const char *arg, char *err, size_t len)
 					"%s",
 					arg, c->prog);
 		}
-	for (uint32_t i = 0; i < c->ngroups; i++) {
-		const char *why;
-
-		if (group_spec_same(c->groups[i].spec, g, &why)) {
+	/* An index (engine/mgid.c), not a walk of the groups: thousands of them (bench/). */
+	dup = group_index_same(&c->gidx, g, &why);
+	if (dup) {
+		if (!strcmp(dup->spec, arg))
+			opt_errf(err, len, -EINVAL, "group '%s' given twice", arg);
+		else
 			opt_errf(err, len, -EINVAL, "group '%s': %s already given by '%s'", arg,
-				 !strcmp(why, "RoCE group") ? "address" : why,
-				 c->groups[i].spec->spec);
-			free(g);
-			return -EINVAL;
-		}
+				 !strcmp(why, "RoCE group") ? "address" : why, dup->spec);
+		free(g);
+		return -EINVAL;
+	}
+	if (group_index_add(&c->gidx, g)) {
+		free(g);
+		return opt_errf(err, len, -ENOMEM, "out of memory");
 	}
 	memset(&c->groups[c->ngroups], 0, sizeof(c->groups[0]));
 	c->groups[c->ngroups++].spec = g;
@@ -236,6 +238,7 @@ void mct_cfg_free(struct mct_cfg *c)
 	free(c->groups);
 	c->groups = NULL;
 	c->ngroups = c->cap = 0;
+	group_index_free(&c->gidx);
 }
 
 /* ---- The port ---- */

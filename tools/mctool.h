@@ -91,6 +91,7 @@ struct mct_cfg {
 	char control[CONTROL_PATH_MAX]; /* --control: the console socket, "" = none */
 	struct mct_group *groups;
 	uint32_t ngroups, cap;
+	struct group_index gidx; /* the groups' specs, for the duplicate check (add_group) */
 };
 
 /* One port of one fabric, with its rdma_cm id for the joins. */

@@ -18,9 +18,11 @@ args=()
 for i in $(seq 0 $((ngroups - 1))); do
 	args+=(-m "239.3.$((i / 256)).$((i % 256))")
 done
+# A config file for the reloads below (a group added, then left).
+echo "# groups16k: reloads" >"$SF_TMP/extra.conf"
 # Two workers and the control thread on a two-CPU machine share CPUs: oversubscribe.
 BR_JOIN_SECS=240 BR_BRIDGE_SECS=400 br_bridge bridge "$ngroups" -d sim_ib0 -r sim_roce0 \
-	--workers 2 -e oversubscribe "${args[@]}"
+	--workers 2 -e oversubscribe -c "$SF_TMP/extra.conf" "${args[@]}"
 # 240 groups per QP on the simulated ConnectX: 67 pairs, rounded up to 68 so that the
 # two workers hold as many.
 grep -q ' 68 channel pairs, 2 workers$' "$SF_TMP/bridge.err" ||
@@ -56,6 +58,23 @@ for w in 0 1; do
 done
 out=$(con_ok bridge workers)
 con_expect_in "$out" ' 68 +8000 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: channels, groups, weight, cqs, polls/pass"
+
+# A reload matches the running 16 000 groups against the configuration's (parsed twice):
+# one group added, then left again; the others stay. Before the groups' index (mgid.c)
+# each reload kept the control thread from its loop for 9-11 s (health: ctl_stall at
+# 5 s; a systemd watchdog of 10 s would have killed the bridge).
+echo "multicast 239.9.0.1" >>"$SF_TMP/extra.conf"
+out=$(con_ok bridge reload)
+con_expect_in "$out" "^joining 239\.9\.0\.1 [(]both[)]$" "reload joins the added group"
+con_expect_in "$out" "^1 group added, 0 removed$" "reload adds one group of 16 001"
+sf_wait_line "$SF_TMP/bridge.err" "RoCE joined 239\.9\.0\.1" "$(br_pid bridge)" 60
+echo "# groups16k: reloads" >"$SF_TMP/extra.conf"
+out=$(con_ok bridge reload)
+con_expect_in "$out" "^leaving 239\.9\.0\.1$" "reload leaves the group taken out"
+con_expect_in "$out" "^0 groups added, 1 removed$" "reload removes one group of 16 001"
+if grep -q "health: ctl_stall" "$SF_TMP/bridge.err"; then
+	br_fail "the control thread stalled (health: ctl_stall): $(grep 'ctl_stall' "$SF_TMP/bridge.err" | head -2)" bridge
+fi
 
 br_stop bridge
 lines=$(grep -c '^group ' "$SF_TMP/bridge.out") || lines=0

@@ -368,6 +368,95 @@ static void tables(void)
 	urcu_qsbr_unregister_thread();
 }
 
+/*
+ * The group index (group_index_same) against the walk it replaces
+ * (group_array_find_same) over a list built as add_group builds one: thousands of
+ * candidates of every form, drawn from a small space so that many collide, each looked up
+ * both ways (the same group and the same reason), and added when neither finds one. Then
+ * the index dropped and made again from the list (group_index_sync) answers the same.
+ */
+static void index_matches_walk(void)
+{
+	static const char *const fmts[] = {"RDMA", "IPv4", "IPv6", "PORT", "IB"};
+	struct group_index x = {0};
+	struct group **list = NULL;
+	uint32_t n = 0, cap = 0, differ = 0, by_ib = 0, by_roce = 0;
+	uint64_t r = 88172645463325252ull;
+
+	for (int i = 0; i < 6000; i++) {
+		char spec[96];
+		struct group *c = aligned_alloc(64, sizeof(*c)), *walk, *idx;
+		const char *wwhy = NULL, *iwhy = NULL;
+		unsigned a, b, k;
+
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		a = (unsigned)(r >> 8) % 8, b = (unsigned)(r >> 16) % 256, k = (unsigned)(r >> 32);
+		switch ((r >> 40) % 6) {
+		case 0:
+			snprintf(spec, sizeof(spec), "239.1.%u.%u", a, b);
+			break;
+		case 1:
+			snprintf(spec, sizeof(spec), "239.1.%u.%u:%u", a, b, 1000 + k % 4);
+			break;
+		case 2:
+			snprintf(spec, sizeof(spec), "239.1.%u.%u/%s", a, b, fmts[k % 5]);
+			break;
+		case 3:
+			snprintf(spec, sizeof(spec), "ff12::%x", k % 512);
+			break;
+		case 4:
+			snprintf(spec, sizeof(spec), "ff12::%x=239.1.%u.%u", k % 512, a, b);
+			break;
+		default:
+			snprintf(spec, sizeof(spec), "239.1.%u.%u=ff15::%x", a, b, k % 512);
+			break;
+		}
+		if (!c)
+			tap_bail("aligned_alloc");
+		memset(c, 0, sizeof(*c));
+		if (group_spec_parse(c, spec, MGID_RDMA, 4711, -1, QK_DEF, err, sizeof(err))) {
+			free(c);
+			continue;
+		}
+		walk = group_array_find_same(list, n, c, &wwhy);
+		idx = group_index_same(&x, c, &iwhy);
+		if (walk != idx || (walk && strcmp(wwhy, iwhy))) {
+			if (differ++ < 5)
+				DIAG("%s: walk %s (%s), index %s (%s)", spec,
+				     walk ? walk->spec : "none", walk ? wwhy : "-",
+				     idx ? idx->spec : "none", idx ? iwhy : "-");
+		}
+		if (walk) {
+			by_ib += !strcmp(wwhy, "IB MGID");
+			by_roce += !strcmp(wwhy, "RoCE group");
+			free(c);
+			continue;
+		}
+		if (group_array_push(&list, &n, &cap, c) || group_index_add(&x, c))
+			tap_bail("out of memory");
+	}
+	EQ(differ, 0, "index and walk agree on 6000 candidates (%u groups kept)", n);
+	OK(n > 1000 && by_ib > 100 && by_roce > 100,
+	   "the draw exercised both reasons: %u groups, %u IB MGID, %u RoCE group", n, by_ib,
+	   by_roce);
+	EQ(x.ngroups, n, "the index counts the list's groups");
+	group_index_free(&x);
+	OK(x.e == NULL && x.ngroups == 0, "freed: empty");
+	EQ(group_index_sync(&x, list, n), 0, "made again from the list");
+	differ = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *why;
+
+		differ += group_index_same(&x, list[i], &why) != list[i];
+	}
+	EQ(differ, 0, "each group of the list finds itself in the index made again");
+	EQ(group_index_sync(&x, list, n), 0, "a second sync of the same list keeps it");
+	group_index_free(&x);
+	for (uint32_t i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+}
+
 int main(void)
 {
 	ok_ipv4();
@@ -377,5 +466,6 @@ int main(void)
 	qkey_parse();
 	duplicates();
 	tables();
+	index_matches_walk();
 	return tap_done();
 }
