@@ -61,8 +61,11 @@ con_expect_in "$out" ' 68 +8000 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: cha
 
 # A reload matches the running 16 000 groups against the configuration's (parsed twice):
 # one group added, then left again; the others stay. Before the groups' index (mgid.c)
-# each reload kept the control thread from its loop for 9-11 s (health: ctl_stall at
-# 5 s; a systemd watchdog of 10 s would have killed the bridge).
+# each reload kept the control thread from its loop for 9-11 s: no console, joins or
+# watchdog pings meanwhile (a systemd watchdog of 10 s would have killed the bridge).
+# Now about 0.1 s of CPU; the check below allows half of such a watchdog (CPUs shared
+# with two spinning workers, a sanitizer build).
+reload_from=$(date -u +%Y-%m-%dT%H:%M:%S.%3N)
 echo "multicast 239.9.0.1" >>"$SF_TMP/extra.conf"
 out=$(con_ok bridge reload)
 con_expect_in "$out" "^joining 239\.9\.0\.1 [(]both[)]$" "reload joins the added group"
@@ -72,11 +75,12 @@ echo "# groups16k: reloads" >"$SF_TMP/extra.conf"
 out=$(con_ok bridge reload)
 con_expect_in "$out" "^leaving 239\.9\.0\.1$" "reload leaves the group taken out"
 con_expect_in "$out" "^0 groups added, 1 removed$" "reload removes one group of 16 001"
-if grep -q "health: ctl_stall" "$SF_TMP/bridge.err"; then
-	br_fail "the control thread stalled (health: ctl_stall): $(grep 'ctl_stall' "$SF_TMP/bridge.err" | head -2)" bridge
-fi
 
 br_stop bridge
+# The control loop logs a gap of more than a second when it resumes (control/ctl.c).
+long=$(awk -v from="[$reload_from" '$1 >= from && /control thread was stalled for/ {
+	for (i = 1; i < NF; i++) if ($i == "for" && $(i + 1) + 0 >= 5) print }' "$SF_TMP/bridge.err")
+[ -z "$long" ] || br_fail "a reload stalled the control thread: $long" bridge
 lines=$(grep -c '^group ' "$SF_TMP/bridge.out") || lines=0
 [ "$lines" = "$ngroups" ] || br_fail "bridge printed $lines group lines, expected $ngroups" bridge
 # The first 1 000 groups forwarded n packets each way, the others none; all joined.
