@@ -655,10 +655,11 @@ void group_mgid_roce(const struct group *g, union ibv_gid *mgid);
 bool group_spec_same(const struct group *a, const struct group *b, const char **why);
 
 /*
- * An index of a list of groups by what group_spec_same compares, for the lists a start
- * or a reload builds from the command line and the files (thousands of groups). Entries
- * are only added (the list grows) and the index is dropped with the list's parse. A
- * zeroed struct is an empty index.
+ * An index of a list of groups by what group_spec_same compares (thousands of groups):
+ * the lists a start or a reload builds from the command line and the files, the running
+ * groups (the control thread's, for joins). Entries are only added, as the list grows;
+ * whoever removes a group from the list drops the index (group_index_free), and the next
+ * group_index_sync builds it again. A zeroed struct is an empty index.
  */
 struct group_index {
 	struct group_index_ent *e; /* mask + 1 slots, NULL: none yet */
@@ -667,8 +668,8 @@ struct group_index {
 	uint32_t ngroups; /* groups added: v[0..ngroups) of the list it indexes */
 };
 
-/* Make x the index of v[0..n) unless it already is (its count is n: lists only grow while
- * they are parsed). 0 or -ENOMEM (x is then empty and must be built again). */
+/* Make x the index of v[0..n) unless it already is (its count is n: an indexed list only
+ * grows). 0 or -ENOMEM (x is then empty and must be built again). */
 int group_index_sync(struct group_index *x, struct group *const *v, uint32_t n);
 
 /* The indexed group that bridges the same group as g, or NULL: what

@@ -507,7 +507,7 @@ int group_index_add(struct group_index *x, struct group *g)
 
 int group_index_sync(struct group_index *x, struct group *const *v, uint32_t n)
 {
-	if (x->ngroups == n && (n == 0 || x->e))
+	if (x->ngroups == n)
 		return 0;
 	group_index_free(x);
 	for (uint32_t i = 0; i < n; i++) {

@@ -65,7 +65,8 @@ con_expect_in "$out" ' 68 +8000 +8000 +2 +[2-3]\.[0-9][0-9] ' "bcom workers: cha
 # watchdog pings meanwhile (a systemd watchdog of 10 s would have killed the bridge).
 # Now about 0.1 s of CPU; the check below allows half of such a watchdog (CPUs shared
 # with two spinning workers, a sanitizer build).
-reload_from=$(date -u +%Y-%m-%dT%H:%M:%S.%3N)
+# The log's clock: local time (control/log.c), as date's.
+reload_from=$(date +%Y-%m-%dT%H:%M:%S.%3N)
 echo "multicast 239.9.0.1" >>"$SF_TMP/extra.conf"
 out=$(con_ok bridge reload)
 con_expect_in "$out" "^joining 239\.9\.0\.1 [(]both[)]$" "reload joins the added group"
