@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,6 +319,37 @@ static int set_path(char *dst, size_t dstlen, const char *arg, const char *what,
 	return 0;
 }
 
+/*
+ * A file the bridge opens after it has become a daemon (which changes to "/"): made
+ * absolute against the directory it was started in (a reload's parse runs there too,
+ * app/reload.c), so that `--control c.sock` is the c.sock that `bcom --control c.sock`
+ * finds from that directory.
+ */
+static int set_abs_path(char *dst, size_t dstlen, const char *arg, const char *what,
+			char *err, size_t len)
+{
+	char abs[PATH_MAX];
+	int r;
+
+	if (!*arg)
+		return opt_errf(err, len, -EINVAL, "empty %s path", what);
+	r = path_absolute(arg, abs, sizeof(abs));
+	if (r == -ENAMETOOLONG || (!r && strlen(abs) >= dstlen)) {
+		if (arg[0] == '/')
+			return opt_errf(err, len, -EINVAL, "%s path too long (max %zu bytes)",
+					what, dstlen - 1);
+		return opt_errf(err, len, -EINVAL,
+				"%s path '%s' is too long from the current directory (max %zu "
+				"bytes as an absolute path)",
+				what, arg, dstlen - 1);
+	}
+	if (r)
+		return opt_errf(err, len, r, "%s path '%s': current directory: %s", what, arg,
+				strerror(-r));
+	strcpy(dst, abs);
+	return 0;
+}
+
 static int opt_running_config(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct opts *o = ctx;
@@ -332,21 +364,21 @@ static int opt_control(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct opts *o = ctx;
 
-	return set_path(o->control, sizeof(o->control), arg, "control socket", err, len);
+	return set_abs_path(o->control, sizeof(o->control), arg, "control socket", err, len);
 }
 
 static int opt_pidfile(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct opts *o = ctx;
 
-	return set_path(o->pidfile, sizeof(o->pidfile), arg, "pid file", err, len);
+	return set_abs_path(o->pidfile, sizeof(o->pidfile), arg, "pid file", err, len);
 }
 
 static int opt_metrics(void *ctx, const char *arg, char *err, size_t len)
 {
 	struct opts *o = ctx;
 
-	return set_path(o->metrics, sizeof(o->metrics), arg, "metrics file", err, len);
+	return set_abs_path(o->metrics, sizeof(o->metrics), arg, "metrics file", err, len);
 }
 
 static int opt_metrics_port(void *ctx, const char *arg, char *err, size_t len)

@@ -37,6 +37,7 @@
 #include "log.h"
 #include "loop.h"
 #include "options.h"
+#include "paths.h"
 #include "state.h"
 
 /*
@@ -251,14 +252,16 @@ static int opt_role(void *ctx, const char *arg, char *err, size_t errlen)
 static int opt_peer_control(void *ctx, const char *arg, char *err, size_t errlen)
 {
 	struct ha *ha = ctx;
+	char abs[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char *p;
 
-	if (!*arg || strlen(arg) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+	/* Absolute against the start's directory: the daemon connects from "/" (paths.h). */
+	if (!*arg || path_absolute(arg, abs, sizeof(abs)))
 		return opt_errf(err, errlen, -EINVAL, "ha-peer-control '%s': not a socket path",
 				arg);
 	if (feat_running_get())
 		return 0; /* a reload: start-up only */
-	p = strdup(arg);
+	p = strdup(abs);
 	if (!p)
 		return opt_errf(err, errlen, -ENOMEM, "out of memory");
 	free(ha->peer);

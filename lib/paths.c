@@ -70,6 +70,30 @@ int control_pid_path(const char *sock, char *buf, size_t len)
 	return 0;
 }
 
+int path_absolute(const char *path, char *buf, size_t len)
+{
+	char cwd[PATH_MAX];
+	size_t n = strlen(path), c;
+
+	if (path[0] == '/') {
+		if (n >= len)
+			return -ENAMETOOLONG;
+		memmove(buf, path, n + 1);
+		return 0;
+	}
+	if (!getcwd(cwd, sizeof(cwd)))
+		return errno == ERANGE ? -ENAMETOOLONG : -errno;
+	c = strlen(cwd);
+	if (c == 1) /* "/": no second slash */
+		c = 0;
+	if (c + 1 + n >= len)
+		return -ENAMETOOLONG;
+	memmove(buf + c + 1, path, n + 1); /* buf may be path itself */
+	memcpy(buf, cwd, c);
+	buf[c] = '/';
+	return 0;
+}
+
 int control_dir_check(const char *dir, const struct stat *st, char *err, size_t errlen)
 {
 	if (!S_ISDIR(st->st_mode))

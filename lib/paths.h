@@ -53,4 +53,14 @@ int control_dir_check(const char *dir, const struct stat *st, char *err, size_t 
  */
 int control_make_dir(const char *path, char *err, size_t errlen);
 
+/*
+ * path as an absolute path into buf: unchanged when it starts with '/', else the current
+ * directory, '/' and path. A daemon changes to "/" after its start, so a file named on
+ * its command line relative to where it was started (a console socket, a pid file, a
+ * metrics file) is made absolute at parse time and stays the same file. Lexical: no
+ * symbolic link is resolved, "." and ".." are kept. 0, -ENAMETOOLONG (buf unchanged),
+ * or -errno of getcwd (a directory removed since).
+ */
+int path_absolute(const char *path, char *buf, size_t len);
+
 #endif /* LIB_PATHS_H */

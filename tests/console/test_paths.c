@@ -8,6 +8,7 @@
  * Run as root, the unprivileged branch is tested too, under a borrowed effective uid.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,52 @@ static void test_pid_path(void)
 	CHECK_EQ(control_pid_path("/tmp/abcdef", small, 16), 0);
 	CHECK_STR(small, "/tmp/abcdef.pid");
 	CHECK_EQ(control_pid_path("x", small, 0), -ENAMETOOLONG);
+}
+
+/* path_absolute(): relative paths from the current directory, absolute ones unchanged. */
+static void test_absolute(void)
+{
+	char buf[CONTROL_PATH_MAX], want[96], small[8], here[64] = "/tmp/test_paths_abs.XXXXXX";
+	int back = open(".", O_PATH | O_CLOEXEC);
+
+	CHECK(back >= 0);
+	CHECK(mkdtemp(here) != NULL);
+	CHECK_EQ(chdir(here), 0);
+	CHECK_EQ(path_absolute("c.sock", buf, sizeof(buf)), 0);
+	snprintf(want, sizeof(want), "%s/c.sock", here);
+	CHECK_STR(buf, want);
+	CHECK_EQ(path_absolute("../x/./y", buf, sizeof(buf)), 0); /* lexical: kept as given */
+	CHECK(!strncmp(buf, here, strlen(here)) && !strcmp(buf + strlen(here), "/../x/./y"));
+	CHECK_EQ(path_absolute("/run/ib2roce/ib2roce.sock", buf, sizeof(buf)), 0);
+	CHECK_STR(buf, "/run/ib2roce/ib2roce.sock");
+
+	/* In place, as set_abs_path may call it. */
+	strcpy(buf, "b.sock");
+	CHECK_EQ(path_absolute(buf, buf, sizeof(buf)), 0);
+	CHECK(!strncmp(buf, here, strlen(here)) && !strcmp(buf + strlen(here), "/b.sock"));
+
+	/* Exactly enough room, one byte less: refused, the buffer untouched. */
+	CHECK_EQ(path_absolute("/abcdef", small, 8), 0);
+	CHECK_STR(small, "/abcdef");
+	strcpy(small, "(kept)");
+	CHECK_EQ(path_absolute("/abcdefg", small, 8), -ENAMETOOLONG);
+	CHECK_STR(small, "(kept)");
+	CHECK_EQ(path_absolute("a", small, 8), -ENAMETOOLONG); /* here + "/a" */
+	CHECK_STR(small, "(kept)");
+
+	/* From "/": one slash. */
+	CHECK_EQ(chdir("/"), 0);
+	CHECK_EQ(path_absolute("r.sock", small, 8), 0);
+	CHECK_STR(small, "/r.sock");
+
+	/* A current directory removed since: its error, not a made-up path. */
+	CHECK_EQ(chdir(here), 0);
+	CHECK_EQ(rmdir(here), 0);
+	strcpy(small, "(kept)");
+	CHECK_EQ(path_absolute("a", small, 8), -ENOENT);
+	CHECK_STR(small, "(kept)");
+	CHECK_EQ(fchdir(back), 0);
+	close(back);
 }
 
 static char tmp[] = "/tmp/test_paths.XXXXXX";
@@ -279,6 +326,7 @@ int main(void)
 	}
 	test_default_len();
 	test_pid_path();
+	test_absolute();
 	test_make_dir();
 	return tap_done();
 }
