@@ -434,7 +434,10 @@ int reload(struct ctl *c, FILE *out)
 		if (want) {
 			/* A new weight counts for the groups placed from now on; this one
 			 * stays on its pair. The spec (control thread) says it. */
-			g->weight = want->weight;
+			if (g->weight != want->weight) {
+				g->weight = want->weight;
+				ctl_group_census_drop(c);
+			}
 			memcpy(g->spec, want->spec, sizeof(g->spec));
 			i++;
 			continue;

@@ -349,5 +349,7 @@ void ctl_fini(struct ctl *c)
 		sd->cm_ch = NULL;
 	}
 	group_index_free(&c->gidx);
+	ctl_group_census_drop(c);
+	joins_known_drop(c);
 	loop_fini();
 }

@@ -16,6 +16,7 @@ struct console;
 struct metrics_http;
 struct placement;
 struct capture;
+struct chan_census;
 
 /* Outcomes of a reload, the ib2roce_reloads_total{outcome} label. */
 enum ctl_reload_outcome {
@@ -42,6 +43,14 @@ struct ctl {
 	/* br->groups indexed for ctl_group_insert's duplicate check (control/groups.c):
 	 * grown with each insert, dropped at each removal, built again when needed. */
 	struct group_index gidx;
+	/* What place_group counts of the running groups per channel and worker (groups.c),
+	 * kept likewise; NULL: counted at the next insert. */
+	struct chan_census *census;
+	/* The running groups' addresses for the join answers (joins.c group_known): a set
+	 * of known_mask + 1 slots holding known_n groups; NULL: built when needed. */
+	const struct group **known;
+	size_t known_mask;
+	uint32_t known_n;
 	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
 	bool sd;
 	uint64_t wd_usec, last_wd_ms;
@@ -183,6 +192,9 @@ int ctl_group_insert(struct ctl *c, struct group *g, char *err, size_t errlen);
  * the workers let go. 0 or -ENOENT with a message.
  */
 int ctl_group_remove(struct ctl *c, const char *name, char *err, size_t errlen);
+
+/* A running group's weight changed (reload): place_group counts the workers' again. */
+void ctl_group_census_drop(struct ctl *c);
 
 /* The directions' names: both, in, out. */
 extern const char *const group_dir_name[3];

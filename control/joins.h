@@ -38,6 +38,10 @@ void join_retry_later(struct group *g, int s, int err);
 /* Drop g's membership on side s: detach, retire the AH, and with leave, leave the group. */
 void join_drop(struct ctl *c, struct group *g, int s, bool leave);
 
+/* A group was removed from br->groups: the join answers' set of running groups is built
+ * again when next needed. Control thread. */
+void joins_known_drop(struct ctl *c);
+
 /* READY's deadline while not ready, and the joins waiting to retry, one line each. */
 void joins_print(struct ctl *c, FILE *out);
 

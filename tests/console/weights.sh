@@ -6,8 +6,8 @@
 # to different workers, C and D fill up behind them (11 and 11). A join at run time goes
 # to the worker with the least weight: E#w=30 to worker 0, then F and G to worker 1 (by
 # count G would go to worker 0). A heavy group forwards; a bad weight is refused with a
-# one-line message and changes nothing. A reload that changes C's weight keeps C where it
-# is, with the new weight counted for the next placement.
+# one-line message and changes nothing. A reload that changes C's and G's weights keeps
+# them where they are, with the new weights counted for the next placement.
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/con.sh
 . "$(dirname "$0")/../lib/con.sh"
@@ -66,14 +66,15 @@ for bad in "239.7.0.8#w=0" "239.7.0.8#w=x" "239.7.0.8#w=3,w=4" "239.7.0.8#5,7"; 
 done
 [ "$(con_json bridge '.groups | length')" = 7 ] || br_fail "a bad join changed the groups" bridge
 
-# Reload: C weighs 40 now (it stays on its pair: worker 0 weighs 80), H is new and
-# goes to worker 1 (13).
+# Reload: C weighs 40 now (it stays on its pair: worker 0 weighs 80), G 80 (it stays
+# too: worker 1 weighs 92), H is new and goes to worker 0: the new weights count (with
+# the weights before the reload, 41 and 13, it would go to worker 1).
 pc=$(con_json bridge ".groups[] | select(.addr == \"$gc\") | .pair")
 {
 	cat "$conf"
 	echo "multicast 239.7.0.5#w=30"
 	echo "multicast 239.7.0.6"
-	echo "multicast 239.7.0.7"
+	echo "multicast 239.7.0.7#w=80"
 	echo "multicast 239.7.0.8"
 } | sed "s/^multicast $gc\$/multicast $gc#w=40/" >"$conf.new"
 mv "$conf.new" "$conf"
@@ -83,7 +84,10 @@ con_expect_in "$out" "1 group added, 0 removed" "reload: H added"
 	br_fail "C's weight after the reload" bridge
 [ "$(con_json bridge ".groups[] | select(.addr == \"$gc\") | .pair")" = "$pc" ] ||
 	br_fail "the reload moved C" bridge
-[ "$(worker_of 239.7.0.8)" = 1 ] || br_fail "H not on worker 1 (weights 80/13)" bridge
+[ "$(worker_of 239.7.0.7)" = 1 ] || br_fail "the reload moved G" bridge
+[ "$(worker_of 239.7.0.8)" = 0 ] || br_fail "H not on worker 0 (weights 80/92)" bridge
+[ "$(con_json bridge '[.workers[].weight] | map(tostring) | join(",")')" = "81,92" ] ||
+	br_fail "worker weights after the reload $(con_json bridge '[.workers[].weight]')" bridge
 [ "$(con_json bridge ".groups[] | select(.addr == \"$gc\") | .group")" = "$gc#w=40" ] ||
 	br_fail "C's spec after the reload" bridge
 
