@@ -60,12 +60,30 @@ struct umad_agent {
 	uint32_t hi_tid; /* what the kernel puts in the top 32 bits of a request's TID */
 };
 
+/*
+ * The MADs a port holds for umad_recv beyond what its socket pair takes. The kernel
+ * queues them on the file's recv_list (drivers/infiniband/core/user_mad.c,
+ * queue_packet), not bounded by anything the application sets: a few hundred answers in
+ * the socket's buffer would make umad_send fail once an application has sent that many
+ * requests without reading (16 000 SA joins at once). Newer kernels stop queueing
+ * received MADs at MAX_UMAD_RECV_LIST_SIZE (200 000) and drop the rest; so does this.
+ */
+#define UMAD_RECV_LIST_MAX 200000
+
+struct umad_held {
+	struct umad_held *next;
+	size_t len;
+	unsigned char data[];
+};
+
 /* An open port: the application's fd and the end the answers are written to. */
 struct umad_port_sim {
 	struct umad_port_sim *next;
 	int fd, peer;
 	int dev; /* fabric device index */
 	struct umad_agent agents[MAX_AGENTS];
+	struct umad_held *held, **held_tail; /* FIFO behind the socket's buffer */
+	uint32_t nheld;
 };
 
 static struct {
@@ -644,11 +662,80 @@ UMAD_EXPORT int umad_open_port(const char *ca_name, int portnum)
 	p->fd = sv[0];
 	p->peer = sv[1];
 	p->dev = d;
+	p->held_tail = &p->held;
 	pthread_mutex_lock(&U.lock);
 	p->next = U.ports;
 	U.ports = p;
 	pthread_mutex_unlock(&U.lock);
 	return p->fd;
+}
+
+/* Move held MADs into the socket while it takes them (U.lock held). */
+static void port_flush_locked(struct umad_port_sim *p)
+{
+	while (p->held) {
+		struct umad_held *h = p->held;
+
+		if (send(p->peer, h->data, h->len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			return; /* full again: the reader empties it and calls again */
+		p->held = h->next;
+		if (!p->held)
+			p->held_tail = &p->held;
+		p->nheld--;
+		free(h);
+	}
+}
+
+/*
+ * Queue a MAD for the port's umad_recv, in order: into the socket, or behind what it
+ * holds already. 0, or -ENOMEM; a received MAD beyond UMAD_RECV_LIST_MAX is dropped (0),
+ * as the kernel drops it.
+ */
+static int port_queue(int portid, const void *mad, size_t len)
+{
+	struct umad_port_sim *p;
+	struct umad_held *h;
+
+	pthread_mutex_lock(&U.lock);
+	p = port_find_locked(portid);
+	if (!p) { /* closed meanwhile: nobody reads it */
+		pthread_mutex_unlock(&U.lock);
+		return 0;
+	}
+	port_flush_locked(p);
+	if (!p->held && send(p->peer, mad, len, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0) {
+		pthread_mutex_unlock(&U.lock);
+		return 0;
+	}
+	if (p->nheld >= UMAD_RECV_LIST_MAX) {
+		pthread_mutex_unlock(&U.lock);
+		return 0;
+	}
+	h = malloc(sizeof(*h) + len);
+	if (!h) {
+		pthread_mutex_unlock(&U.lock);
+		return -ENOMEM;
+	}
+	h->next = NULL;
+	h->len = len;
+	memcpy(h->data, mad, len);
+	*p->held_tail = h;
+	p->held_tail = &h->next;
+	p->nheld++;
+	pthread_mutex_unlock(&U.lock);
+	return 0;
+}
+
+/* After a read: the socket has room for what the port holds. */
+static void port_refill(int portid)
+{
+	struct umad_port_sim *p;
+
+	pthread_mutex_lock(&U.lock);
+	p = port_find_locked(portid);
+	if (p)
+		port_flush_locked(p);
+	pthread_mutex_unlock(&U.lock);
 }
 
 UMAD_EXPORT int umad_close_port(int portid)
@@ -665,6 +752,12 @@ UMAD_EXPORT int umad_close_port(int portid)
 	pthread_mutex_unlock(&U.lock);
 	if (p) {
 		close(p->peer);
+		while (p->held) {
+			struct umad_held *h = p->held;
+
+			p->held = h->next;
+			free(h);
+		}
 		free(p);
 	}
 	close(portid);
@@ -850,7 +943,7 @@ UMAD_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
 	uint32_t dqpn = be32toh(mad->addr.qpn), hi;
 	const struct sf_dev *self;
 	bool answered = false;
-	int peer, dev;
+	int dev;
 
 	mad->timeout_ms = (uint32_t)timeout_ms;
 	mad->retries = (uint32_t)retries;
@@ -864,7 +957,6 @@ UMAD_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
 		return -EIO;
 	}
 	hi = p->agents[agentid].hi_tid;
-	peer = p->peer;
 	dev = p->dev;
 	pthread_mutex_unlock(&U.lock);
 
@@ -900,8 +992,8 @@ UMAD_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
 		out.hdr.status = ETIMEDOUT;
 		out.hdr.addr = mad->addr;
 	}
-	if (send(peer, &out, sizeof(out), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-		errno = EIO;
+	if (port_queue(portid, &out, sizeof(out))) {
+		errno = ENOMEM;
 		return -EIO;
 	}
 	return 0;
@@ -961,6 +1053,7 @@ UMAD_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
 		errno = EIO;
 		return -EIO;
 	}
+	port_refill(portid);
 	memcpy(mad, &in, (size_t)n);
 	*length = (size_t)n > umad_size() ? (int)((size_t)n - umad_size()) : 0;
 	return (int)in.hdr.agent_id;

@@ -385,6 +385,41 @@ int main(void)
 	   "umad_recv with nothing queued: -ETIMEDOUT");
 	OK(umad_send(port, 17, &m, MAD_LEN, 100, 1) < 0 && errno == EINVAL,
 	   "umad_send with an unregistered agent: EINVAL");
+
+	/* Thousands of requests before the first read (a bridge joining 16 000 groups with
+	 * their own Q_Keys): every answer is kept, in order, as the kernel's recv_list keeps
+	 * them (a socket's buffer alone holds a few hundred). */
+	{
+		const int n = 5000;
+		int sent = 0, got = 0;
+
+		for (int i = 0; i < n; i++) {
+			mad_init(&m, UMAD_CLASS_SUBN_ADM, 2, UMAD_METHOD_GET, UMAD_SA_ATTR_PATH_REC);
+			m.mad[12] = (uint8_t)(i >> 24);
+			m.mad[13] = (uint8_t)(i >> 16);
+			m.mad[14] = (uint8_t)(i >> 8);
+			m.mad[15] = (uint8_t)i;
+			umad_set_addr(&m, 1, 1, 0, QP1_QKEY);
+			sent += umad_send(port, agent, &m, MAD_LEN, 100, 3) == 0;
+		}
+		for (int i = 0; i < n; i++) {
+			len = MAD_LEN;
+			if (umad_recv(port, &m, &len, 0) != agent || m.hdr.status != 0 ||
+			    m.mad[3] != UMAD_METHOD_GET_RESP || get16(m.mad + 12) != (i >> 16) ||
+			    get16(m.mad + 14) != (i & 0xffff))
+				break;
+			got++;
+		}
+		OK(sent == n && got == n,
+		   "%d SA requests before a read: %d sent, %d answers in order", n, sent, got);
+		len = MAD_LEN;
+		OK(umad_recv(port, &m, &len, 0) == -EWOULDBLOCK, "then nothing queued");
+		/* Answers left unread are freed with the port (the sanitizer run's leak check). */
+		for (int i = 0; i < n; i++) {
+			umad_set_addr(&m, 1, 1, 0, QP1_QKEY);
+			umad_send(port, agent, &m, MAD_LEN, 100, 3);
+		}
+	}
 	OK(umad_unregister(port, agent) == 0 && umad_unregister(port, agent) == -1,
 	   "umad_unregister: once");
 	umad_close_port(port);
