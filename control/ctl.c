@@ -350,6 +350,6 @@ void ctl_fini(struct ctl *c)
 	}
 	group_index_free(&c->gidx);
 	ctl_group_census_drop(c);
-	joins_known_drop(c);
+	joins_free(c);
 	loop_fini();
 }

@@ -17,6 +17,7 @@ struct metrics_http;
 struct placement;
 struct capture;
 struct chan_census;
+struct sa_tid_slot;
 
 /* Outcomes of a reload, the ib2roce_reloads_total{outcome} label. */
 enum ctl_reload_outcome {
@@ -51,6 +52,9 @@ struct ctl {
 	const struct group **known;
 	size_t known_mask;
 	uint32_t known_n;
+	/* The groups of the last SA joins by TID (joins.c sa_tid_note); NULL: none yet. */
+	struct sa_tid_slot *sa_tids;
+	size_t sa_tid_mask;
 	/* systemd (sd_notify): active, watchdog interval (0: none), last ping. */
 	bool sd;
 	uint64_t wd_usec, last_wd_ms;

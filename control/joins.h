@@ -42,6 +42,9 @@ void join_drop(struct ctl *c, struct group *g, int s, bool leave);
  * again when next needed. Control thread. */
 void joins_known_drop(struct ctl *c);
 
+/* Free what the joins keep of the groups (ctl_fini). */
+void joins_free(struct ctl *c);
+
 /* READY's deadline while not ready, and the joins waiting to retry, one line each. */
 void joins_print(struct ctl *c, FILE *out);
 
