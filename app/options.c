@@ -591,6 +591,13 @@ int register_options(struct opts *o, struct ctl *ctl, struct bridge *br)
 		 .has_off = true,
 		 .value = &ctl->statint,
 		 .runtime = true},
+		{.name = "metrics_groups",
+		 .type = FEAT_BOOL,
+		 .help = "per-group series in the metrics (off: only the totals, for thousands "
+			 "of groups)",
+		 .def = 1,
+		 .value = &ctl->metrics_groups,
+		 .runtime = true},
 		{.name = "loglevel",
 		 .type = FEAT_INT,
 		 .help = "syslog level of messages shown (3 error .. 7 debug)",

@@ -111,6 +111,7 @@ struct ctl {
 	struct nic_ctr nic[NSIDES];
 	/* Runtime features owned by the control thread. */
 	_Atomic int64_t statint;
+	_Atomic int64_t metrics_groups; /* per-group series in the metrics (ops/report.c) */
 	_Atomic int64_t hwrate;
 	_Atomic int64_t sender_idle_s;
 	_Atomic int64_t pgm_idle_s;

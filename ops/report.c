@@ -719,8 +719,9 @@ static void prom_nic(FILE *f, struct ctl *c)
 	}
 }
 
-static void prom_groups(FILE *f, struct bridge *br)
+static void prom_groups(FILE *f, struct ctl *c)
 {
+	struct bridge *br = c->br;
 	static const char *const dir[NSIDES] = {"ib_to_roce", "roce_to_ib"};
 	static const struct {
 		const char *name, *help, *left, *left_help;
@@ -744,7 +745,19 @@ static void prom_groups(FILE *f, struct bridge *br)
 				gm[m].bytes ? atomic_load(&br->left_fwd_bytes[s])
 					    : atomic_load(&br->left_fwd_pkts[s]));
 	}
-	if (!br->ngroups)
+	/* The totals, whatever metrics_groups says: 16 000 groups make 96 000 series of
+	 * their own, more than many a Prometheus wants from one target. */
+	prom_head(f, "ib2roce_groups", "gauge", "Groups bridged.");
+	fprintf(f, "ib2roce_groups %u\n", br->ngroups);
+	prom_head(f, "ib2roce_groups_joined", "gauge", "Groups joined on the side.");
+	for (int s = 0; s < NSIDES; s++) {
+		uint32_t n = 0;
+
+		for (uint32_t i = 0; i < br->ngroups; i++)
+			n += group_joined(br->groups[i], s) ? 1 : 0;
+		fprintf(f, "ib2roce_groups_joined{side=\"%s\"} %u\n", side_name[s], n);
+	}
+	if (!br->ngroups || !atomic_load(&c->metrics_groups))
 		return; /* a family without samples is legal but noise */
 	for (size_t m = 0; m < sizeof(gm) / sizeof(gm[0]); m++) {
 		prom_head(f, gm[m].name, "counter", gm[m].help);
@@ -1023,7 +1036,7 @@ static void prom_write(FILE *f, struct ctl *c)
 	prom_sides(f, br);
 	prom_ha(f, c);
 	prom_nic(f, c);
-	prom_groups(f, br);
+	prom_groups(f, c);
 	prom_pgm(f, c);
 	prom_workers(f, c, now);
 	if (br->pool) {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # What monitoring sees (docs/metrics.md, monitoring/): the metrics file of a live bridge
 # passes `promtool check metrics`; the latency is a histogram in seconds (cumulative
-# buckets, le="+Inf" = _count); build_info, healthy; the shipped alert rules pass
+# buckets, le="+Inf" = _count); build_info, healthy; the group totals, and the groups'
+# own series only with metrics_groups on; the shipped alert rules pass
 # `promtool check rules` and the Grafana dashboard is JSON whose metric names all exist
 # in the file. A stalled worker (the stall feature) is logged with --debug, makes health
 # fail (exit 1, one line) and the file say ib2roce_healthy 0; it recovers. A clean stop
@@ -89,6 +90,29 @@ for m in $( (jq -r '.. | .expr? // empty' "$src/monitoring/ib2roce.dashboard.jso
 	grep -o 'ib2roce_[a-z_]*' | sed 's/_bucket$//' | sort -u); do
 	grep -q "^# TYPE $m " "$prom" || br_fail "monitoring/ names $m, not in the metrics file" bridge
 done
+
+# The group totals, and the group's own series; metrics_groups off (at run time) leaves
+# those out and keeps the totals, the file still valid; on again, they are back.
+grep -q '^ib2roce_groups 1$' "$prom" || br_fail "no ib2roce_groups 1" bridge
+for s in IB RoCE; do
+	grep -q "^ib2roce_groups_joined{side=\"$s\"} 1\$" "$prom" ||
+		br_fail "no ib2roce_groups_joined 1 for $s" bridge
+done
+grep -q "^ib2roce_group_forwarded_packets_total{group=\"$g\",direction=\"ib_to_roce\"} $n\$" \
+	"$prom" || br_fail "no forwarded packets of group $g" bridge
+con_ok bridge disable metrics_groups >/dev/null
+# no_group_series: the metrics file has no series of a group.
+no_group_series() {
+	! grep -q '^ib2roce_group_' "$prom"
+}
+t_wait_until 10 no_group_series ||
+	br_fail "metrics_groups off: per-group series still written" bridge
+grep -q '^ib2roce_groups_joined{side="RoCE"} 1$' "$prom" ||
+	br_fail "metrics_groups off: no ib2roce_groups_joined" bridge
+promtool check metrics <"$prom" >"$SF_TMP/promtool.out" 2>&1 ||
+	br_fail "promtool check metrics (metrics_groups off): $(cat "$SF_TMP/promtool.out")" bridge
+con_ok bridge enable metrics_groups >/dev/null
+wait_prom '^ib2roce_group_joined\{group="'"$g"'",side="IB"\} 1$'
 
 # A stalled worker: logged (this bridge runs with --debug, no watchdog), health fails.
 con_ok bridge enable stall=1 >/dev/null
