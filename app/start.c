@@ -526,6 +526,11 @@ int app_parse(struct app *a, int argc, char **argv)
 	}
 	if (r == OPT_EXIT)
 		return 0;
+	/* What ha_start would refuse, refused by --check too (and before the devices). */
+	if (ha_check_groups(a->ha, a->br.groups, a->br.ngroups, err, sizeof(err))) {
+		fprintf(stderr, "ib2roce: %s\n", err);
+		return config_invalid(err);
+	}
 	if (stall_check(&a->br, atomic_load(&a->br.stall), err, sizeof(err))) {
 		fprintf(stderr, "ib2roce: feature 'stall': %s\n", err);
 		return config_invalid(err);

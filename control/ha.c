@@ -53,13 +53,6 @@ struct ha_map {
 	char spec[128];
 };
 
-static bool map_is(const struct ha_map *m, const struct group *g)
-{
-	union ibv_gid r;
-
-	group_mgid_roce(g, &r);
-	return !memcmp(m->roce.raw, r.raw, sizeof(r.raw));
-}
 
 /* One connection to the peer's console for a whole handover (ha_handover). */
 struct peer_link {
@@ -97,7 +90,12 @@ struct ha {
 	struct ha_part *part;
 	uint32_t nparts;
 	struct ha_map *map;
-	uint32_t nmap;
+	uint32_t nmap, map_cap;
+	/* The map by RoCE MGID (map_find): slot = map index + 1, open addressing, at most
+	 * half full, covering the first midx_n entries; NULL: built when next needed. */
+	uint32_t *midx;
+	size_t midx_mask;
+	uint32_t midx_n;
 	char *peer;
 	struct hanet *net; /* --ha-peer, --ha-listen (hanet.c) */
 	uint64_t start_ns; /* CLOCK_MONOTONIC at the first handover: in each exchange's id */
@@ -111,6 +109,65 @@ struct ha {
 	ha_done_fn *stop_done;
 	void *stop_arg;
 };
+
+/*
+ * A partition may list thousands of groups: a walk of the map per group made a start
+ * with 16 000 partitioned groups quadratic (each step computing the group's MGID), in
+ * the option's duplicate check, in ha_start's check that every listed group is bridged
+ * and in each group's assignment. The index finds a group's entry at once.
+ */
+static size_t midx_slot(const union ibv_gid *r, size_t mask)
+{
+	return group_gid_hash(r, 0) & mask;
+}
+
+/* Index entry i (the table has room); an entry of the same key keeps the first. */
+static void midx_put(struct ha *ha, uint32_t i)
+{
+	size_t k = midx_slot(&ha->map[i].roce, ha->midx_mask);
+
+	for (; ha->midx[k]; k = (k + 1) & ha->midx_mask)
+		if (!memcmp(ha->map[ha->midx[k] - 1].roce.raw, ha->map[i].roce.raw, 16))
+			return;
+	ha->midx[k] = i + 1;
+}
+
+/* The index of the whole map, grown or built again as needed; -ENOMEM. */
+static int midx_sync(struct ha *ha)
+{
+	size_t cap = 16;
+
+	while (cap < 2 * (size_t)ha->nmap)
+		cap *= 2;
+	if (!ha->midx || ha->midx_n > ha->nmap || ha->midx_mask + 1 < cap) {
+		free(ha->midx);
+		ha->midx = calloc(cap, sizeof(*ha->midx));
+		ha->midx_n = 0;
+		if (!ha->midx)
+			return -ENOMEM;
+		ha->midx_mask = cap - 1;
+	}
+	for (; ha->midx_n < ha->nmap; ha->midx_n++)
+		midx_put(ha, ha->midx_n);
+	return 0;
+}
+
+/* The first map entry of the RoCE MGID r, or -1 (none, or no memory for the index:
+ * then the walk). */
+static int map_find(struct ha *ha, const union ibv_gid *r)
+{
+	if (midx_sync(ha)) {
+		for (uint32_t i = 0; i < ha->nmap; i++)
+			if (!memcmp(ha->map[i].roce.raw, r->raw, 16))
+				return (int)i;
+		return -1;
+	}
+	for (size_t k = midx_slot(r, ha->midx_mask); ha->midx[k];
+	     k = (k + 1) & ha->midx_mask)
+		if (!memcmp(ha->map[ha->midx[k] - 1].roce.raw, r->raw, 16))
+			return (int)ha->midx[k] - 1;
+	return -1;
+}
 
 static int part_find(const struct ha *ha, const char *name)
 {
@@ -168,29 +225,35 @@ static int opt_partition(void *ctx, const char *arg, char *err, size_t errlen)
 		goto out;
 	}
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		struct ha_map *m;
+		union ibv_gid roce;
+		int had;
 
 		memset(g, 0, sizeof(*g));
 		r = group_spec_parse(g, tok, MGID_RDMA, 4711, -1, BR_UDP_QKEY, err, errlen);
 		if (r)
 			goto out;
-		for (uint32_t i = 0; i < ha->nmap; i++) {
-			if (map_is(&ha->map[i], g) && ha->map[i].part != (uint32_t)idx) {
-				r = opt_errf(err, errlen, -EINVAL,
-					     "partition %s: group %s is in partition %s already",
-					     name, tok, ha->part[ha->map[i].part].name);
-				goto out;
-			}
-		}
-		m = realloc(ha->map, sizeof(*m) * (ha->nmap + 1));
-		if (!m) {
-			r = opt_errf(err, errlen, -ENOMEM, "out of memory");
+		group_mgid_roce(g, &roce);
+		had = map_find(ha, &roce);
+		if (had >= 0 && ha->map[had].part != (uint32_t)idx) {
+			r = opt_errf(err, errlen, -EINVAL,
+				     "partition %s: group %s is in partition %s already", name, tok,
+				     ha->part[ha->map[had].part].name);
 			goto out;
 		}
-		ha->map = m;
-		group_mgid_roce(g, &m[ha->nmap].roce);
-		m[ha->nmap].part = (uint32_t)idx;
-		snprintf(m[ha->nmap].spec, sizeof(m[ha->nmap].spec), "%s", tok);
+		if (ha->nmap == ha->map_cap) {
+			uint32_t cap = ha->map_cap ? 2 * ha->map_cap : 16;
+			struct ha_map *m = realloc(ha->map, sizeof(*m) * cap);
+
+			if (!m) {
+				r = opt_errf(err, errlen, -ENOMEM, "out of memory");
+				goto out;
+			}
+			ha->map = m;
+			ha->map_cap = cap;
+		}
+		ha->map[ha->nmap].roce = roce;
+		ha->map[ha->nmap].part = (uint32_t)idx;
+		snprintf(ha->map[ha->nmap].spec, sizeof(ha->map[ha->nmap].spec), "%s", tok);
 		ha->nmap++;
 	}
 out:
@@ -325,16 +388,19 @@ void ha_free(struct ha *ha)
 	free(ha->x.parts);
 	free(ha->part);
 	free(ha->map);
+	free(ha->midx);
 	free(ha->peer);
 	free(ha);
 }
 
-static uint32_t group_part(const struct ha *ha, const struct group *g)
+static uint32_t group_part(struct ha *ha, const struct group *g)
 {
-	for (uint32_t i = 0; i < ha->nmap; i++)
-		if (map_is(&ha->map[i], g))
-			return ha->map[i].part;
-	return 0;
+	union ibv_gid r;
+	int i;
+
+	group_mgid_roce(g, &r);
+	i = map_find(ha, &r);
+	return i < 0 ? 0 : ha->map[i].part;
 }
 
 /* The group's role bit from its partition (published with release: pairs with the
@@ -364,20 +430,45 @@ static void count_groups(struct ha *ha, struct bridge *br)
 
 static int ha_register(struct ctl *c);
 
+int ha_check_groups(struct ha *ha, struct group *const *groups, uint32_t n, char *err,
+		    size_t errlen)
+{
+	bool *seen;
+	int r = 0;
+
+	if (!ha->nmap)
+		return 0;
+	/* Mark the entries the groups find (an entry listed twice is found through its
+	 * first), then look for one not marked. */
+	seen = calloc(ha->nmap, sizeof(*seen));
+	if (!seen)
+		return opt_errf(err, errlen, -ENOMEM, "out of memory");
+	for (uint32_t k = 0; k < n; k++) {
+		union ibv_gid g;
+		int i;
+
+		group_mgid_roce(groups[k], &g);
+		i = map_find(ha, &g);
+		if (i >= 0)
+			seen[i] = true;
+	}
+	for (uint32_t i = 0; i < ha->nmap && !r; i++)
+		if (!seen[map_find(ha, &ha->map[i].roce)])
+			r = opt_errf(err, errlen, -EINVAL,
+				     "partition %s: group %s is not bridged (-m, -i, -o)",
+				     ha->part[ha->map[i].part].name, ha->map[i].spec);
+	free(seen);
+	return r;
+}
+
 int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen)
 {
 	struct bridge *br = c->br;
+	int r;
 
-	for (uint32_t i = 0; i < ha->nmap; i++) {
-		uint32_t k = 0;
-
-		while (k < br->ngroups && !map_is(&ha->map[i], br->groups[k]))
-			k++;
-		if (k == br->ngroups)
-			return opt_errf(err, errlen, -EINVAL,
-					"partition %s: group %s is not bridged (-m, -i, -o)",
-					ha->part[ha->map[i].part].name, ha->map[i].spec);
-	}
+	r = ha_check_groups(ha, br->groups, br->ngroups, err, errlen);
+	if (r)
+		return r;
 	for (uint32_t i = 0; i < br->ngroups; i++)
 		ha_group_assign(ha, br->groups[i]);
 	bridge_flows_stale(br);

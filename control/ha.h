@@ -52,6 +52,15 @@ struct ha *ha_opts_register(void);
 void ha_free(struct ha *ha);
 
 /*
+ * Does every group --partition lists have a group among groups[n] (the bridge's, after
+ * the options are parsed)? 0, or -EINVAL with "partition P: group G is not bridged (-m,
+ * -i, -o)" (-ENOMEM). From the parse (so that --check refuses what the start would) and
+ * ha_start.
+ */
+int ha_check_groups(struct ha *ha, struct group *const *groups, uint32_t n, char *err,
+		    size_t errlen);
+
+/*
  * After the options are parsed and the groups created, before the first join: put
  * every group of the bridge in its partition with its partition's role, and register
  * HA's console commands (ha, handover, role, takeover) and its hooks with the loop

@@ -648,6 +648,13 @@ void group_mgid_ib(const struct group *g, uint16_t pkey, union ibv_gid *mgid);
 void group_mgid_roce(const struct group *g, union ibv_gid *mgid);
 
 /*
+ * A hash of a GID for tables of groups (salt: keys of several kinds in one table). Every
+ * bit of the GID reaches the low bits: MGIDs of IPv4 groups (::ffff:a.b.c.d, the IB
+ * formats) differ only in a few bytes. Any thread.
+ */
+uint32_t group_gid_hash(const union ibv_gid *k, uint8_t salt);
+
+/*
  * Do a and b (parsed, mgid[] not yet made for a P_Key) bridge the same group: the same
  * IB MGID or the same RoCE group? The reason in why ("IB MGID", "RoCE group"), if
  * true. Any thread.

@@ -427,14 +427,14 @@ struct group_index_ent {
 	uint8_t kind;	 /* 0: IB MGID, 1: RoCE group */
 };
 
-static uint32_t gidx_hash(const union ibv_gid *k, uint8_t kind)
+uint32_t group_gid_hash(const union ibv_gid *k, uint8_t salt)
 {
 	uint64_t a, b;
 
 	memcpy(&a, k->raw, 8);
 	memcpy(&b, k->raw + 8, 8);
 	/* Both halves folded, then murmur3's finaliser: every bit reaches the low ones. */
-	a ^= (b << 32 | b >> 32) * 0x9e3779b97f4a7c15ull ^ kind;
+	a ^= (b << 32 | b >> 32) * 0x9e3779b97f4a7c15ull ^ salt;
 	a ^= a >> 33;
 	a *= 0xff51afd7ed558ccdull;
 	a ^= a >> 33;
@@ -446,7 +446,7 @@ static uint32_t gidx_hash(const union ibv_gid *k, uint8_t kind)
 static struct group_index_ent *gidx_slot(const struct group_index *x, const union ibv_gid *k,
 					 uint8_t kind)
 {
-	for (uint32_t i = gidx_hash(k, kind) & x->mask;; i = (i + 1) & x->mask) {
+	for (uint32_t i = group_gid_hash(k, kind) & x->mask;; i = (i + 1) & x->mask) {
 		struct group_index_ent *e = &x->e[i];
 
 		if (!e->g || (e->kind == kind && !memcmp(e->key.raw, k->raw, sizeof(k->raw))))
