@@ -40,7 +40,7 @@ const char *const group_dir_name[3] = {"both", "in", "out"};
  * of one keep the control thread 3.6 s (a pass per channel and question before: 67 s).
  */
 struct chan_census {
-	uint32_t ngroups, npairs, nworkers; /* br's, as counted */
+	uint32_t ngroups, npairs; /* br's, as counted (its workers do not change) */
 	uint32_t *load;
 	uint8_t *used;
 	uint64_t *wload;
@@ -81,7 +81,7 @@ static struct chan_census *census_get(struct ctl *c)
 	struct chan_census *cc = c->census;
 	uint32_t np = br->npairs;
 
-	if (cc && cc->ngroups == br->ngroups && cc->npairs == np && cc->nworkers == br->nworkers)
+	if (cc && cc->ngroups == br->ngroups && cc->npairs == np)
 		return cc;
 	ctl_group_census_drop(c);
 	cc = calloc(1, sizeof(*cc));
@@ -96,7 +96,6 @@ static struct chan_census *census_get(struct ctl *c)
 		return NULL;
 	}
 	cc->npairs = np;
-	cc->nworkers = br->nworkers;
 	for (uint32_t i = 0; i < br->ngroups; i++)
 		census_count(br, cc, br->groups[i]);
 	cc->ngroups = br->ngroups;

@@ -53,7 +53,6 @@ struct ha_map {
 	char spec[128];
 };
 
-
 /* One connection to the peer's console for a whole handover (ha_handover). */
 struct peer_link {
 	const char *path;
@@ -92,7 +91,8 @@ struct ha {
 	struct ha_map *map;
 	uint32_t nmap, map_cap;
 	/* The map by RoCE MGID (map_find): slot = map index + 1, open addressing, at most
-	 * half full, covering the first midx_n entries; NULL: built when next needed. */
+	 * half full, covering the first midx_n entries; NULL: built when next needed (a
+	 * parse that takes its entries back drops it). */
 	uint32_t *midx;
 	size_t midx_mask;
 	uint32_t midx_n;
@@ -139,7 +139,7 @@ static int midx_sync(struct ha *ha)
 
 	while (cap < 2 * (size_t)ha->nmap)
 		cap *= 2;
-	if (!ha->midx || ha->midx_n > ha->nmap || ha->midx_mask + 1 < cap) {
+	if (!ha->midx || ha->midx_mask + 1 < cap) {
 		free(ha->midx);
 		ha->midx = calloc(cap, sizeof(*ha->midx));
 		ha->midx_n = 0;
@@ -260,6 +260,10 @@ out:
 	/* Bad input changes nothing; a reload checks the line but keeps the partitions of
 	 * the start (they are start-up only: roles change on the console). */
 	if (r || feat_running_get()) {
+		if (ha->nmap != nmap0) { /* the index may hold the entries taken back */
+			free(ha->midx);
+			ha->midx = NULL;
+		}
 		ha->nmap = nmap0;
 		ha->nparts = nparts0;
 	}
@@ -464,11 +468,7 @@ int ha_check_groups(struct ha *ha, struct group *const *groups, uint32_t n, char
 int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen)
 {
 	struct bridge *br = c->br;
-	int r;
 
-	r = ha_check_groups(ha, br->groups, br->ngroups, err, errlen);
-	if (r)
-		return r;
 	for (uint32_t i = 0; i < br->ngroups; i++)
 		ha_group_assign(ha, br->groups[i]);
 	bridge_flows_stale(br);

@@ -54,8 +54,8 @@ void ha_free(struct ha *ha);
 /*
  * Does every group --partition lists have a group among groups[n] (the bridge's, after
  * the options are parsed)? 0, or -EINVAL with "partition P: group G is not bridged (-m,
- * -i, -o)" (-ENOMEM). From the parse (so that --check refuses what the start would) and
- * ha_start.
+ * -i, -o)" (-ENOMEM). From the parse (app/start.c), before the devices are opened, so
+ * that --check refuses it too.
  */
 int ha_check_groups(struct ha *ha, struct group *const *groups, uint32_t n, char *err,
 		    size_t errlen);
@@ -64,8 +64,9 @@ int ha_check_groups(struct ha *ha, struct group *const *groups, uint32_t n, char
  * After the options are parsed and the groups created, before the first join: put
  * every group of the bridge in its partition with its partition's role, and register
  * HA's console commands (ha, handover, role, takeover) and its hooks with the loop
- * (loop.h: a SIGTERM's handover, groups added at run time). Returns 0, or -EINVAL with a
- * message when --partition names a group that is not bridged (-ENOMEM).
+ * (loop.h: a SIGTERM's handover, groups added at run time). ha_check_groups has passed
+ * (the parse). Returns 0, or -errno with a message (both --ha-peer-control and
+ * --ha-peer given, out of memory, the TLS transport's start: hanet_start).
  */
 int ha_start(struct ha *ha, struct ctl *c, char *err, size_t errlen);
 
