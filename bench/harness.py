@@ -93,6 +93,14 @@ SCENARIOS = {
     "ceiling": dict(desc="1, 1000, 4096, 16000 groups, no listener: what the bridge "
                     "forwards of what one sender offers, 64 B", groups=1, size="64",
                     ceiling=[1, 1000, 4096, 16000]),
+    # Issue 28: the bridge's forwarding rate against the number of groups, whatever one
+    # sender offers: for G in 1, 1000, 4096, 16000, the time one worker takes to empty a
+    # receive queue filled while it was stopped (drain_run). On a 2-vCPU machine no
+    # sender offers what the bridge forwards (the ceiling scenario's kept is 1): this
+    # is how a timed rate of the bridge itself is taken there.
+    "drain": dict(desc="1, 1000, 4096, 16000 groups, no listener: the rate at which one "
+                  "worker forwards a full receive queue (bursts of 30 000 packets), 64 B", groups=1,
+                  size="64", drain=[1, 1000, 4096, 16000]),
 }
 CEILING_QPS = {1: 1, 1000: 4, 4096: 16, 16000: 64}
 QUICK_DEFAULT = ["single", "pgm"]
@@ -243,7 +251,8 @@ def bridge_argv(args, bridge, sc, groups, ctl, cg_out=None):
         a = ["valgrind", "--tool=callgrind", "--fair-sched=yes",
              "--callgrind-out-file=" + cg_out, "--collect-atstart=no",
              "--toggle-collect=chan_burst"]
-    workers, buffers, rqdepth = str(sc.get("workers", 1)), "131072", "16384"
+    workers, buffers = str(sc.get("workers", 1)), "131072"
+    rqdepth = str(sc.get("rqdepth", 16384))
     if cg_out:
         # For the cache profile of docs/benchmarks.md (issue 28), not the figure of
         # record: extra valgrind options (HARNESS_CG_OPTS="--cache-sim=yes"), and the
@@ -894,8 +903,13 @@ def scaling_run(args, fab, bridge, sc, nw, quick):
         subprocess.run([simfab, "reset"], env=env, capture_output=True)
 
 
+# perf record's samples a second (cpu-clock) of --perf; HARNESS_PERF_FREQ for a finer
+# profile of short phases (perf annotate of a --keep'ed file).
+PERF_FREQ = int(os.environ.get("HARNESS_PERF_FREQ", "4000"))
+
+
 def perf_worker(pid, out):
-    """perf record (cpu-clock, 4 000 a second) of the bridge's worker thread ib2roce-w0 of
+    """perf record (cpu-clock, PERF_FREQ a second) of the bridge's worker thread ib2roce-w0 of
     process pid into out; None where perf or the thread is missing."""
     if not shutil.which("perf"):
         return None
@@ -904,7 +918,7 @@ def perf_worker(pid, out):
                    if open("/proc/%d/task/%s/comm" % (pid, t)).read().startswith("ib2roce-w0"))
     except (OSError, StopIteration):
         return None
-    return subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", "4000", "-t", tid,
+    return subprocess.Popen(["perf", "record", "-e", "cpu-clock", "-F", str(PERF_FREQ), "-t", tid,
                              "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -966,8 +980,172 @@ def ceiling_run(args, fab, bridge, sc, ng, quick):
            "unaccounted": snd["wire"] - d["rx_pkts"] - nic}
     if pf and d["fwd_pkts"]:
         syms = perf_symbols(os.path.join(fab.tmp, "ceiling.perf"))
-        us = 1e6 / 4000 / d["fwd_pkts"]
+        us = 1e6 / PERF_FREQ / d["fwd_pkts"]
         out["engine_us"] = sum(syms.get(k, 0) for k in ENGINE_SYMS) * us
+    return out
+
+
+# The drain scenario's burst: what the bridge's receive queue holds (one worker, one SRQ
+# a side, rqdepth=32768: 32 767 on mlx5 and simfabric, max_srq_wr), less the refill's
+# chains and a margin. The sender goes round-robin over the groups across its stops, so
+# a packet's group is as far from its last packet as in interleaved traffic.
+DRAIN_FILL = 30000
+
+
+def proc_stopped(pid):
+    """Whether every thread of process pid is stopped (state T, a job-control stop)."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+        for tid in tids:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "T":
+                    return False
+        return bool(tids)
+    except OSError:
+        return False
+
+
+def wait_stopped(proc, what, timeout=60):
+    """Waits until proc stopped (job control); BenchError when it exits or times out."""
+    end = time.monotonic() + timeout
+    while not proc_stopped(proc.pid):
+        if proc.poll() is not None:
+            raise BenchError("%s exited %d instead of stopping" % (what, proc.returncode))
+        if time.monotonic() > end:
+            raise BenchError("%s did not stop in %d s" % (what, timeout))
+        time.sleep(0.001)
+
+
+def spare_cpu(pid):
+    """A CPU of this process's set where no worker of bridge pid may run (threads named
+    ib2roce-w*), or None."""
+    busy = set()
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                if f.read().startswith("ib2roce-w"):
+                    busy |= os.sched_getaffinity(int(tid))
+    except OSError:
+        return None
+    free = sorted(os.sched_getaffinity(0) - busy)
+    return free[0] if busy and free else None
+
+
+def drain_run(args, fab, bridge, sc, ng, quick):
+    """The bridge's forwarding rate at ng groups, whatever a sender offers: one mcsender
+    (ng groups interleaved over CEILING_QPS[ng] QPs, --stop-every DRAIN_FILL) and a bridge
+    of one worker, no listener. A first burst is forwarded with the bridge running (its
+    senders and flows are then known: no first sighting is timed); then, per round, the
+    bridge is stopped (SIGSTOP), the sender sends one burst into its receive queue and
+    stops itself, and bench/drainwatch continues the bridge and times its RoCE port
+    transmitting the burst (from a CPU the worker does not run on). A burst that drainwatch could not time (it got fewer than two
+    reads inside the drain: on 2 vCPUs it may wait for a CPU that long) is left out and
+    another one sent, twice the rounds at most. {"mpps": median over the bursts timed,
+    "rounds": [each one's Mpps], "untimed": bursts not timed, "fill", "sent", "fwd",
+    "drops", "nic_drop", "unaccounted"} (nic_drop: a burst that did not fit in the
+    receive queue, whose remainder is still timed; unaccounted = sent - (IB rx_pkts + its
+    NIC's drops), must be 0)."""
+    if args.real:
+        raise BenchError("drain: simulated fabric only (bench/drainwatch reads its counters)")
+    groups = group_addrs(ng)
+    fill = DRAIN_FILL
+    rounds = 3 if quick else args.drain_rounds
+    gsc = dict(sc, groups=ng, streams=1, qps=CEILING_QPS.get(ng, (ng + 239) // 240),
+               rqdepth=32768)
+    fab.reset()
+    ctl = os.path.join(fab.tmp, "drain.sock")
+    b = start_bridge(fab, args, bridge, gsc, groups, "drain")
+    snd = pf = None
+    mpps = []
+    bursts = fwd0 = 0
+    try:
+        st0 = bridge_stats(fab, ctl)
+        cpu = spare_cpu(b.pid)
+        pin = ["-c", str(cpu)] if cpu is not None else []
+        # Enough packets a stream for the first burst and every retry; the sender is
+        # ended (SIGTERM while stopped) once the rounds are timed.
+        per = -(-fill * (2 * rounds + 1) // ng)
+        cmd = sender_cmds(args, fab, gsc, groups, per * ng, 0, 6000000)[0]
+        snd = fab.start("drainsend", cmd + ["--stop-every", str(fill)])
+        wait_stopped(snd, "mcsender (first burst)")
+        bursts = 1
+        end = time.monotonic() + 60
+        while True:
+            d = side_delta(st0, bridge_stats(fab, ctl), "IB")
+            if d["rx_pkts"] + (d.get("nic_rx_dropped") or 0) >= fill and \
+                    d["fwd_pkts"] + d["drops"] >= d["rx_pkts"]:
+                break
+            if time.monotonic() > end:
+                raise BenchError("drain: the first burst was not forwarded in 60 s: %s" % d)
+            time.sleep(0.05)
+        if args.perf:
+            pf = perf_worker(b.pid, os.path.join(fab.tmp, "drain.perf"))
+            time.sleep(0.5)
+        fwd0 = d["fwd_pkts"]
+        while len(mpps) < rounds and bursts <= 2 * rounds:
+            b.send_signal(signal.SIGSTOP)
+            wait_stopped(b, "the bridge")
+            snd.send_signal(signal.SIGCONT)
+            wait_stopped(snd, "mcsender")
+            bursts += 1
+            w = subprocess.run([os.path.join(fab.tools, "bench", "drainwatch")] + pin +
+                               [args.roce, str(b.pid), str(fill)], env=fab.env,
+                               capture_output=True, text=True, timeout=120)
+            if w.returncode == 2:
+                raise BenchError("drainwatch: %s" % w.stderr.strip())
+            res = json.loads(w.stdout)
+            if w.returncode == 0:
+                mpps.append(res["mpps"])
+            log("    burst %d: %d packets, %s" % (
+                bursts - 1, res["pkts"],
+                "%.3f Mpps" % res["mpps"] if w.returncode == 0 else
+                "not timed (%d reads)" % res["reads"]))
+        if pf:
+            pf.send_signal(signal.SIGINT)
+            pf.wait(60)
+        snd.send_signal(signal.SIGTERM)
+        snd.send_signal(signal.SIGCONT)
+        snd.wait(60)
+        time.sleep(0.5)
+        st1 = bridge_stats(fab, ctl)
+    finally:
+        if pf and pf.poll() is None:
+            pf.kill()
+            pf.wait()
+        # A stopped process answers no SIGINT (fab.stop): the sender is ended as above,
+        # the bridge continued first.
+        if snd and snd.poll() is None:
+            snd.send_signal(signal.SIGTERM)
+            snd.send_signal(signal.SIGCONT)
+        if b.poll() is None:
+            b.send_signal(signal.SIGCONT)
+        fab.stop(b)
+        if snd:
+            fab.stop(snd)
+        fab.cleanup()
+    out = fab.text("drainsend")
+    m = re.search(r'"sent"\s*:\s*(\d+)', out)
+    if snd.returncode != 0 or not m:
+        raise BenchError("drain: mcsender exited %s: %s %s" % (
+            snd.returncode, out[-300:], fab.text("drainsend", "err")[-300:]))
+    sent = int(m.group(1))
+    if sent != fill * bursts:
+        raise BenchError("drain: mcsender sent %d packets, not %d bursts of %d" % (
+            sent, bursts, fill))
+    d = side_delta(st0, st1, "IB")
+    nic = d.get("nic_rx_dropped") or 0
+    out = {"mpps": statistics.median(mpps) if mpps else None, "rounds": mpps,
+           "untimed": bursts - 1 - len(mpps), "fill": fill, "sent": sent,
+           "fwd": d["fwd_pkts"], "drops": d["drops"], "nic_drop": nic,
+           "unaccounted": sent - d["rx_pkts"] - nic}
+    if pf and d["fwd_pkts"] > fwd0:
+        # ns of the worker's CPU a packet of the timed bursts, by symbol (the 12 largest):
+        # the drains and the worker's spinning between them (polls of an empty queue,
+        # worker_pass and below; none while it is stopped).
+        ns = 1e9 / PERF_FREQ / (d["fwd_pkts"] - fwd0)
+        syms = perf_symbols(os.path.join(fab.tmp, "drain.perf"))
+        out["perf_ns"] = {k: round(v * ns, 2) for k, v in
+                          sorted(syms.items(), key=lambda kv: -kv[1])[:12]}
     return out
 
 
@@ -1212,6 +1390,9 @@ def main():
                     help="packets of a rate phase (default 1 000 000)")
     ap.add_argument("--scaling-count", type=int, default=2000000,
                     help="packets per sender process of workersN (default 2 000 000)")
+    ap.add_argument("--drain-rounds", type=int, default=9,
+                    help="drain: bursts timed per run, the run's figure their median "
+                    "(default 9)")
     ap.add_argument("--lat-count", type=int, default=5000, help="packets of a latency phase")
     ap.add_argument("--lat-rate", type=int, default=10000, help="pps of a latency phase")
     ap.add_argument("--cg-rate", type=int, default=2000000,
@@ -1246,8 +1427,8 @@ def main():
                     help="IB device of the listener of the direct path")
     ap.add_argument("--mcpkt-addr", default="198.18.0.2", help="IPv4 of --send-dev (mcpkt)")
     ap.add_argument("--perf", action="store_true",
-                    help="ceiling: record the worker with perf (linux-perf) and print its "
-                    "time a packet, in the engine and in all")
+                    help="ceiling, drain: record the worker with perf (linux-perf) and print "
+                    "its time a packet (ceiling: in the engine; drain: by symbol)")
     ap.add_argument("--keep", action="store_true",
                     help="keep the processes' output (a temporary directory)")
     args = ap.parse_args()
@@ -1267,7 +1448,8 @@ def main():
             ap.error("unknown scenario '%s' (known: %s)" % (n, ", ".join(SCENARIOS)))
     runs = 1 if args.quick else args.runs
     build = os.path.abspath(args.build)
-    for f in ("app/ib2roce", "tools/mcsender", "tools/mclisten", "simfabric/simfab"):
+    for f in ("app/ib2roce", "tools/mcsender", "tools/mclisten", "simfabric/simfab",
+              "bench/drainwatch"):
         if not os.access(os.path.join(build, f), os.X_OK):
             ap.error("build first: missing %s/%s" % (build, f))
     # What the harness needs, checked before anything runs (a missing plotting library
@@ -1311,12 +1493,16 @@ def main():
                         for g in SCENARIOS[n]["ceiling"]:
                             steps.append(("ceiling", rep, n, b, g))
                         continue
+                    if SCENARIOS[n].get("drain"):
+                        for g in SCENARIOS[n]["drain"]:
+                            steps.append(("drain", rep, n, b, g))
+                        continue
                     for w in SCENARIOS[n].get("scaling", [None]):
                         steps.append(("scaling" if w else "timed", rep, n, b, w))
         for rep in range(1 if args.quick else args.cg_runs):
             for n in names:
                 if SCENARIOS[n].get("direct") or SCENARIOS[n].get("scaling") or \
-                        SCENARIOS[n].get("ceiling"):
+                        SCENARIOS[n].get("ceiling") or SCENARIOS[n].get("drain"):
                     continue
                 for b in builds:
                     if not args.no_callgrind:
@@ -1327,12 +1513,13 @@ def main():
         t0 = time.monotonic()
         scaling = []
         ceiling = []
+        drain = []
         for i, (kind, rep, n, b, nw) in enumerate(steps):
             sc = SCENARIOS[n]
             el = time.monotonic() - t0
             log("[%d/%d %4.0fs] %s %s%s %s run %d" % (
                 i + 1, len(steps), el, kind, n,
-                (" G=%d" if kind == "ceiling" else " W=%d") % nw if nw else "", b["label"],
+                (" G=%d" if kind in ("ceiling", "drain") else " W=%d") % nw if nw else "", b["label"],
                 rep + 1))
             try:
                 if kind == "ceiling":
@@ -1345,6 +1532,18 @@ def main():
                             r["nic_drop"], r["unaccounted"],
                             "; engine %.3f us a packet" % r["engine_us"]
                             if "engine_us" in r else ""))
+                elif kind == "drain":
+                    r = drain_run(args, fab, b["bridge"], sc, nw, args.quick)
+                    r.update({"groups": nw, "build": b["label"], "run": rep + 1})
+                    drain.append(r)
+                    log("    %d groups: %s Mpps (median of %d bursts of %d, %d not timed), "
+                        "drops %d, NIC %d, unaccounted %d" % (
+                            nw, "%.3f" % r["mpps"] if r["mpps"] else "-", len(r["rounds"]),
+                            r["fill"], r["untimed"], r["drops"], r["nic_drop"],
+                            r["unaccounted"]))
+                    if r.get("perf_ns"):
+                        log("    worker ns a packet: %s" % ", ".join(
+                            "%s %.1f" % kv for kv in r["perf_ns"].items()))
                 elif kind == "scaling":
                     r = scaling_run(args, fab, b["bridge"], sc, nw, args.quick)
                     r.update({"workers": nw, "build": b["label"], "run": rep + 1})
@@ -1383,7 +1582,7 @@ def main():
                     if "D1mr" in r["per_packet"]:
                         log("    per packet, all of chan_burst: %s" % " ".join(
                             "%s %.2f" % (e, v) for e, v in r["per_packet"].items()))
-                if kind in ("ceiling", "scaling") and r["unaccounted"]:
+                if kind in ("ceiling", "scaling", "drain") and r["unaccounted"]:
                     errors.append({"step": kind, "scenario": n, "build": b["label"],
                                    "run": rep + 1, "error": "%d unaccounted" % r["unaccounted"]})
             except BenchError as e:
@@ -1406,6 +1605,7 @@ def main():
             "accounting": acc_detail,
             "workers_scaling": scaling,
             "ceiling": ceiling,
+            "drain": drain,
         }
         if len(builds) == 2:
             doc["ratios_new_over_old"] = {
@@ -1489,6 +1689,27 @@ def main():
                     median_of(rs, "kept", 0), "%.3f" % (fwd / base) if fwd and base else "-",
                     sum(r["drops"] for r in rs), sum(r["nic_drop"] for r in rs),
                     sum(r["unaccounted"] for r in rs), "%.3f" % eng if eng is not None else "-"))
+        if drain:
+            print("\ndrain: one worker empties a receive queue filled while it was stopped, "
+                  "no listener (Mpps: median over the runs of each run's median burst; "
+                  "fwd/1: over one group's, same build; drops, NIC drops, unacc: summed, unacc "
+                  "must be 0):")
+            print("  %-4s %6s %9s %17s %6s %8s %10s %6s" % (
+                "", "groups", "fwd Mpps", "runs min-max", "fwd/1", "drops", "NIC drops",
+                "unacc"))
+            one = {}
+            for b, ng, rs in runs_by(drain, builds, "groups"):
+                fwd = median_of(rs, "mpps")
+                if ng == 1:
+                    one[b["label"]] = fwd
+                base = one.get(b["label"])
+                v = [r["mpps"] for r in rs if r.get("mpps")]
+                print("  %-4s %6d %9.3f %17s %6s %8d %10d %6d" % (
+                    b["label"], ng, fwd or 0,
+                    "%.3f-%.3f" % (min(v), max(v)) if v else "-",
+                    "%.3f" % (fwd / base) if fwd and base else "-",
+                    sum(r["drops"] for r in rs), sum(r["nic_drop"] for r in rs),
+                    sum(r["unaccounted"] for r in rs)))
         # Where the packets went: every phase of every run, summed per scenario and build.
         if acc_detail:
             print("\nwhere the offered packets went (all timed runs; loss%%: lost anywhere at "

@@ -87,6 +87,7 @@ struct sopts {
 	enum mct_clock clock;
 	uint64_t first_seq;  /* sequence number of every stream's first packet */
 	uint64_t skip_every; /* 0, or every n-th sequence number is not sent (a gap) */
+	uint64_t stop_every; /* 0, or SIGSTOP self after every n data packets (all streams) */
 	uint64_t spm_ms;     /* ambient SPM interval */
 	uint64_t hb_ms;	     /* first heartbeat SPM after data */
 };
@@ -133,6 +134,7 @@ struct sender {
 	/* Results. */
 	uint64_t sent, bytes, errors, spm, sq_waits, late_bursts;
 	uint64_t t_start, t_end;
+	uint64_t stops, stopped_ns; /* --stop-every: times stopped, and for how long in all */
 };
 
 /* ---- Options ---- */
@@ -244,6 +246,12 @@ static int opt_skip_every(void *ctx, const char *arg, char *err, size_t len)
 	return opt_parse_uint(arg, 2, UINT32_MAX, &((struct sopts *)ctx)->skip_every, err, len);
 }
 
+static int opt_stop_every(void *ctx, const char *arg, char *err, size_t len)
+{
+	return opt_parse_uint(arg, 1, UINT64_MAX >> 1, &((struct sopts *)ctx)->stop_every, err,
+			      len);
+}
+
 static int opt_hb(void *ctx, const char *arg, char *err, size_t len)
 {
 	return opt_parse_uint(arg, 1, 3600000, &((struct sopts *)ctx)->hb_ms, err, len);
@@ -315,6 +323,10 @@ static int register_options(struct sopts *o)
 		 "every n-th sequence number of a stream is not sent: a gap (never the first or "
 		 "the last)",
 		 opt_skip_every, o, false},
+		{"stop-every", 0, "n", false,
+		 "after every n data packets (all streams), once completed, stop the process "
+		 "(SIGSTOP) until it is continued (SIGCONT)",
+		 opt_stop_every, o, false},
 		{"spm-heartbeat", 0, "ms", false,
 		 "first heartbeat SPM after data with --pgm, doubling up to --spm-interval (100)",
 		 opt_hb, o, false},
@@ -711,6 +723,45 @@ static void pps_tick(struct sender *sd, uint64_t now)
 	sd->pps_next = now + PPS_INTERVAL_NS;
 }
 
+/* Waits for the completion of every send posted (DRAIN_TIMEOUT_NS at most; what did not
+ * complete by then is counted in errors and no longer waited for). */
+static void complete_all(struct sender *sd)
+{
+	uint64_t t0 = mono_ns();
+
+	for (uint32_t i = 0; i < sd->o->nqps; i++) {
+		struct sqp *q = &sd->q[i];
+
+		while (q->done < q->posted && mono_ns() - t0 < DRAIN_TIMEOUT_NS)
+			reap(sd, -1);
+		if (q->done < q->posted) {
+			sd->errors += q->posted - q->done;
+			q->done = q->posted;
+		}
+	}
+}
+
+/*
+ * --stop-every: every packet so far sent and completed (delivered: the simulated NIC
+ * delivers in ibv_post_send, a real one by the send completion of a UD QP), the process
+ * stops itself as a terminal's ^Z would until a SIGCONT; the rate's schedule and
+ * --duration resume where they were (the time stopped is added to both).
+ */
+static void stop_self(struct sender *sd, uint64_t *end)
+{
+	uint64_t t0;
+
+	post_all(sd);
+	complete_all(sd);
+	t0 = mono_ns();
+	raise(SIGSTOP);
+	t0 = mono_ns() - t0;
+	sd->stops++;
+	sd->stopped_ns += t0;
+	if (*end != UINT64_MAX)
+		*end += t0;
+}
+
 static void run(struct sender *sd)
 {
 	const struct sopts *o = sd->o;
@@ -740,7 +791,7 @@ static void run(struct sender *sd)
 		pps_tick(sd, now);
 		if (stop)
 			break;
-		due = burst_ns ? sd->t_start + k * burst_ns : now;
+		due = burst_ns ? sd->t_start + sd->stopped_ns + k * burst_ns : now;
 		wake = due;
 		if (o->pgm) {
 			uint64_t hb = heartbeat_next(sd);
@@ -779,6 +830,12 @@ static void run(struct sender *sd)
 				}
 				if (s->done)
 					active--;
+				if (o->stop_every && sd->sent % o->stop_every == 0 && active)
+					break;
+			}
+			if (o->stop_every && sd->sent % o->stop_every == 0 && active) {
+				stop_self(sd, &end);
+				continue;
 			}
 		}
 		if (o->pgm)
@@ -792,21 +849,15 @@ static void run(struct sender *sd)
 	}
 	post_all(sd);
 	sd->t_end = mono_ns();
-	/* Wait for the last completions. */
-	now = sd->t_end;
-	for (uint32_t i = 0; i < o->nqps; i++) {
-		while (sd->q[i].done < sd->q[i].posted && mono_ns() - now < DRAIN_TIMEOUT_NS)
-			reap(sd, -1);
-		if (sd->q[i].done < sd->q[i].posted)
-			sd->errors += sd->q[i].posted - sd->q[i].done;
-	}
+	complete_all(sd);
 }
 
 /* The summary as of t_end (CLOCK_MONOTONIC ns): --json's object, or the text line. */
 static void summary_print(const struct sender *sd, FILE *out, bool json, uint64_t t_end)
 {
 	const struct sopts *o = sd->o;
-	double secs = t_end > sd->t_start ? (double)(t_end - sd->t_start) / 1e9 : 0;
+	uint64_t ran = t_end > sd->t_start ? t_end - sd->t_start : 0;
+	double secs = ran > sd->stopped_ns ? (double)(ran - sd->stopped_ns) / 1e9 : 0;
 	double pps = secs > 0 ? (double)sd->sent / secs : 0;
 
 	if (json) {
@@ -815,18 +866,22 @@ static void summary_print(const struct sender *sd, FILE *out, bool json, uint64_
 			", \"spm\": %" PRIu64 ", \"duration_s\": %.3f, \"rate_pps\": %.1f, "
 			"\"streams\": %u, \"groups\": %u, \"qps\": %u, \"pgm\": %s, "
 			"\"stream_id\": %u, \"sq_waits\": %" PRIu64 ", \"late_bursts\": %" PRIu64
-			", \"device\": \"%s\", \"port\": %u, \"fabric\": \"%s\"}\n",
+			", \"stops\": %" PRIu64 ", \"device\": \"%s\", \"port\": %u, "
+			"\"fabric\": \"%s\"}\n",
 			sd->sent, sd->bytes, sd->errors, sd->spm, secs, pps, sd->ns, sd->c->ngroups,
 			o->nqps, o->pgm ? "true" : "false", o->stream_base, sd->sq_waits,
-			sd->late_bursts, sd->port.dev, sd->port.port,
+			sd->late_bursts, sd->stops, sd->port.dev, sd->port.port,
 			mct_fabric_name(sd->port.fabric));
 	} else {
 		fprintf(out,
 			"mcsender: sent=%" PRIu64 " bytes=%" PRIu64 " errors=%" PRIu64
 			" spm=%" PRIu64 " duration=%.3f rate=%.1f streams=%u groups=%u qps=%u"
-			" stream_id=%u sq_waits=%" PRIu64 " late_bursts=%" PRIu64 "\n",
+			" stream_id=%u sq_waits=%" PRIu64 " late_bursts=%" PRIu64 "%s",
 			sd->sent, sd->bytes, sd->errors, sd->spm, secs, pps, sd->ns, sd->c->ngroups,
-			o->nqps, o->stream_base, sd->sq_waits, sd->late_bursts);
+			o->nqps, o->stream_base, sd->sq_waits, sd->late_bursts,
+			o->stop_every ? "" : "\n");
+		if (o->stop_every)
+			fprintf(out, " stops=%" PRIu64 "\n", sd->stops);
 	}
 }
 

@@ -37,6 +37,8 @@ expect_exit 2 '^mcsender: size 40 is below the minimum 68 with --pgm$' "$MCSENDE
 expect_exit 2 "^mcsender: option --size: size range '9-3' is empty" "$MCSENDER" --size 9-3 239.1.2.3
 expect_exit 2 "^mcsender: option --skip-every: '1' is out of range 2\.\.4294967295$" "$MCSENDER" \
 	--skip-every 1 239.1.2.3
+expect_exit 2 "^mcsender: option --stop-every: '0' is out of range 1\.\.9223372036854775807$" \
+	"$MCSENDER" --stop-every 0 239.1.2.3
 expect_exit 2 "^mcsender: size 5000 exceeds the MTU 4096 of sim_ib1" "$MCSENDER" -d sim_ib1 \
 	--size 5000 239.1.2.3
 expect_exit 2 "^mcsender: option --clock: 'tai': expected realtime or monotonic" "$MCSENDER" \
