@@ -28,7 +28,16 @@
 
 #define BR_BUF_SIZE   4160 /* 40-byte header + 4096 MTU, rounded to 64 */
 #define HANDOFF_RING  4096
-#define BR_POOL_CACHE (2 * BR_BURST * 8) /* buffers a worker cache holds before spilling */
+/*
+ * Buffers a worker's cache holds before spilling to the depot. A worker's sends hold
+ * their buffers until a signaled completion (one in sigevery per channel), so with tens
+ * of channels (thousands of groups) thousands are out at once and come back in lumps:
+ * with 512, at 4 096 and 16 000 groups the refill went to the depot and the returns
+ * spilled to it every few bursts (34 instructions a packet in the pool's slow paths);
+ * 2048 forwards 15% (4 096 groups) and 22% (16 000) more (docs/benchmarks.md, drain), for
+ * 1536 more buffers in the pool's minimum per worker, whatever the groups.
+ */
+#define BR_POOL_CACHE (2 * BR_BURST * 32)
 #define BR_RQ_FIT_MIN 256		 /* receive queues shrink to fit the pool down to this */
 
 static int seterr(char *err, size_t len, int r, const char *fmt, ...)
