@@ -29,15 +29,17 @@
 #define BR_BUF_SIZE   4160 /* 40-byte header + 4096 MTU, rounded to 64 */
 #define HANDOFF_RING  4096
 /*
- * Buffers a worker's cache holds before spilling to the depot. A worker's sends hold
- * their buffers until a signaled completion (one in sigevery per channel), so with tens
- * of channels (thousands of groups) thousands are out at once and come back in lumps:
- * with 512, at 4 096 and 16 000 groups the refill went to the depot and the returns
- * spilled to it every few bursts (34 instructions a packet in the pool's slow paths);
- * 2048 forwards 15% (4 096 groups) and 22% (16 000) more (docs/benchmarks.md, drain), for
- * 1536 more buffers in the pool's minimum per worker, whatever the groups.
+ * Buffers a worker's cache holds before spilling to the depot: BR_POOL_CACHE, and with
+ * shared receive queues on both sides up to BR_POOL_CACHE_MAX out of what the receive
+ * queues at full depth leave (bridge_fit_rq). A worker's sends hold their buffers until
+ * a signaled completion (one in sigevery per channel), so with tens of channels
+ * (thousands of groups) thousands are out at once and come back in lumps: with 512, at
+ * 4 096 and 16 000 groups the refill went to the depot and the returns spilled to it
+ * every few bursts (34 instructions a packet in the pool's slow paths); 2048 forwards 15%
+ * (4 096 groups) and 22% (16 000) more (docs/benchmarks.md, the drain scenario).
  */
-#define BR_POOL_CACHE (2 * BR_BURST * 32)
+#define BR_POOL_CACHE	  (2 * BR_BURST * 8)
+#define BR_POOL_CACHE_MAX (2 * BR_BURST * 32)
 #define BR_RQ_FIT_MIN 256		 /* receive queues shrink to fit the pool down to this */
 
 static int seterr(char *err, size_t len, int r, const char *fmt, ...)
@@ -485,7 +487,20 @@ static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, ch
 		fit -= fit % BR_BURST;
 		c->rq_depth = (uint32_t)(fit > floor_rq ? fit : floor_rq);
 	}
-	br->pool_need = nq * c->rq_depth + reserve;
+	/* The smallest pool is counted with BR_POOL_CACHE. A larger cache takes only what
+	 * the queues at their depth leave, and only with SRQs on both sides: there a pair
+	 * made at run time takes no buffers, where without SRQs it needs two queues' worth
+	 * of what is left (bridge_pair_add). */
+	br->pool_cache = cache_size;
+	if (br->sd[SIDE_IB].srq && br->sd[SIDE_ROCE].srq) {
+		uint64_t used = nq * c->rq_depth + reserve;
+		uint64_t more = c->nbufs > used ? (c->nbufs - used) / nw : 0;
+
+		if (more > BR_POOL_CACHE_MAX - cache_size)
+			more = BR_POOL_CACHE_MAX - cache_size;
+		br->pool_cache = cache_size + (uint32_t)(more - more % (2 * BR_BURST));
+	}
+	br->pool_need = nq * c->rq_depth + reserve + (uint64_t)nw * (br->pool_cache - cache_size);
 	return 0;
 }
 
@@ -732,7 +747,7 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	pp.numa_node = c->placed ? c->node : side_numa_node(&br->sd[SIDE_IB]);
 	pp.huge = c->huge;
 	pp.nworkers = nw;
-	pp.cache_size = BR_POOL_CACHE;
+	pp.cache_size = br->pool_cache;
 	br->pool = pool_new(&pp);
 	if (!br->pool)
 		return seterr(err, errlen, -errno, "buffer pool of %u buffers%s: %s", c->nbufs,

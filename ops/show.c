@@ -424,7 +424,7 @@ void show_buffers(struct ctl *c, FILE *out)
 		tbl_u64(&t, cs.short_gets);
 		tbl_u64(&t, cs.spill_waits);
 	}
-	fprintf(out, "worker caches:\n");
+	fprintf(out, "worker caches (each spills beyond %u buffers):\n", pool->cache_size);
 	tbl_print(&t, out, "  ");
 }
 

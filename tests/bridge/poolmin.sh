@@ -24,8 +24,8 @@
 #          QPs),
 #          and that pool forwards one-sided load over the 20 pairs completely
 set -eu
-# shellcheck source-path=SCRIPTDIR source=../lib/br.sh
-. "$(dirname "$0")/../lib/br.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/con.sh
+. "$(dirname "$0")/../lib/con.sh"
 
 [ $# = 1 ] || {
 	echo "usage: $0 w1|w0|w2|pairs|srq20" >&2
@@ -110,6 +110,9 @@ else
 
 	# The minimum forwards one-sided load: more packets than the pool, each way in turn.
 	br_bridge bridge "$ngroups" "${devs[@]}" "${opts[@]}" -e buffers="$min" "${groups[@]}"
+	# The minimum counts caches of 512: at the minimum nothing is left for larger ones.
+	con_expect_in "$(con_ok bridge buffers)" "^worker caches \(each spills beyond 512 buffers\):$" \
+		"buffers: the smallest pool's cache size"
 	n=$(((min + 2000) / ngroups))
 	total=$((n * ngroups))
 	sf_log "buffers=$min, $total packets each way"

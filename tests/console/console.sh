@@ -78,6 +78,8 @@ out=$(con_must_exit bridge 1 interfaces nosuch)
 con_expect_in "$out" "no interface 'nosuch'" "interfaces nosuch"
 out=$(con_ok bridge buffers)
 con_expect_in "$out" "free" "buffers"
+# The default pool (65 536) leaves the SRQs at their depth room for caches of 2048.
+con_expect_in "$out" "^worker caches \(each spills beyond 2048 buffers\):$" "buffers: cache size"
 out=$(con_ok bridge senders)
 con_expect_in "$out" "$IB_NET.2|::ffff:|fe80" "senders lists the sender"
 out=$(con_ok bridge endpoints 5)
