@@ -922,6 +922,18 @@ def perf_worker(pid, out):
                              "-o", out], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def perf_end(pf):
+    """Ends a perf_worker recording (SIGINT: perf writes its file), or kills one still
+    running after an error (the finally clauses); None does nothing."""
+    if pf and pf.poll() is None:
+        pf.send_signal(signal.SIGINT)
+        try:
+            pf.wait(60)
+        except subprocess.TimeoutExpired:
+            pf.kill()
+            pf.wait()
+
+
 def perf_symbols(path):
     """Samples per symbol of a perf.data file: {symbol: samples}."""
     r = subprocess.run(["perf", "report", "-i", path, "-n", "--no-children", "-g", "none",
@@ -959,15 +971,11 @@ def ceiling_run(args, fab, bridge, sc, ng, quick):
         count = 200000 if quick else args.count
         snd = run_senders(fab, sender_cmds(args, fab, gsc, groups, count, 0, 5000000),
                           "ceilsend")
-        if pf:
-            pf.send_signal(signal.SIGINT)
-            pf.wait(60)
+        perf_end(pf)
         time.sleep(1)
         st1 = bridge_stats(fab, ctl)
     finally:
-        if pf and pf.poll() is None:
-            pf.kill()
-            pf.wait()
+        perf_end(pf)
         fab.stop(b)
         fab.cleanup()
     d = side_delta(st0, st1, "IB")
@@ -1100,18 +1108,14 @@ def drain_run(args, fab, bridge, sc, ng, quick):
                 bursts - 1, res["pkts"],
                 "%.3f Mpps" % res["mpps"] if w.returncode == 0 else
                 "not timed (%d reads)" % res["reads"]))
-        if pf:
-            pf.send_signal(signal.SIGINT)
-            pf.wait(60)
+        perf_end(pf)
         snd.send_signal(signal.SIGTERM)
         snd.send_signal(signal.SIGCONT)
         snd.wait(60)
         time.sleep(0.5)
         st1 = bridge_stats(fab, ctl)
     finally:
-        if pf and pf.poll() is None:
-            pf.kill()
-            pf.wait()
+        perf_end(pf)
         # A stopped process answers no SIGINT (fab.stop): the sender is ended as above,
         # the bridge continued first.
         if snd and snd.poll() is None:
