@@ -123,8 +123,9 @@ int main(int argc, char **argv)
 	}
 	slot = proc_slot(fab, (int32_t)pid);
 	if (slot < 0) {
-		fprintf(stderr, "drainwatch: process %" PRIu64 " has no device open on fabric '%s'\n",
-			pid, sf_name());
+		fprintf(stderr,
+			"drainwatch: process %" PRIu64 " has no device open on fabric '%s'\n", pid,
+			sf_name());
 		return 2;
 	}
 	base = prev = xmit(fab, slot, (uint32_t)dev);

@@ -578,9 +578,9 @@ struct bridge {
 	struct worker *workers;
 	uint32_t nworkers; /* at least 1: worker 0 is the control thread with cfg.nworkers 0 */
 	uint32_t npairs;
-	uint32_t rq_asked;  /* cfg.rq_depth before bridge_build fitted it to the pool */
-	uint32_t pool_min;  /* the smallest pool this configuration accepts (bridge_fit_rq) */
-	uint64_t pool_need; /* control thread: what the queues and holds made so far take */
+	uint32_t rq_asked;   /* cfg.rq_depth before bridge_build fitted it to the pool */
+	uint32_t pool_min;   /* the smallest pool this configuration accepts (bridge_fit_rq) */
+	uint64_t pool_need;  /* control thread: what the queues and holds made so far take */
 	uint32_t pool_cache; /* a worker cache's size (bridge_fit_rq) */
 	struct cds_lfht *groups_by_addr;
 	struct group **groups; /* all groups, control thread */

@@ -26,8 +26,8 @@
 #include "setup.h"
 #include "stream.h"
 
-#define BR_BUF_SIZE   4160 /* 40-byte header + 4096 MTU, rounded to 64 */
-#define HANDOFF_RING  4096
+#define BR_BUF_SIZE  4160 /* 40-byte header + 4096 MTU, rounded to 64 */
+#define HANDOFF_RING 4096
 /*
  * Buffers a worker's cache holds before spilling to the depot: BR_POOL_CACHE, and with
  * shared receive queues on both sides up to BR_POOL_CACHE_MAX out of what the receive
@@ -40,7 +40,7 @@
  */
 #define BR_POOL_CACHE	  (2 * BR_BURST * 8)
 #define BR_POOL_CACHE_MAX (2 * BR_BURST * 32)
-#define BR_RQ_FIT_MIN 256		 /* receive queues shrink to fit the pool down to this */
+#define BR_RQ_FIT_MIN	  256 /* receive queues shrink to fit the pool down to this */
 
 static int seterr(char *err, size_t len, int r, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
