@@ -197,7 +197,8 @@ cg_run() { # N SCENARIO PGM_ARGS -> "Ir forwarded" (N: packets offered)
 	# "joined on both sides" only since 2026-11-25 (a build before that never would).
 	# shellcheck disable=SC2086 # $3: the PGM option, or nothing
 	bridge_start "$f.log" valgrind --tool=callgrind --fair-sched=yes --callgrind-out-file="$f" \
-		--collect-atstart=no --toggle-collect=chan_burst ${BB_CG_OPTS:-} \
+		--collect-atstart=no --toggle-collect=chan_burst \
+		--toggle-collect=chan_burst_mixed ${BB_CG_OPTS:-} \
 		"$bridge" --workers 1 -e buffers=32768 -e rqdepth=$rq -e join_timeout=3600 \
 		-e senders=$((nq > 16384 ? 2 * nq : 16384)) $3
 	if [ "$sc" = 1 ] || [ "$sc" = pgm ]; then

@@ -250,7 +250,7 @@ def bridge_argv(args, bridge, sc, groups, ctl, cg_out=None):
         # took more than 20 minutes); join_timeout as in bench/bridge_bench.sh.
         a = ["valgrind", "--tool=callgrind", "--fair-sched=yes",
              "--callgrind-out-file=" + cg_out, "--collect-atstart=no",
-             "--toggle-collect=chan_burst"]
+             "--toggle-collect=chan_burst", "--toggle-collect=chan_burst_mixed"]
     workers, buffers = str(sc.get("workers", 1)), "131072"
     rqdepth = str(sc.get("rqdepth", 16384))
     if cg_out:
@@ -948,7 +948,7 @@ def perf_symbols(path):
 
 # What ceiling_run counts as the engine's time a packet: the burst and the sorting and
 # fetching ahead of a poll of several QPs.
-ENGINE_SYMS = ("chan_burst", "wside_poll_mixed")
+ENGINE_SYMS = ("chan_burst", "chan_burst_mixed", "wside_poll_mixed")
 
 
 def ceiling_run(args, fab, bridge, sc, ng, quick):
