@@ -1087,7 +1087,7 @@ def drain_run(args, fab, bridge, sc, ng, quick):
                 raise BenchError("drain: the first burst was not forwarded in 60 s: %s" % d)
             time.sleep(0.05)
         if args.perf:
-            pf = perf_worker(b.pid, os.path.join(fab.tmp, "drain.perf"))
+            pf = perf_worker(b.pid, os.path.join(fab.tmp, "drain-%d.perf" % ng))
             time.sleep(0.5)
         fwd0 = d["fwd_pkts"]
         while len(mpps) < rounds and bursts <= 2 * rounds:
@@ -1147,7 +1147,7 @@ def drain_run(args, fab, bridge, sc, ng, quick):
         # the drains and the worker's spinning between them (polls of an empty queue,
         # worker_pass and below; none while it is stopped).
         ns = 1e9 / PERF_FREQ / (d["fwd_pkts"] - fwd0)
-        syms = perf_symbols(os.path.join(fab.tmp, "drain.perf"))
+        syms = perf_symbols(os.path.join(fab.tmp, "drain-%d.perf" % ng))
         out["perf_ns"] = {k: round(v * ns, 2) for k, v in
                           sorted(syms.items(), key=lambda kv: -kv[1])[:12]}
     return out

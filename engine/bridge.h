@@ -581,7 +581,6 @@ struct bridge {
 	uint32_t rq_asked;   /* cfg.rq_depth before bridge_build fitted it to the pool */
 	uint32_t pool_min;   /* the smallest pool this configuration accepts (bridge_fit_rq) */
 	uint64_t pool_need;  /* control thread: what the queues and holds made so far take */
-	uint32_t pool_cache; /* a worker cache's size (bridge_fit_rq) */
 	struct cds_lfht *groups_by_addr;
 	struct group **groups; /* all groups, control thread */
 	uint32_t ngroups, groups_cap;

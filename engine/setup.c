@@ -452,10 +452,11 @@ static int worker_cpu(const struct bridge_cfg *c, uint32_t i)
  * that, and keeps more only while the depot is momentarily blocked), one full send queue
  * and two bursts. The depth is lowered from cfg.rq_depth (down to BR_RQ_FIT_MIN, or the
  * configured depth if smaller) when the queues do not fit. -ENOBUFS with the minimum in
- * err when even that does not fit; br->pool_min is that minimum either way.
+ * err when even that does not fit; br->pool_min is that minimum either way. *cache: the
+ * size of a worker's buffer cache, cache_size or more (below).
  */
-static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, char *err,
-			 size_t errlen)
+static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, uint32_t *cache,
+			 char *err, size_t errlen)
 {
 	struct bridge_cfg *c = &br->cfg;
 	uint64_t nq = 0, nhold = 0;
@@ -491,16 +492,16 @@ static int bridge_fit_rq(struct bridge *br, uint32_t nw, uint32_t cache_size, ch
 	 * the queues at their depth leave, and only with SRQs on both sides: there a pair
 	 * made at run time takes no buffers, where without SRQs it needs two queues' worth
 	 * of what is left (bridge_pair_add). */
-	br->pool_cache = cache_size;
+	*cache = cache_size;
 	if (br->sd[SIDE_IB].srq && br->sd[SIDE_ROCE].srq) {
 		uint64_t used = nq * c->rq_depth + reserve;
 		uint64_t more = c->nbufs > used ? (c->nbufs - used) / nw : 0;
 
 		if (more > BR_POOL_CACHE_MAX - cache_size)
 			more = BR_POOL_CACHE_MAX - cache_size;
-		br->pool_cache = cache_size + (uint32_t)(more - more % (2 * BR_BURST));
+		*cache = cache_size + (uint32_t)(more - more % (2 * BR_BURST));
 	}
-	br->pool_need = nq * c->rq_depth + reserve + (uint64_t)nw * (br->pool_cache - cache_size);
+	br->pool_need = nq * c->rq_depth + reserve + (uint64_t)nw * (*cache - cache_size);
 	return 0;
 }
 
@@ -736,18 +737,17 @@ int bridge_build(struct bridge *br, uint32_t ngroups, char *err, size_t errlen)
 	if (br->npairs < nw)
 		br->npairs = nw;
 	c->mcqp = mcqp;
-	r = bridge_fit_rq(br, nw, BR_POOL_CACHE, err, errlen);
+	memset(&pp, 0, sizeof(pp));
+	r = bridge_fit_rq(br, nw, BR_POOL_CACHE, &pp.cache_size, err, errlen);
 	if (r)
 		return r;
 
-	memset(&pp, 0, sizeof(pp));
 	pp.nbufs = c->nbufs;
 	pp.buf_size = BR_BUF_SIZE;
 	/* The workers' node (the plan's: the NIC of the side receiving most groups). */
 	pp.numa_node = c->placed ? c->node : side_numa_node(&br->sd[SIDE_IB]);
 	pp.huge = c->huge;
 	pp.nworkers = nw;
-	pp.cache_size = br->pool_cache;
 	br->pool = pool_new(&pp);
 	if (!br->pool)
 		return seterr(err, errlen, -errno, "buffer pool of %u buffers%s: %s", c->nbufs,

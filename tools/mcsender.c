@@ -899,6 +899,10 @@ static void con_status(void *arg, FILE *out)
 	const struct sopts *o = sd->o;
 	uint64_t now = mono_ns();
 	double secs = (double)(now - sd->t_start) / 1e9;
+	/* The rate over the time sending, as the summary's: --stop-every's stops left out
+	 * (the console answers between stops only: a stopped process reads nothing). */
+	uint64_t stopped = sd->stopped_ns;
+	double busy = now - sd->t_start > stopped ? (double)(now - sd->t_start - stopped) / 1e9 : 0;
 
 	fprintf(out, "mcsender: sending %s on %s:%u (%s) for %.1f s\n",
 		o->pgm ? "PGM" : "plain payloads", sd->port.dev, sd->port.port,
@@ -911,10 +915,10 @@ static void con_status(void *arg, FILE *out)
 		o->nqps == 1 ? "" : "s");
 	if (sd->rate)
 		fprintf(out, "rate: %" PRIu64 " pps in bursts of %u, %.1f pps so far\n", sd->rate,
-			o->burst, secs > 0 ? (double)sd->sent / secs : 0);
+			o->burst, busy > 0 ? (double)sd->sent / busy : 0);
 	else
 		fprintf(out, "rate: as fast as possible, %.1f pps so far\n",
-			secs > 0 ? (double)sd->sent / secs : 0);
+			busy > 0 ? (double)sd->sent / busy : 0);
 	fprintf(out,
 		"sent: %" PRIu64 " packets, %" PRIu64 " bytes, %" PRIu64 " errors, %" PRIu64
 		" SPMs, %" PRIu64 " late bursts, %" PRIu64 " send queue waits\n",
@@ -925,6 +929,9 @@ static void con_status(void *arg, FILE *out)
 	if (o->duration_ms)
 		fprintf(out, "after %" PRIu64 " s, ", o->duration_ms / 1000);
 	fprintf(out, "on shutdown or a signal\n");
+	if (o->stop_every)
+		fprintf(out, "stopped: every %" PRIu64 " packets, %" PRIu64 " times, %.1f s in all\n",
+			o->stop_every, sd->stops, (double)stopped / 1e9);
 	fprintf(out, "ppsdisplay: %s\n", atomic_load(&o->ppsdisplay) ? "on" : "off");
 }
 

@@ -55,4 +55,23 @@ sf_wait_exit "$send2_pid"
 	br_fail "JSON summary: not sent 10, stops 1, errors 0" send2
 tools_stop listen2
 tools_expect listen2 received=10 unique=10 lost=0
+
+# The console's status between stops: how often and how long it stopped, and the rate
+# so far over the time sending, the 4 s stopped left out (3 pps: the 6 packets after the
+# SIGCONT take 2 s, the window for bcom). Counted with the stop, the rate would be 7
+# packets in more than 6 s, below 1.2 pps.
+br_start send3 60 "$MCSENDER" -d sim_ib1 -m 239.1.2.11 -n 1000 --stop-every 6 --rate 3 -b 1 \
+	--stream-id 93 --control "$SF_TMP/send3.sock"
+spid=$(sf_child "$send3_pid")
+t_wait_until 10 stopped "$spid" || br_fail "mcsender --rate 3 not stopped after 6 packets" send3
+sleep 4
+kill -CONT "$spid"
+out=$(con_ok send3 status)
+con_expect_in "$out" '^stopped: every 6 packets, 1 times, [4-9]\.[0-9] s in all$' "status after a stop" send3
+rate=$(printf '%s\n' "$out" | sed -n 's/^rate: 3 pps in bursts of 1, \([0-9.]*\) pps so far$/\1/p')
+[ -n "$rate" ] && awk -v r="$rate" 'BEGIN { exit !(r >= 2 && r <= 5.5) }' ||
+	br_fail "status: rate so far '$rate' pps, expected about 3 (the time stopped left out): $out" send3
+con_must send3 shutdown
+sf_wait_exit "$send3_pid"
+[ "$SF_RC" = 0 ] || br_fail "mcsender exited $SF_RC after shutdown" send3
 sf_log "PASS"
