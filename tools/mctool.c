@@ -310,6 +310,7 @@ int mct_port_open(struct mct_port *p, const struct mct_cfg *c, char *err, size_t
 
 	memset(p, 0, sizeof(*p));
 	p->mld_fd = -1;
+	samcm_init(&p->sa);
 	if (c->ib_dev[0])
 		r = port_find(p, MCT_IB, c->ib_dev, c->ib_port);
 	else if (c->roce_dev[0])
@@ -451,6 +452,81 @@ static int join_roce_v6(struct mct_port *p, struct mct_group *mg, bool send_only
 	return 0;
 }
 
+/*
+ * The IB join of group mg through the SA with the group's own Q_Key (lib/samcm.h), where
+ * rdma_cm's was refused: the kernel's rdma_cm join always asks for RDMA_UDP_QKEY, and the
+ * SA refuses it for a group that exists with another Q_Key (created by middleware, or by
+ * the bridge's own SA join: control/sajoin.c). The MGID is the one rdma_cm's join of the
+ * address makes (group_mgid_ib, the port's P_Key); the AH is made from the SA's record
+ * as the kernel makes rdma_cm's. Waits for the answer, within MCT_JOIN_TIMEOUT of t0.
+ */
+static int join_ib_sa(struct mct_port *p, struct mct_group *mg, bool send_only, uint64_t t0,
+		      char *err, size_t errlen)
+{
+	const char *spec = mg->spec->spec;
+	struct ibv_port_attr pa;
+	struct samcm_answer a;
+	struct samcm_req q;
+	uint32_t tid;
+	int r;
+
+	if (ibv_query_port(p->ctx, p->port, &pa))
+		return errf(err, errlen, -errno, "%s: ibv_query_port: %s", spec, strerror(errno));
+	r = samcm_open(&p->sa, p->dev, p->port);
+	if (r)
+		return errf(err, errlen, r, "join %s through the SA: umad port %s:%u: %s", spec,
+			    p->dev, p->port, strerror(-r));
+	memset(&q, 0, sizeof(q));
+	group_mgid_ib(mg->spec, p->pkey, &q.mgid);
+	q.port_gid = p->gid;
+	q.qkey = mct_group_qkey(p, mg);
+	q.pkey = p->pkey;
+	q.tclass = mg->spec->tos_set ? mg->spec->tos : 0;
+	q.send_only = send_only;
+	q.sm_lid = pa.sm_lid;
+	q.sm_sl = pa.sm_sl;
+	r = samcm_send(&p->sa, &q, true, &tid);
+	if (r)
+		return errf(err, errlen, r, "join %s through the SA: %s", spec, strerror(-r));
+	for (;;) {
+		struct pollfd pfd = {.fd = p->sa.fd, .events = POLLIN};
+		long left;
+
+		while (samcm_recv(&p->sa, &a))
+			if (a.tid == tid)
+				goto answered;
+		left = MCT_JOIN_TIMEOUT - (long)(mono_ms() - t0);
+		if (left <= 0)
+			return errf(err, errlen, -ETIMEDOUT,
+				    "join %s through the SA: no answer in %d ms", spec,
+				    MCT_JOIN_TIMEOUT);
+		poll(&pfd, 1, (int)left);
+	}
+answered:
+	if (a.err)
+		return errf(err, errlen, -a.err, "join %s through the SA: %s", spec,
+			    strerror(a.err));
+	if (a.status)
+		return errf(err, errlen, -EPROTO,
+			    "join %s through the SA with Q_Key 0x%08x refused: %s (status 0x%04x)",
+			    spec, q.qkey, samcm_status_str(a.status), a.status);
+	samcm_ah_attr(&a, p->port, (uint8_t)p->gid_index, &mg->aa);
+	mg->join_qkey = a.qkey;
+	mg->qkey = mct_group_qkey(p, mg);
+	mg->mgid = mg->aa.grh.dgid;
+	mg->mlid = mg->aa.dlid;
+	mg->ah = ibv_create_ah(p->pd, &mg->aa);
+	if (!mg->ah)
+		return errf(err, errlen, -errno, "%s: ibv_create_ah: %s", spec, strerror(errno));
+	mg->joined = mg->sa_joined = true;
+	mg->sa_send_only = send_only;
+	fprintf(stderr,
+		"%s: joined through the SA with Q_Key 0x%08x (rdma_cm's join, with 0x%08x, was "
+		"refused)\n",
+		spec, a.qkey, BR_UDP_QKEY);
+	return 0;
+}
+
 int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool send_only, char *err,
 		    size_t errlen)
 {
@@ -518,13 +594,18 @@ int mct_groups_join(struct mct_port *p, struct mct_group *g, uint32_t n, bool se
 			int st = ev->status;
 
 			rdma_ack_cm_event(ev);
-			if (p->fabric == MCT_IB && mct_group_qkey(p, mg) != BR_UDP_QKEY)
-				return errf(err, errlen, st < 0 ? st : -EIO,
-					    "join %s failed: %s (rdma_cm joins with Q_Key 0x%08x; "
-					    "the SA refuses that join when the group exists with "
-					    "another Q_Key, such as the group's 0x%08x)",
-					    mg->spec->spec, strerror(st < 0 ? -st : EIO),
-					    BR_UDP_QKEY, mct_group_qkey(p, mg));
+			/* A group with its own Q_Key: the SA refuses rdma_cm's join (with
+			 * RDMA_UDP_QKEY) where the group exists with that Q_Key; the same join
+			 * with the group's Q_Key, through the SA, is accepted. */
+			if (p->fabric == MCT_IB && mct_group_qkey(p, mg) != BR_UDP_QKEY &&
+			    !mg->joined) {
+				int r = join_ib_sa(p, mg, send_only, t0, err, errlen);
+
+				if (r)
+					return r;
+				done++;
+				continue;
+			}
 			return errf(err, errlen, st < 0 ? st : -EIO, "join %s failed: %s",
 				    mg->spec->spec, strerror(st < 0 ? -st : EIO));
 		}
@@ -545,10 +626,28 @@ void mct_port_close(struct mct_port *p, struct mct_group *g, uint32_t n)
 		if (g[i].ah)
 			ibv_destroy_ah(g[i].ah);
 		g[i].ah = NULL;
-		if (g[i].joined && p->cm_id && !(p->fabric == MCT_ROCE && g[i].spec->roce_v6))
+		if (g[i].sa_joined) {
+			/* Leave through the SA: a Delete of our membership, not waited for. */
+			struct samcm_req q = {.port_gid = p->gid,
+					      .pkey = p->pkey,
+					      .qkey = mct_group_qkey(p, &g[i])};
+			struct ibv_port_attr pa;
+			uint32_t tid;
+
+			if (!ibv_query_port(p->ctx, p->port, &pa)) {
+				q.mgid = g[i].mgid;
+				q.send_only = g[i].sa_send_only;
+				q.sm_lid = pa.sm_lid;
+				q.sm_sl = pa.sm_sl;
+				samcm_send(&p->sa, &q, false, &tid);
+			}
+		} else if (g[i].joined && p->cm_id &&
+			   !(p->fabric == MCT_ROCE && g[i].spec->roce_v6)) {
 			rdma_leave_multicast(p->cm_id, join_addr(p, g[i].spec, &ss));
-		g[i].joined = false;
+		}
+		g[i].joined = g[i].sa_joined = false;
 	}
+	samcm_close(&p->sa);
 	if (p->mld_fd >= 0)
 		close(p->mld_fd); /* leaves its MLD memberships */
 	if (p->cm_id)

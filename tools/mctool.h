@@ -22,6 +22,7 @@
 #include "clock.h"     /* clock_ns(), mono_ns(): the tools' times */
 #include "groupopts.h" /* struct groupopts_defaults */
 #include "paths.h"     /* CONTROL_PATH_MAX */
+#include "samcm.h"     /* struct samcm: IB joins through the SA */
 
 #define MCT_GRH_LEN	 40	     /* UD receive header space (GRH, or IPv4 at offset 20) */
 #define MCT_IPV4_OFF	 20	     /* RoCEv2: the IPv4 header inside those 40 bytes */
@@ -78,6 +79,8 @@ struct mct_group {
 	struct ibv_ah *ah;     /* sends to the group */
 	struct ibv_ah_attr aa; /* what the join answered (for attaching) */
 	bool joined;
+	bool sa_joined;	   /* IB: joined through the SA (lib/samcm.h), left with a Delete */
+	bool sa_send_only; /* ... as a send-only full member */
 };
 
 /* The options both programs share (filled by the handlers mct_options_register adds). */
@@ -116,6 +119,9 @@ struct mct_port {
 	uint32_t mtu;
 	struct rdma_event_channel *cm_ch;
 	struct rdma_cm_id *cm_id;
+	/* IB: the umad agent of joins through the SA, for groups with their own Q_Key where
+	 * rdma_cm's join is refused (mct_groups_join); not open until then. */
+	struct samcm sa;
 };
 
 /*

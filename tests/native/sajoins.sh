@@ -6,8 +6,8 @@
 # beyond what its socket pair holds). 2 000 groups with Q_Key 0x11111111 on two workers:
 # every group joined on both sides (no SA join failed or refused) and every channel
 # holding the key. (Traffic with a group's own Q_Key on IB needs middleware that joins
-# through the SA itself, as native-qkeys and native-perftest do; mcsender joins with
-# rdma_cm, whose Q_Key the SA refuses for such a group.)
+# through the SA itself, as native-qkeys and native-perftest do, and mcsender and
+# mclisten where the SA refuses their rdma_cm join: tools-saqkey.)
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/con.sh
 . "$(dirname "$0")/../lib/con.sh"
