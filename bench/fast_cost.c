@@ -46,6 +46,7 @@ static struct ibv_wc wc[NBURST];
 static void setup(void)
 {
 	static struct ibv_ah *const ah = (struct ibv_ah *)0x1000; /* never dereferenced */
+	static struct wr_tmpl tt[NSIDES];			  /* each side's work requests */
 
 	atomic_store(&br.bridging, 1);
 	fwdfake_bridge_init(&br, ch);
@@ -58,6 +59,8 @@ static void setup(void)
 		ch[s].sq_depth = 128;
 		ch[s].tx_buf = ring[s];
 		ch[s].tx_mask = 63;
+		ch[s].tt = &tt[s];
+		ch[s].tx = tt[s].tx;
 	}
 	fwdfake_group_init(&br, &g4, ip4(239, 1, 2, 3), DIR_BOTH, 1u << SIDE_IB | 1u << SIDE_ROCE);
 	fwdfake_group6_init(&br, &g6, "ff0e::1234");
@@ -125,7 +128,7 @@ static inline __attribute__((always_inline)) void burst_one(const enum side side
 	out->nwr = 0;
 	out->tx_head = out->tx_tail = 0;
 	out->unsignaled = 0;
-	out->tx_dirty = 0;
+	out->tt->dirty = 0;
 	burst_peer_begin(&b, out, NBURST);
 	b.flows_live = b.bridging && b.peer_fast && b.flows_ok;
 	for (int i = 0; i < NBURST; i++) {

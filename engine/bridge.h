@@ -39,7 +39,7 @@ struct cap_ring;
 #define BR_IPV4_OFF	       20
 #define BR_MCAST_QPN	       0xffffffu
 #define BR_UDP_QKEY	       0x01234567u /* RDMA_UDP_QKEY of rdma_cm's UDP port space */
-#define BR_BURST	       32 /* completions polled / WRs chained at a time (<= 32: tx_dirty) */
+#define BR_BURST	       32 /* completions polled / WRs chained at a time (<= 32: wr_tmpl.dirty) */
 #define BR_REFILL_MIN	       (BR_BURST / 2) /* refill receives when this many are missing */
 #define BR_POLL		       (8 * BR_BURST) /* completions one poll of a worker's CQ takes */
 #define BR_IB_MARKER_HOP_LIMIT 1 /* hop limit the bridge sets on IB: "already bridged" */
@@ -273,6 +273,36 @@ struct rxq {
 	uint32_t posted;
 };
 
+/* A send work request and its scatter entry (struct wr_tmpl). */
+struct tx_slot {
+	struct ibv_send_wr wr; /* first: a WR pointer converts back to its slot */
+	struct ibv_sge sge;    /* wr.sg_list */
+};
+
+/*
+ * The work-request templates of a worker's side: the chain of sends of one channel at a
+ * time and the receive chain of a refill. Their constant fields (chaining, scatter lists,
+ * the side's lkey, the multicast QPN, the opcode) are written once (chan_prepare, fwd.c),
+ * the data path fills in only what changes per packet. One set a worker and side, not
+ * one a channel: at thousands of groups a poll's completions are spread over dozens of
+ * channels, whose own templates (6 KiB each) no longer stayed in the L1 cache; these do.
+ * A channel chains its sends here only as the owner: the one before it is posted first
+ * (chan_tmpl_own, fwd.c). Owner thread only (the control thread with --workers 0).
+ */
+struct wr_tmpl {
+	struct tx_slot tx[BR_BURST];
+	/*
+	 * Slots of tx[] whose opcode or send_flags differ from the template's (IBV_WR_SEND,
+	 * unsignaled): a send with immediate data or a signaled one, bit i for tx[i]. The
+	 * post resets them (chan_flush), so that the fast path writes neither field.
+	 */
+	uint32_t dirty;
+	bool prepared;	       /* the constant fields are written */
+	struct channel *owner; /* the channel whose chain tx holds (its nwr), or NULL */
+	struct ibv_recv_wr rwr[BR_BURST];
+	struct ibv_sge rsge[BR_BURST];
+};
+
 struct channel {
 	enum side side;
 	uint32_t index;
@@ -301,24 +331,14 @@ struct channel {
 	uint32_t sig_every;
 	uint32_t unsignaled;
 	/*
-	 * Sends chained during a pass, posted at its end, and the receive chain of a refill.
-	 * Their constant fields (chaining, scatter lists, lkeys, QPN) are written once
-	 * (chan_prepare, fwd.c), the data path fills in only what changes per packet.
+	 * Sends chained during a pass, posted at its end, and the receive chain of a refill:
+	 * in the work-request templates of the channel's worker and side (struct wr_tmpl),
+	 * which hold the chain of one channel at a time (tt->owner). tx: tt->tx.
 	 */
-	struct tx_slot {
-		struct ibv_send_wr wr; /* first: a WR pointer converts back to its slot */
-		struct ibv_sge sge;    /* wr.sg_list */
-	} tx[BR_BURST];
-	uint32_t nwr;
-	/*
-	 * Slots of tx[] whose opcode or send_flags differ from the template's (IBV_WR_SEND,
-	 * unsignaled): a send with immediate data or a signaled one, bit i for tx[i]. The
-	 * post resets them (chan_flush), so that the fast path writes neither field.
-	 */
-	uint32_t tx_dirty;
+	struct wr_tmpl *tt;
+	struct tx_slot *tx;
+	uint32_t nwr;  /* sends chained in tx (only while tt->owner is this channel) */
 	bool prepared; /* chan_prepare ran */
-	struct ibv_recv_wr rwr[BR_BURST];
-	struct ibv_sge rsge[BR_BURST];
 	/* Bounded backlog when the send queue is full. */
 	struct backlog_ent *bl;
 	uint32_t bl_mask;
@@ -437,6 +457,7 @@ struct wside {
 	uint64_t polls; /* ibv_poll_cq calls (one per pass, two when a full one was mixed) */
 	uint64_t wcs;	/* completions they returned */
 	uint64_t empty; /* polls that returned fewer than they asked: the CQ was drained */
+	struct wr_tmpl tt; /* the side's work-request templates (its channels' tt) */
 };
 
 /* The channel whose QP is `qpn`, one of v's (no check: only our QPs complete here). */

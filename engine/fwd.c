@@ -152,39 +152,47 @@ static inline uint32_t sq_used(const struct channel *ch)
 /* ---- channel set-up: the work-request templates ---- */
 
 /*
- * Prepare a channel's data-path state, once, before its first receive is posted. Write
- * the fields of its work requests that never change: the chaining (wr[i] -> wr[i + 1]; a
- * post cuts the chain after its last WR and mends it afterwards), the scatter entries
- * with the channel's lkey, the multicast QPN, the opcode (IBV_WR_SEND; see tx_dirty), the
- * receive length; the data path then
- * writes only what differs per packet. Providers do not modify a posted WR list
- * (ibv_post_send/ibv_post_recv copy it into the queue). Point the caches' "last entry"
- * pointers at entries that match no packet.
+ * Prepare a channel's data-path state, once, before its first receive is posted; the
+ * first channel of a worker's side also writes the fields of the side's work requests
+ * (struct wr_tmpl) that never change: the chaining (wr[i] -> wr[i + 1]; a post cuts the
+ * chain after its last WR and mends it afterwards), the scatter entries with the side's
+ * lkey, the multicast QPN, the opcode (IBV_WR_SEND; see wr_tmpl.dirty), the receive
+ * length; the data path then writes only what differs per packet. Providers do not
+ * modify a posted WR list (ibv_post_send/ibv_post_recv copy it into the queue). Point
+ * the caches' "last entry" pointers at entries that match no packet.
  */
 void chan_prepare(struct channel *ch)
 {
-	uint32_t bsz = pool_buf_size(ch->br->pool);
+	struct wr_tmpl *tt = ch->tt;
 
-	for (uint32_t i = 0; i < BR_BURST; i++) {
-		bool last = i + 1 == BR_BURST;
+	/* The side's templates once, by the first channel prepared (bridge setup, before
+	 * the worker runs): a channel added at run time finds them written and in use. */
+	if (!tt->prepared) {
+		uint32_t bsz = pool_buf_size(ch->br->pool);
 
-		struct tx_slot *t = &ch->tx[i];
+		for (uint32_t i = 0; i < BR_BURST; i++) {
+			bool last = i + 1 == BR_BURST;
+			struct tx_slot *t = &tt->tx[i];
 
-		memset(t, 0, sizeof(*t));
-		t->wr.next = last ? NULL : &ch->tx[i + 1].wr;
-		t->wr.sg_list = &t->sge;
-		t->wr.num_sge = 1;
-		t->wr.opcode = IBV_WR_SEND; /* send_flags 0: unsignaled (tx_dirty) */
-		t->wr.wr.ud.remote_qpn = BR_MCAST_QPN;
-		t->sge.lkey = ch->lkey;
-		memset(&ch->rwr[i], 0, sizeof(ch->rwr[i]));
-		ch->rwr[i].next = last ? NULL : &ch->rwr[i + 1];
-		ch->rwr[i].sg_list = &ch->rsge[i];
-		ch->rwr[i].num_sge = 1;
-		ch->rsge[i].length = bsz;
-		ch->rsge[i].lkey = ch->lkey;
+			memset(t, 0, sizeof(*t));
+			t->wr.next = last ? NULL : &tt->tx[i + 1].wr;
+			t->wr.sg_list = &t->sge;
+			t->wr.num_sge = 1;
+			t->wr.opcode = IBV_WR_SEND; /* send_flags 0: unsignaled (dirty) */
+			t->wr.wr.ud.remote_qpn = BR_MCAST_QPN;
+			t->sge.lkey = ch->lkey;
+			memset(&tt->rwr[i], 0, sizeof(tt->rwr[i]));
+			tt->rwr[i].next = last ? NULL : &tt->rwr[i + 1];
+			tt->rwr[i].sg_list = &tt->rsge[i];
+			tt->rwr[i].num_sge = 1;
+			tt->rsge[i].length = bsz;
+			tt->rsge[i].lkey = ch->lkey;
+		}
+		tt->dirty = 0;
+		tt->owner = NULL;
+		tt->prepared = true;
 	}
-	ch->tx_dirty = 0;
+	ch->nwr = 0;
 	ch->glast = &ch->gcache[0];
 	scache_clear(ch);
 	flows_drop(ch);
@@ -194,17 +202,17 @@ void chan_prepare(struct channel *ch)
 /* ---- sending: chains, the send queue, the backlog ---- */
 
 /*
- * Give the slots of tx_dirty their template's opcode and flags back (what chan_prepare
+ * Give the dirty slots of the templates their opcode and flags back (what chan_prepare
  * wrote: IBV_WR_SEND, unsignaled), after the post copied them: the fast path
  * (rx_fast_run) writes neither field.
  */
-static __attribute__((noinline)) void chan_tx_clean(struct channel *ch)
+static __attribute__((noinline)) void chan_tx_clean(struct wr_tmpl *tt)
 {
-	uint32_t d = ch->tx_dirty;
+	uint32_t d = tt->dirty;
 
-	ch->tx_dirty = 0;
+	tt->dirty = 0;
 	for (; d; d &= d - 1) {
-		struct ibv_send_wr *wr = &ch->tx[__builtin_ctz(d)].wr;
+		struct ibv_send_wr *wr = &tt->tx[__builtin_ctz(d)].wr;
 
 		wr->opcode = IBV_WR_SEND;
 		wr->send_flags = 0;
@@ -225,8 +233,8 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 	r = ibv_post_send(ch->qp, &ch->tx[0].wr, &bad);
 	if (n < BR_BURST)
 		ch->tx[n - 1].wr.next = &ch->tx[n].wr;
-	if (ch->tx_dirty)
-		chan_tx_clean(ch);
+	if (ch->tt->dirty)
+		chan_tx_clean(ch->tt);
 	if (r) {
 		/* WRs from `bad` on were not posted: their buffers are ours again. */
 		uint32_t first = bad ? (uint32_t)((struct tx_slot *)bad - ch->tx) : 0;
@@ -253,8 +261,8 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
  * already holds, and account the buffer as sent at slot `head` of the channel's ring of
  * posted buffers (ring, mask: its tx_buf and tx_mask; meta: the pool's metadata array),
  * all passed in so that callers can hold them in registers. A send with immediate data
- * or a signaled one changes the template: the slot is marked in tx_dirty (chan_flush
- * restores it after the post).
+ * or a signaled one changes the template: the slot is marked dirty (chan_flush restores
+ * it after the post).
  */
 static inline __attribute__((always_inline)) void
 send_wr_fill(struct channel *out, uint32_t slot, uint32_t *ring, uint32_t mask,
@@ -270,12 +278,38 @@ send_wr_fill(struct channel *out, uint32_t slot, uint32_t *ring, uint32_t mask,
 		t->wr.opcode = (enum ibv_wr_opcode)(IBV_WR_SEND + has_imm); /* or SEND_WITH_IMM */
 		t->wr.imm_data = imm;
 		t->wr.send_flags = flags;
-		out->tx_dirty |= 1u << slot;
+		out->tt->dirty |= 1u << slot;
 	}
 	t->wr.wr.ud.ah = ah;
 	t->wr.wr.ud.remote_qkey = qkey;
 	ring[head & mask] = buf;
 	pool_meta_state(meta, buf, POOL_TX);
+}
+
+/*
+ * Make out the owner of its side's templates (struct wr_tmpl): the chain of the channel
+ * that held them is posted first. Chains are posted at the end of the burst, drain and
+ * hand-off drain that made them, so this finds one open only where one of those sends on
+ * several channels of a side in turn (a hand-off drain; a burst, burst_peer_yield).
+ */
+static inline void chan_tmpl_own(struct worker *w, struct channel *out, struct freelist *fl)
+{
+	struct wr_tmpl *tt = out->tt;
+
+	if (__builtin_expect(tt->owner != out, 0)) {
+		if (tt->owner && tt->owner->nwr)
+			chan_flush(w, tt->owner, fl);
+		tt->owner = out;
+	}
+}
+
+/* Post the chain open in a side's templates, if one is (its owner's). */
+static inline void tmpl_flush(struct worker *w, struct wr_tmpl *tt, struct freelist *fl)
+{
+	struct channel *o = tt->owner;
+
+	if (o && o->nwr)
+		chan_flush(w, o, fl);
 }
 
 /*
@@ -288,10 +322,12 @@ chan_post(struct worker *w, struct pool *pool, struct channel *out, struct freel
 	  uint32_t buf, uintptr_t addr, uint32_t len, bool has_imm, uint32_t imm, struct ibv_ah *ah,
 	  uint32_t qkey)
 {
-	uint32_t nwr = out->nwr, unsignaled;
+	uint32_t nwr, unsignaled;
 	unsigned int flags = 0;
 	uint64_t head;
 
+	chan_tmpl_own(w, out, fl);
+	nwr = out->nwr;
 	if (nwr == BR_BURST) {
 		chan_flush(w, out, fl);
 		nwr = 0;
@@ -501,7 +537,8 @@ struct burst {
 	 */
 	struct channel *peer;
 	bool peer_fast;
-	struct tx_slot *peer_slot; /* the next WR to chain: &peer->tx[peer->nwr] */
+	struct tx_slot *peer_slot; /* the next WR to chain: &peer->tx[peer->nwr] (in its side's
+				      templates) */
 	uint32_t peer_to_signal;   /* posts until the next signaled one: sig_every - unsignaled */
 	uint32_t peer_mask;	   /* peer->tx_mask */
 	uint32_t *peer_ring;	   /* peer->tx_buf */
@@ -522,6 +559,12 @@ static inline void burst_peer_begin(struct burst *b, struct channel *peer, uint3
 	b->peer_fast = peer->w == b->w && peer->bl_head == peer->bl_tail &&
 		       peer->nwr + n <= BR_BURST && sq_used(peer) + 2 * n <= peer->sq_depth &&
 		       peer->unsignaled < peer->sig_every;
+	/*
+	 * With peer_fast the burst chains on the peer's side's templates without chan_post,
+	 * and without taking them (wr_tmpl.owner): no other chain is open there, since every
+	 * chain is posted by the end of the burst, drain or hand-off drain that made it. Only
+	 * a send of this burst on another channel there (burst_peer_yield) needs the owner.
+	 */
 	b->peer_slot = &peer->tx[peer->nwr];
 	b->peer_head = peer->tx_head;
 	b->peer_to_signal = peer->sig_every - peer->unsignaled;
@@ -536,6 +579,20 @@ static inline void burst_peer_end(struct burst *b)
 		b->peer->tx_head = b->peer_head;
 		b->peer->unsignaled = b->peer->sig_every - b->peer_to_signal;
 	}
+}
+
+/*
+ * The burst is about to send on a channel of its peer's worker and side other than the
+ * peer (a group whose pair differs on the two sides): the peer's chain, in the side's
+ * templates, is handed back (its length written back; chan_post posts it before it
+ * takes the templates), and the rest of the burst sends through chan_send.
+ */
+static __attribute__((noinline, cold)) void burst_peer_yield(struct burst *b)
+{
+	burst_peer_end(b);
+	b->peer->tt->owner = b->peer;
+	b->peer_fast = false;
+	b->flows_live = false;
 }
 
 /* chan_post on the peer under burst_peer_begin's guarantee (no flush, no room check). */
@@ -1260,7 +1317,7 @@ flow_find_roce(struct chan_flow *flows, const uint8_t *p)
  * rx_fast_run's send of buffer buf (payload at p + BR_GRH_LEN, len bytes) of flow f into
  * WR t, the run's k-th (for imm_mask), counted to f's group (and to *bytes, the run's
  * total for the channels): send_wr_fill's fast half. Opcode (IBV_WR_SEND) and flags stay
- * the template's, but for immediate data (the slot goes into tx_dirty at the end of the
+ * the template's, but for immediate data (the slot goes into tt->dirty at the end of the
  * run).
  */
 static inline __attribute__((always_inline)) void
@@ -1468,14 +1525,14 @@ send:
 	}
 	/*
 	 * Signal one send in sig_every, counting on from where the peer's count stood: the
-	 * run's sends to_signal - 1, + sig_every, ... get the flag (and tx_dirty).
+	 * run's sends to_signal - 1, + sig_every, ... get the flag (and tt->dirty).
 	 */
 	{
 		struct channel *out = b->peer;
 		uint32_t cnt = (uint32_t)(t - t0), to_signal = b->peer_to_signal;
 
 		if (__builtin_expect(imm_mask != 0, 0))
-			out->tx_dirty |= imm_mask << (t0 - out->tx);
+			out->tt->dirty |= imm_mask << (t0 - out->tx);
 
 		if (cnt >= to_signal) {
 			uint32_t every = out->sig_every, k;
@@ -1484,7 +1541,7 @@ send:
 				uint32_t slot = (uint32_t)(t0 + k - out->tx);
 
 				t0[k].wr.send_flags = IBV_SEND_SIGNALED;
-				out->tx_dirty |= 1u << slot;
+				out->tt->dirty |= 1u << slot;
 			}
 			to_signal = every - (cnt - to_signal) % every;
 		} else {
@@ -1667,6 +1724,8 @@ chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct 
 		flow_set(b, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
 		goto forwarded;
 	}
+	if (__builtin_expect(b->peer_fast && out->tt == b->peer->tt, 0))
+		burst_peer_yield(b);
 	if (__builtin_expect(cr != NULL, 0) && chan_send_drops(out))
 		why = DROP_TX_FULL; /* counted by chan_send */
 	chan_send(w, b->pool, out, fl, buf, (uintptr_t)p + BR_GRH_LEN, len,
@@ -1690,8 +1749,8 @@ static inline void chan_rwr_fill(struct channel *ch, struct pool *pool, const ui
 {
 	struct region r = region_of(pool);
 	struct pool_meta *meta = pool_meta_array(pool);
-	struct ibv_recv_wr *wr = ch->rwr;
-	struct ibv_sge *sge = ch->rsge;
+	struct ibv_recv_wr *wr = ch->tt->rwr;
+	struct ibv_sge *sge = ch->tt->rsge;
 	const uint32_t *end = idx + n;
 
 	/* Unrolled: the loop's own instructions are a third of its cost otherwise. */
@@ -1718,9 +1777,11 @@ void chan_refill(struct worker *w, struct channel *ch)
 	struct pool *pool = w->br->pool;
 	struct channel *src = ch->peer;
 	struct rxq *rq = ch->rq;
+	struct ibv_recv_wr *rwr;
 
 	if (__builtin_expect(!ch->prepared, 0))
 		chan_prepare(ch);
+	rwr = ch->tt->rwr;
 	while (rq->posted < rq->depth && !ch->broken) {
 		uint32_t want = rq->depth - rq->posted, got;
 		/* Only a peer of this worker holds buffers for us (chan_tx_done); another
@@ -1750,13 +1811,13 @@ void chan_refill(struct worker *w, struct channel *ch)
 			}
 		}
 		chan_rwr_fill(ch, pool, idx, got);
-		ch->rwr[got - 1].next = NULL;
-		if (rq->srq ? ibv_post_srq_recv(rq->srq, ch->rwr, &bad)
-			    : ibv_post_recv(rq->qp, ch->rwr, &bad)) {
-			uint32_t first = (uint32_t)(bad - ch->rwr);
+		rwr[got - 1].next = NULL;
+		if (rq->srq ? ibv_post_srq_recv(rq->srq, rwr, &bad)
+			    : ibv_post_recv(rq->qp, rwr, &bad)) {
+			uint32_t first = (uint32_t)(bad - rwr);
 
 			if (got < BR_BURST)
-				ch->rwr[got - 1].next = &ch->rwr[got];
+				rwr[got - 1].next = &rwr[got];
 			/* idx may point into the cache's slots, which the put writes. */
 			memmove(tmp, idx, got * sizeof(*idx));
 			for (uint32_t i = first; i < got; i++)
@@ -1767,7 +1828,7 @@ void chan_refill(struct worker *w, struct channel *ch)
 			return;
 		}
 		if (got < BR_BURST)
-			ch->rwr[got - 1].next = &ch->rwr[got];
+			rwr[got - 1].next = &rwr[got];
 		rq->posted += got;
 		if (pooled && got < want) {
 			ch->st.rx_starved++;
@@ -1843,6 +1904,11 @@ static inline __attribute__((always_inline)) void chan_burst_side(struct worker 
 	ch->st.rx_bytes += b.rx_bytes;
 	ch->st.fwd_pkts += b.fwd_pkts;
 	chan_flush(w, ch->peer, &fl);
+	/* Sends on another channel than the peer (chan_rx: a group whose pair differs on the
+	 * two sides) chained in the templates of the other side: posted now too. Before, such
+	 * a chain waited for the next burst to that channel, and the last packets of a run
+	 * for ever (console-splitpair). */
+	tmpl_flush(w, &w->ws[!side].tt, &fl);
 	chan_flush(w, ch, &fl);
 	if (ch->bl_head != ch->bl_tail)
 		chan_backlog_drain(w, ch, &fl);

@@ -2,7 +2,7 @@
 # Packets with and without immediate data through the same send slots: the bridge's
 # chained send WRs keep a template opcode (IBV_WR_SEND) and flags that only a send with
 # immediate data or a signaled one changes, and the post restores (engine/fwd.c,
-# tx_dirty). A slot left as SEND_WITH_IMM would give a later plain packet an immediate
+# wr_tmpl.dirty). A slot left as SEND_WITH_IMM would give a later plain packet an immediate
 # value, one left plain would strip it: the listeners check, per packet, that the
 # immediate data is there exactly when its sender set it (mcpkt --verify). First a run
 # with immediate data then a plain one from the same sender (every slot reused), then

@@ -424,9 +424,13 @@ static struct ibv_ah *const ah_v6 = (struct ibv_ah *)0x6600, *const ah_v4 = (str
  * flows allowed), as chan_burst_side sets one up. */
 static struct burst fast_burst(void)
 {
+	static struct wr_tmpl tt; /* the IB side's templates */
 	struct burst b = burst_new(SIDE_ROCE);
 	struct channel *out = &ch[SIDE_IB];
+	struct freelist fl = {.n = 0};
 
+	out->tt = &tt;
+	out->tx = tt.tx;
 	out->nwr = 0;
 	out->tx_head = out->tx_tail = 0;
 	out->unsignaled = 0;
@@ -434,10 +438,11 @@ static struct burst fast_burst(void)
 	out->sq_depth = 64;
 	out->tx_buf = fast_ring;
 	out->tx_mask = 63;
-	memset(out->tx, 0, sizeof(out->tx));
+	memset(tt.tx, 0, sizeof(tt.tx));
 	b.meta = fast_meta;
 	b.flows_ok = true;
 	burst_peer_begin(&b, out, 1);
+	CHECK_EQ(fl.n, 0);
 	CHECK(b.peer_fast);
 	return b;
 }
