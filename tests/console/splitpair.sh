@@ -12,18 +12,20 @@
 #   C (both) IB channel 1, RoCE channel 0    (pair 0 has room on RoCE only, pair 1 on IB
 #                                             only: "on channels IB 1, RoCE 0")
 # Then A and C from IB and G from RoCE at once, A plain, C and G with immediate data.
+# Argument: the workers (default 1; 0: the event-driven data path, the same bursts).
 set -eu
 # shellcheck source-path=SCRIPTDIR source=../lib/con.sh
 . "$(dirname "$0")/../lib/con.sh"
 
-sf_init console-splitpair
+workers=${1:-1}
+sf_init "console-splitpair$([ "$workers" = 1 ] || echo "-w$workers")"
 ga=239.1.2.30
 gc=239.1.2.31
 gb=239.1.2.40
 gg=239.1.2.41
 n=2000
 
-br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers 1 -e mcqp=1 -i "$ga"
+br_bridge bridge 1 -d sim_ib0 -r sim_roce0 --workers "$workers" -e mcqp=1 -i "$ga"
 for j in "$gb out" "$gg out"; do
 	out=$(con_ok bridge join $j)
 	con_expect_in "$out" "joining ${j% *}" "join ${j% *}"
