@@ -60,7 +60,6 @@ static void setup(void)
 		ch[s].tx_buf = ring[s];
 		ch[s].tx_mask = 63;
 		ch[s].tt = &tt[s];
-		ch[s].tx = tt[s].tx;
 	}
 	fwdfake_group_init(&br, &g4, ip4(239, 1, 2, 3), DIR_BOTH, 1u << SIDE_IB | 1u << SIDE_ROCE);
 	fwdfake_group6_init(&br, &g6, "ff0e::1234");

@@ -333,10 +333,9 @@ struct channel {
 	/*
 	 * Sends chained during a pass, posted at its end, and the receive chain of a refill:
 	 * in the work-request templates of the channel's worker and side (struct wr_tmpl),
-	 * which hold the chain of one channel at a time (tt->owner). tx: tt->tx.
+	 * which hold the chain of one channel at a time (tt->owner).
 	 */
 	struct wr_tmpl *tt;
-	struct tx_slot *tx;
 	uint32_t nwr;  /* sends chained in tx (only while tt->owner is this channel) */
 	bool prepared; /* chan_prepare ran */
 	/* Bounded backlog when the send queue is full. */

@@ -228,16 +228,16 @@ void chan_flush(struct worker *w, struct channel *ch, struct freelist *fl)
 
 	if (!n)
 		return;
-	ch->tx[n - 1].wr.next = NULL;
+	ch->tt->tx[n - 1].wr.next = NULL;
 	ch->nwr = 0;
-	r = ibv_post_send(ch->qp, &ch->tx[0].wr, &bad);
+	r = ibv_post_send(ch->qp, &ch->tt->tx[0].wr, &bad);
 	if (n < BR_BURST)
-		ch->tx[n - 1].wr.next = &ch->tx[n].wr;
+		ch->tt->tx[n - 1].wr.next = &ch->tt->tx[n].wr;
 	if (ch->tt->dirty)
 		chan_tx_clean(ch->tt);
 	if (r) {
 		/* WRs from `bad` on were not posted: their buffers are ours again. */
-		uint32_t first = bad ? (uint32_t)((struct tx_slot *)bad - ch->tx) : 0;
+		uint32_t first = bad ? (uint32_t)((struct tx_slot *)bad - ch->tt->tx) : 0;
 		uint64_t posted_head = ch->tx_head - (n - first);
 
 		for (uint32_t i = first; i < n; i++) {
@@ -269,7 +269,7 @@ send_wr_fill(struct channel *out, uint32_t slot, uint32_t *ring, uint32_t mask,
 	     struct pool_meta *meta, uint64_t head, uint32_t buf, uintptr_t addr, uint32_t len,
 	     bool has_imm, uint32_t imm, unsigned int flags, struct ibv_ah *ah, uint32_t qkey)
 {
-	struct tx_slot *t = &out->tx[slot];
+	struct tx_slot *t = &out->tt->tx[slot];
 
 	t->sge.addr = addr;
 	t->sge.length = len;
@@ -286,6 +286,15 @@ send_wr_fill(struct channel *out, uint32_t slot, uint32_t *ring, uint32_t mask,
 	pool_meta_state(meta, buf, POOL_TX);
 }
 
+/* Post the chain open in a side's templates, if one is (its owner's). */
+static inline void tmpl_flush(struct worker *w, struct wr_tmpl *tt, struct freelist *fl)
+{
+	struct channel *o = tt->owner;
+
+	if (o && o->nwr)
+		chan_flush(w, o, fl);
+}
+
 /*
  * Make out the owner of its side's templates (struct wr_tmpl): the chain of the channel
  * that held them is posted first. Chains are posted at the end of the burst, drain and
@@ -297,19 +306,9 @@ static inline void chan_tmpl_own(struct worker *w, struct channel *out, struct f
 	struct wr_tmpl *tt = out->tt;
 
 	if (__builtin_expect(tt->owner != out, 0)) {
-		if (tt->owner && tt->owner->nwr)
-			chan_flush(w, tt->owner, fl);
+		tmpl_flush(w, tt, fl);
 		tt->owner = out;
 	}
-}
-
-/* Post the chain open in a side's templates, if one is (its owner's). */
-static inline void tmpl_flush(struct worker *w, struct wr_tmpl *tt, struct freelist *fl)
-{
-	struct channel *o = tt->owner;
-
-	if (o && o->nwr)
-		chan_flush(w, o, fl);
 }
 
 /*
@@ -537,7 +536,7 @@ struct burst {
 	 */
 	struct channel *peer;
 	bool peer_fast;
-	struct tx_slot *peer_slot; /* the next WR to chain: &peer->tx[peer->nwr] (in its side's
+	struct tx_slot *peer_slot; /* the next WR to chain: &peer->tt->tx[peer->nwr] (in its side's
 				      templates) */
 	uint32_t peer_to_signal;   /* posts until the next signaled one: sig_every - unsignaled */
 	uint32_t peer_mask;	   /* peer->tx_mask */
@@ -565,7 +564,7 @@ static inline void burst_peer_begin(struct burst *b, struct channel *peer, uint3
 	 * chain is posted by the end of the burst, drain or hand-off drain that made it. Only
 	 * a send of this burst on another channel there (burst_peer_yield) needs the owner.
 	 */
-	b->peer_slot = &peer->tx[peer->nwr];
+	b->peer_slot = &peer->tt->tx[peer->nwr];
 	b->peer_head = peer->tx_head;
 	b->peer_to_signal = peer->sig_every - peer->unsignaled;
 	b->peer_mask = peer->tx_mask;
@@ -575,7 +574,7 @@ static inline void burst_peer_begin(struct burst *b, struct channel *peer, uint3
 static inline void burst_peer_end(struct burst *b)
 {
 	if (b->peer_fast) {
-		b->peer->nwr = (uint32_t)(b->peer_slot - b->peer->tx);
+		b->peer->nwr = (uint32_t)(b->peer_slot - b->peer->tt->tx);
 		b->peer->tx_head = b->peer_head;
 		b->peer->unsignaled = b->peer->sig_every - b->peer_to_signal;
 	}
@@ -602,7 +601,7 @@ static inline __attribute__((always_inline)) void burst_peer_post(struct burst *
 								  struct ibv_ah *ah, uint32_t qkey)
 {
 	struct channel *out = b->peer;
-	uint32_t slot = (uint32_t)(b->peer_slot++ - out->tx);
+	uint32_t slot = (uint32_t)(b->peer_slot++ - out->tt->tx);
 	uint64_t head = b->peer_head++;
 	unsigned int flags = 0;
 
@@ -1532,13 +1531,13 @@ send:
 		uint32_t cnt = (uint32_t)(t - t0), to_signal = b->peer_to_signal;
 
 		if (__builtin_expect(imm_mask != 0, 0))
-			out->tt->dirty |= imm_mask << (t0 - out->tx);
+			out->tt->dirty |= imm_mask << (t0 - out->tt->tx);
 
 		if (cnt >= to_signal) {
 			uint32_t every = out->sig_every, k;
 
 			for (k = to_signal - 1; k < cnt; k += every) {
-				uint32_t slot = (uint32_t)(t0 + k - out->tx);
+				uint32_t slot = (uint32_t)(t0 + k - out->tt->tx);
 
 				t0[k].wr.send_flags = IBV_SEND_SIGNALED;
 				out->tt->dirty |= 1u << slot;
@@ -1724,7 +1723,9 @@ chan_rx(struct burst *b, struct channel *ch, const enum side side, const struct 
 		flow_set(b, ch, side, p, &src, g, s, ah, g->qkey_out[!side], out->sd->mtu);
 		goto forwarded;
 	}
-	if (__builtin_expect(b->peer_fast && out->tt == b->peer->tt, 0))
+	/* out is not the peer here (or the peer is not fast), and is of this worker and of
+	 * the peer's side: with a fast peer, the templates are the peer's. */
+	if (__builtin_expect(b->peer_fast, 0))
 		burst_peer_yield(b);
 	if (__builtin_expect(cr != NULL, 0) && chan_send_drops(out))
 		why = DROP_TX_FULL; /* counted by chan_send */

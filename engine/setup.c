@@ -366,7 +366,6 @@ static int channel_create(struct bridge *br, struct side_ctx *sd, uint32_t index
 	ch->own_rq.depth = br->cfg.rq_depth;
 	ch->rq = ws->rq.srq ? &ws->rq : &ch->own_rq;
 	ch->tt = &ws->tt;
-	ch->tx = ws->tt.tx;
 	ch->sq_depth = br->cfg.sq_depth;
 	ch->sig_every = br->cfg.sig_every;
 	ch->tx_hold = hold ? chan_hold(&br->cfg) : 0;

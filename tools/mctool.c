@@ -460,31 +460,46 @@ static int join_roce_v6(struct mct_port *p, struct mct_group *mg, bool send_only
  * address makes (group_mgid_ib, the port's P_Key); the AH is made from the SA's record
  * as the kernel makes rdma_cm's. Waits for the answer, within MCT_JOIN_TIMEOUT of t0.
  */
+/*
+ * The SA request of mg's IB membership on port p (join or leave): the MGID rdma_cm's join
+ * of the address makes (group_mgid_ib, the port's P_Key), the port's GID and P_Key, the
+ * group's Q_Key and traffic class, and where the SA is (the port's SM). 0 or -errno.
+ */
+static int sa_req(struct mct_port *p, const struct mct_group *mg, bool send_only,
+		  struct samcm_req *q)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(p->ctx, p->port, &pa))
+		return -errno;
+	memset(q, 0, sizeof(*q));
+	group_mgid_ib(mg->spec, p->pkey, &q->mgid);
+	q->port_gid = p->gid;
+	q->qkey = mct_group_qkey(p, mg);
+	q->pkey = p->pkey;
+	q->tclass = mg->spec->tos_set ? mg->spec->tos : 0;
+	q->send_only = send_only;
+	q->sm_lid = pa.sm_lid;
+	q->sm_sl = pa.sm_sl;
+	return 0;
+}
+
 static int join_ib_sa(struct mct_port *p, struct mct_group *mg, bool send_only, uint64_t t0,
 		      char *err, size_t errlen)
 {
 	const char *spec = mg->spec->spec;
-	struct ibv_port_attr pa;
 	struct samcm_answer a;
 	struct samcm_req q;
 	uint32_t tid;
 	int r;
 
-	if (ibv_query_port(p->ctx, p->port, &pa))
-		return errf(err, errlen, -errno, "%s: ibv_query_port: %s", spec, strerror(errno));
+	r = sa_req(p, mg, send_only, &q);
+	if (r)
+		return errf(err, errlen, r, "%s: ibv_query_port: %s", spec, strerror(-r));
 	r = samcm_open(&p->sa, p->dev, p->port);
 	if (r)
 		return errf(err, errlen, r, "join %s through the SA: umad port %s:%u: %s", spec,
 			    p->dev, p->port, strerror(-r));
-	memset(&q, 0, sizeof(q));
-	group_mgid_ib(mg->spec, p->pkey, &q.mgid);
-	q.port_gid = p->gid;
-	q.qkey = mct_group_qkey(p, mg);
-	q.pkey = p->pkey;
-	q.tclass = mg->spec->tos_set ? mg->spec->tos : 0;
-	q.send_only = send_only;
-	q.sm_lid = pa.sm_lid;
-	q.sm_sl = pa.sm_sl;
 	r = samcm_send(&p->sa, &q, true, &tid);
 	if (r)
 		return errf(err, errlen, r, "join %s through the SA: %s", spec, strerror(-r));
@@ -628,19 +643,11 @@ void mct_port_close(struct mct_port *p, struct mct_group *g, uint32_t n)
 		g[i].ah = NULL;
 		if (g[i].sa_joined) {
 			/* Leave through the SA: a Delete of our membership, not waited for. */
-			struct samcm_req q = {.port_gid = p->gid,
-					      .pkey = p->pkey,
-					      .qkey = mct_group_qkey(p, &g[i])};
-			struct ibv_port_attr pa;
+			struct samcm_req q;
 			uint32_t tid;
 
-			if (!ibv_query_port(p->ctx, p->port, &pa)) {
-				q.mgid = g[i].mgid;
-				q.send_only = g[i].sa_send_only;
-				q.sm_lid = pa.sm_lid;
-				q.sm_sl = pa.sm_sl;
+			if (!sa_req(p, &g[i], g[i].sa_send_only, &q))
 				samcm_send(&p->sa, &q, false, &tid);
-			}
 		} else if (g[i].joined && p->cm_id &&
 			   !(p->fabric == MCT_ROCE && g[i].spec->roce_v6)) {
 			rdma_leave_multicast(p->cm_id, join_addr(p, g[i].spec, &ss));

@@ -430,7 +430,6 @@ static struct burst fast_burst(void)
 	struct freelist fl = {.n = 0};
 
 	out->tt = &tt;
-	out->tx = tt.tx;
 	out->nwr = 0;
 	out->tx_head = out->tx_tail = 0;
 	out->unsignaled = 0;
@@ -468,8 +467,8 @@ static bool fast_rx(const struct rx *r, struct ibv_ah **ah, uint32_t *qkey)
 	}
 	CHECK_EQ(i, 1);
 	CHECK_EQ(ch[SIDE_IB].nwr, 1);
-	*ah = ch[SIDE_IB].tx[0].wr.wr.ud.ah;
-	*qkey = ch[SIDE_IB].tx[0].wr.wr.ud.remote_qkey;
+	*ah = ch[SIDE_IB].tt->tx[0].wr.wr.ud.ah;
+	*qkey = ch[SIDE_IB].tt->tx[0].wr.wr.ud.remote_qkey;
 	return true;
 }
 
@@ -493,7 +492,7 @@ static void full_rx(const struct rx *r, struct sender *snd, struct ibv_ah **ah)
 	burst_peer_end(&b);
 	CHECK_EQ(fl.n, 0);
 	CHECK_EQ(ch[SIDE_IB].nwr, 1);
-	*ah = ch[SIDE_IB].tx[0].wr.wr.ud.ah;
+	*ah = ch[SIDE_IB].tt->tx[0].wr.wr.ud.ah;
 }
 
 static void test_flows6(void)
